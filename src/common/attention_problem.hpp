@@ -1,0 +1,52 @@
+// Host-side description of one attention call: shapes, element types, buffers and strides.
+// Shared by the CPU reference, the CUDA dispatcher and the C API boundary.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace attnjit {
+
+enum class DType { bf16, fp16, fp32 };
+enum class Layout { bhld, blhd };  // [batch, heads, len, dim] or [batch, len, heads, dim]
+
+std::string_view dtype_name(DType dtype);  // "bfloat16", "float16", "float32"
+std::size_t dtype_size(DType dtype);
+
+struct AttentionShape {
+  int batch = 1;
+  int num_heads_q = 1;
+  int num_heads_kv = 1;  // num_heads_q % num_heads_kv == 0
+  int q_len = 0;
+  int kv_len = 0;
+  int head_dim = 0;
+};
+
+// Strides in elements; the head-dim stride is always 1.
+struct Strides {
+  std::int64_t batch = 0;
+  std::int64_t head = 0;
+  std::int64_t row = 0;
+};
+
+// Contiguous strides of a [B, H, L, D] or [B, L, H, D] tensor.
+Strides layout_strides(Layout layout, int num_heads, int len, int head_dim);
+
+struct AttentionBuffers {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;    // dtype of q
+  float* lse = nullptr;   // optional, [batch, num_heads_q, q_len] contiguous
+  DType q_dtype = DType::bf16;
+  DType k_dtype = DType::bf16;
+  DType v_dtype = DType::bf16;
+  Strides q_strides, k_strides, v_strides, out_strides;
+  float scale = 0.0f;  // 0 means 1/sqrt(head_dim)
+};
+
+// Throws Error(invalid_argument) naming the first problem: non-positive sizes, GQA ratio,
+// null buffers, strides that let rows overlap.
+void validate_problem(const AttentionShape& shape, const AttentionBuffers& buffers);
+
+}  // namespace attnjit

@@ -1,0 +1,49 @@
+// A parsed, type-checked and constant-folded expression: the user's mask or score.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "expr/signature.hpp"
+
+namespace attnjit::expr {
+
+struct Node;  // expr/ast.hpp
+
+enum class ExprKind { mask, score };
+
+constexpr std::string_view kDefaultMask = "true";
+constexpr std::string_view kDefaultScore = "score";
+
+class Expression {
+ public:
+  Expression(ExprKind kind, std::string source, Signature signature, std::shared_ptr<const Node> root);
+
+  ExprKind kind() const { return kind_; }
+  const std::string& source() const { return source_; }  // as the user wrote it
+  const Signature& signature() const { return signature_; }
+  const Node& root() const { return *root_; }  // after constant folding
+  ValueType type() const;                      // boolean for a mask, floating for a score
+
+  bool is_constant_true() const;  // a mask that keeps everything
+  bool is_identity() const;       // a score that is just `score`
+  bool reads_tensors() const;     // false: "index-only", needs no precomputed block mask
+  std::string canonical() const;  // deterministic printed form of the folded AST
+
+ private:
+  ExprKind kind_;
+  std::string source_;
+  Signature signature_;
+  std::shared_ptr<const Node> root_;
+};
+
+// Parses, type-checks and folds. Throws Error(Status::parse) whose message names the
+// expression, the column and the reason, followed by the source line and a caret, e.g.
+//   mask: col 10: unknown name 'kv_idz' (did you mean 'kv_idx'?)
+//     q_idx >= kv_idz
+//              ^~~~~~
+// An empty source means the default (kDefaultMask / kDefaultScore).
+Expression parse_expression(ExprKind kind, std::string_view source, const Signature& signature);
+
+}  // namespace attnjit::expr
