@@ -1,0 +1,40 @@
+// The generated CUDA source of one kernel: a variant struct holding the lowered mask, score and
+// block-analysis functions, then extern "C" entry points instantiating the forward template of
+// kernels_templates/ for one dtype, head dim and tile configuration.
+#pragma once
+
+#include <string>
+
+#include "common/attention_problem.hpp"
+#include "expr/expression.hpp"
+
+namespace attnjit::codegen {
+
+// Tile configuration of the forward kernel, chosen on the host per arch, dtype and head dim and
+// written into the generated source as template arguments.
+struct KernelConfig {
+  int block_m = 0;     // queries per thread block
+  int block_n = 0;     // keys per pipeline stage
+  int num_warps = 0;
+  int num_stages = 0;  // cp.async pipeline depth
+  int smem_bytes = 0;  // dynamic shared memory the launch needs
+};
+
+// Throws Error(unsupported) for head dims or arches (sm < 80) that are not supported.
+// `sm` is 80, 86, 89, 90...; the configuration fits the arch's shared-memory opt-in limit.
+KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim);
+bool is_supported_head_dim(int head_dim);  // 32, 64, 96, 128, 256
+
+constexpr const char* kForwardEntry = "attnjit_fwd";
+constexpr const char* kSummaryEntry = "attnjit_tensor_summary";
+
+struct GeneratedKernel {
+  std::string source;  // deterministic: same inputs, same text
+  KernelConfig config;
+};
+
+// dtype must be bf16 or fp16 (Error(unsupported) otherwise).
+GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
+                                       DType dtype, int head_dim, int sm);
+
+}  // namespace attnjit::codegen
