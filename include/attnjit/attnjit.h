@@ -1,0 +1,196 @@
+/* attnjit: JIT-compiled custom attention for NVIDIA GPUs, with a CPU reference.
+ *
+ * The C API. It compiles as C99 and C++. Conventions:
+ * - Opaque handles with create/destroy pairs; destroy(NULL) is a no-op.
+ * - Every function that can fail returns an attnjit_status; out-parameters come first.
+ * - On failure, attnjit_last_error() returns a message for the calling thread (never NULL).
+ *   Check the status, not the message.
+ * - Option structs carry a version as their first field; initialise them with the matching
+ *   *_init function.
+ * - No C++ exception crosses this boundary.
+ */
+#ifndef ATTNJIT_ATTNJIT_H
+#define ATTNJIT_ATTNJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define ATTNJIT_API
+#else
+#define ATTNJIT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTNJIT_VERSION_MAJOR 0
+#define ATTNJIT_VERSION_MINOR 1
+#define ATTNJIT_VERSION_PATCH 0
+#define ATTNJIT_VERSION_NUMBER \
+  (ATTNJIT_VERSION_MAJOR * 10000 + ATTNJIT_VERSION_MINOR * 100 + ATTNJIT_VERSION_PATCH)
+
+/* Status codes. The values never change. */
+typedef enum attnjit_status {
+  ATTNJIT_OK = 0,
+  ATTNJIT_ERROR_INVALID_ARGUMENT = 1, /* a bad argument, shape, pointer or option */
+  ATTNJIT_ERROR_PARSE = 2,            /* a mask or score expression does not parse or type-check */
+  ATTNJIT_ERROR_UNSUPPORTED = 3,      /* valid, but not supported (dtype, head dim, arch) */
+  ATTNJIT_ERROR_NO_DEVICE = 4,        /* no CUDA driver or no usable device */
+  ATTNJIT_ERROR_COMPILE = 5,          /* NVRTC failed; the message carries its log */
+  ATTNJIT_ERROR_CACHE = 6,            /* the kernel cache could not be used */
+  ATTNJIT_ERROR_CUDA = 7,             /* a CUDA driver call failed */
+  ATTNJIT_ERROR_OUT_OF_MEMORY = 8,
+  ATTNJIT_ERROR_IO = 9,
+  ATTNJIT_ERROR_INTERNAL = 10
+} attnjit_status;
+
+typedef enum attnjit_backend {
+  ATTNJIT_BACKEND_AUTO = 0, /* the GPU when usable, else the CPU reference with one warning */
+  ATTNJIT_BACKEND_CUDA = 1, /* the GPU or an error */
+  ATTNJIT_BACKEND_CPU = 2   /* the multi-threaded CPU reference */
+} attnjit_backend;
+
+typedef enum attnjit_log_level {
+  ATTNJIT_LOG_DEFAULT = 0, /* ATTNJIT_LOG_LEVEL from the environment, else warn */
+  ATTNJIT_LOG_TRACE = 1,
+  ATTNJIT_LOG_DEBUG = 2,
+  ATTNJIT_LOG_INFO = 3,
+  ATTNJIT_LOG_WARN = 4,
+  ATTNJIT_LOG_ERROR = 5,
+  ATTNJIT_LOG_OFF = 6
+} attnjit_log_level;
+
+typedef enum attnjit_dtype {
+  ATTNJIT_DTYPE_BF16 = 0,
+  ATTNJIT_DTYPE_FP16 = 1,
+  ATTNJIT_DTYPE_FP32 = 2 /* CPU backend only */
+} attnjit_dtype;
+
+typedef enum attnjit_layout {
+  ATTNJIT_LAYOUT_BHLD = 0, /* [batch, heads, len, head_dim], contiguous */
+  ATTNJIT_LAYOUT_BLHD = 1  /* [batch, len, heads, head_dim], contiguous */
+} attnjit_layout;
+
+typedef enum attnjit_param_type { ATTNJIT_PARAM_INT = 0, ATTNJIT_PARAM_FLOAT = 1 } attnjit_param_type;
+
+typedef enum attnjit_tensor_type {
+  ATTNJIT_TENSOR_INT32 = 0,
+  ATTNJIT_TENSOR_FLOAT32 = 1
+} attnjit_tensor_type;
+
+typedef struct attnjit_runtime attnjit_runtime;
+typedef struct attnjit_variant attnjit_variant;
+
+/* ---- Version and errors ---- */
+
+ATTNJIT_API const char* attnjit_version(void); /* "0.1.0" */
+ATTNJIT_API int attnjit_version_number(void);  /* ATTNJIT_VERSION_NUMBER of the library */
+ATTNJIT_API const char* attnjit_status_string(attnjit_status status);
+/* The message of the calling thread's last failure; "" if none. Never NULL. */
+ATTNJIT_API const char* attnjit_last_error(void);
+
+/* ---- Runtime ---- */
+
+#define ATTNJIT_RUNTIME_OPTIONS_VERSION 1
+typedef struct attnjit_runtime_options {
+  int version;           /* ATTNJIT_RUNTIME_OPTIONS_VERSION */
+  const char* cache_dir; /* NULL: ATTNJIT_CACHE_DIR, else $XDG_CACHE_HOME/attnjit, else ~/.cache/attnjit */
+  attnjit_backend backend;
+  attnjit_log_level log_level;
+} attnjit_runtime_options;
+
+ATTNJIT_API void attnjit_runtime_options_init(attnjit_runtime_options* options);
+/* options may be NULL for the defaults. */
+ATTNJIT_API attnjit_status attnjit_runtime_create(attnjit_runtime** out,
+                                                  const attnjit_runtime_options* options);
+ATTNJIT_API void attnjit_runtime_destroy(attnjit_runtime* runtime);
+/* The backend actually in use (AUTO resolves to CUDA or CPU at creation). */
+ATTNJIT_API attnjit_backend attnjit_runtime_backend(const attnjit_runtime* runtime);
+
+/* ---- Variants ---- */
+
+typedef struct attnjit_param_decl {
+  const char* name;
+  attnjit_param_type type;
+} attnjit_param_decl;
+
+typedef struct attnjit_tensor_decl {
+  const char* name;
+  attnjit_tensor_type type;
+  int rank; /* 1 or 2 */
+} attnjit_tensor_decl;
+
+#define ATTNJIT_VARIANT_DESC_VERSION 1
+typedef struct attnjit_variant_desc {
+  int version;       /* ATTNJIT_VARIANT_DESC_VERSION */
+  const char* mask;  /* NULL or "": "true" */
+  const char* score; /* NULL or "": "score" */
+  const attnjit_param_decl* params; /* declaration order is the order of values at each call */
+  int num_params;
+  const attnjit_tensor_decl* tensors;
+  int num_tensors;
+  attnjit_dtype dtype; /* of query, key, value and output */
+  int head_dim;
+} attnjit_variant_desc;
+
+ATTNJIT_API void attnjit_variant_desc_init(attnjit_variant_desc* desc);
+/* Parses and type-checks the expressions. A bad expression gives ATTNJIT_ERROR_PARSE and a
+ * message with the column and a caret. The variant keeps a reference to the runtime, which must
+ * outlive it. */
+ATTNJIT_API attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit_runtime* runtime,
+                                                  const attnjit_variant_desc* desc);
+/* Compiles the kernel for the runtime's device, or loads it from the cache. Optional: the first
+ * forward call prepares too. */
+ATTNJIT_API attnjit_status attnjit_variant_prepare(attnjit_variant* variant);
+ATTNJIT_API void attnjit_variant_destroy(attnjit_variant* variant);
+
+/* ---- Forward pass ---- */
+
+typedef union attnjit_scalar {
+  int32_t i;
+  float f;
+} attnjit_scalar;
+
+typedef struct attnjit_tensor_arg {
+  const void* data; /* device memory on the CUDA backend, host memory on the CPU backend */
+  int64_t dims[2];  /* dims[1] ignored for rank-1 tensors; row-major, contiguous */
+} attnjit_tensor_arg;
+
+#define ATTNJIT_FORWARD_ARGS_VERSION 1
+typedef struct attnjit_forward_args {
+  int version; /* ATTNJIT_FORWARD_ARGS_VERSION */
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;  /* same dtype as q */
+  float* lse; /* optional: [batch, num_heads_q, q_len] natural-log log-sum-exp, or NULL */
+  attnjit_dtype q_dtype, k_dtype, v_dtype;
+  int batch;
+  int num_heads_q;
+  int num_heads_kv; /* num_heads_q must be a multiple (GQA / MQA) */
+  int q_len;
+  int kv_len;
+  attnjit_layout layout;
+  /* Optional explicit strides in elements (batch, head, row); all zero means from `layout`. */
+  int64_t q_strides[3], k_strides[3], v_strides[3], out_strides[3];
+  float scale; /* 0: 1/sqrt(head_dim) */
+  const attnjit_scalar* params; /* one per declared parameter, in declaration order */
+  int num_params;
+  const attnjit_tensor_arg* tensors; /* one per declared tensor, in declaration order */
+  int num_tensors;
+  void* stream; /* CUstream (NULL: the default stream); ignored on the CPU backend */
+} attnjit_forward_args;
+
+ATTNJIT_API void attnjit_forward_args_init(attnjit_forward_args* args);
+/* Runs attention. On the CUDA backend the call is asynchronous on `stream`; on the CPU backend
+ * it returns when the output is written. */
+ATTNJIT_API attnjit_status attnjit_forward(attnjit_variant* variant,
+                                           const attnjit_forward_args* args);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNJIT_ATTNJIT_H */

@@ -1,0 +1,281 @@
+// The C boundary: converts C structs to the C++ API, and every exception to a status plus a
+// per-thread message. Nothing thrown inside may cross it.
+#include "attnjit/attnjit.h"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/variant.hpp"
+
+struct attnjit_runtime {
+  explicit attnjit_runtime(const attnjit::RuntimeOptions& options) : impl(options) {}
+  attnjit::Runtime impl;
+};
+
+struct attnjit_variant {
+  attnjit_variant(attnjit::Runtime& runtime, attnjit::VariantSpec spec)
+      : impl(runtime, std::move(spec)) {}
+  attnjit::Variant impl;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+template <typename Fn>
+attnjit_status guarded(Fn&& fn) {
+  try {
+    fn();
+    last_error.clear();
+    return ATTNJIT_OK;
+  } catch (const attnjit::Error& e) {
+    last_error = e.what();
+    return static_cast<attnjit_status>(e.status());
+  } catch (const std::bad_alloc&) {
+    last_error = "out of host memory";
+    return ATTNJIT_ERROR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    last_error = std::string("internal error: ") + e.what();
+    return ATTNJIT_ERROR_INTERNAL;
+  } catch (...) {
+    last_error = "internal error: unknown exception";
+    return ATTNJIT_ERROR_INTERNAL;
+  }
+}
+
+template <typename T>
+void require(const T* pointer, const char* name) {
+  if (pointer == nullptr) attnjit::throw_error(attnjit::Status::invalid_argument, "{} is NULL", name);
+}
+
+void require_version(int got, int expected, const char* name) {
+  if (got != expected) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "{}.version is {}; this library expects {} (initialise it with {}_init)",
+                         name, got, expected, name);
+  }
+}
+
+attnjit::DType to_dtype(attnjit_dtype dtype, const char* what) {
+  switch (dtype) {
+    case ATTNJIT_DTYPE_BF16: return attnjit::DType::bf16;
+    case ATTNJIT_DTYPE_FP16: return attnjit::DType::fp16;
+    case ATTNJIT_DTYPE_FP32: return attnjit::DType::fp32;
+  }
+  attnjit::throw_error(attnjit::Status::invalid_argument, "{}: unknown dtype {}", what,
+                       static_cast<int>(dtype));
+}
+
+attnjit::Backend to_backend(attnjit_backend backend) {
+  switch (backend) {
+    case ATTNJIT_BACKEND_AUTO: return attnjit::Backend::auto_select;
+    case ATTNJIT_BACKEND_CUDA: return attnjit::Backend::cuda;
+    case ATTNJIT_BACKEND_CPU: return attnjit::Backend::cpu;
+  }
+  attnjit::throw_error(attnjit::Status::invalid_argument, "unknown backend {}",
+                       static_cast<int>(backend));
+}
+
+void apply_log_level(attnjit_log_level level) {
+  switch (level) {
+    case ATTNJIT_LOG_DEFAULT: return;
+    case ATTNJIT_LOG_TRACE: return attnjit::set_log_level(spdlog::level::trace);
+    case ATTNJIT_LOG_DEBUG: return attnjit::set_log_level(spdlog::level::debug);
+    case ATTNJIT_LOG_INFO: return attnjit::set_log_level(spdlog::level::info);
+    case ATTNJIT_LOG_WARN: return attnjit::set_log_level(spdlog::level::warn);
+    case ATTNJIT_LOG_ERROR: return attnjit::set_log_level(spdlog::level::err);
+    case ATTNJIT_LOG_OFF: return attnjit::set_log_level(spdlog::level::off);
+  }
+  attnjit::throw_error(attnjit::Status::invalid_argument, "unknown log level {}",
+                       static_cast<int>(level));
+}
+
+std::string name_or_throw(const char* name, const char* what, int index) {
+  if (name == nullptr) {
+    attnjit::throw_error(attnjit::Status::invalid_argument, "{}[{}].name is NULL", what, index);
+  }
+  return name;
+}
+
+attnjit::VariantSpec to_spec(const attnjit_variant_desc& desc) {
+  attnjit::VariantSpec spec;
+  spec.mask = desc.mask != nullptr ? desc.mask : "";
+  spec.score = desc.score != nullptr ? desc.score : "";
+  spec.dtype = to_dtype(desc.dtype, "variant");
+  spec.head_dim = desc.head_dim;
+  if (desc.num_params < 0 || desc.num_tensors < 0 || (desc.num_params > 0 && !desc.params) ||
+      (desc.num_tensors > 0 && !desc.tensors)) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "params/tensors arrays do not match num_params={} num_tensors={}",
+                         desc.num_params, desc.num_tensors);
+  }
+  for (int i = 0; i < desc.num_params; ++i) {
+    const auto& p = desc.params[i];
+    if (p.type != ATTNJIT_PARAM_INT && p.type != ATTNJIT_PARAM_FLOAT) {
+      attnjit::throw_error(attnjit::Status::invalid_argument, "params[{}]: unknown type {}", i,
+                           static_cast<int>(p.type));
+    }
+    spec.signature.params.push_back(
+        {name_or_throw(p.name, "params", i),
+         p.type == ATTNJIT_PARAM_INT ? attnjit::expr::ValueType::integer
+                                     : attnjit::expr::ValueType::floating});
+  }
+  for (int i = 0; i < desc.num_tensors; ++i) {
+    const auto& t = desc.tensors[i];
+    if (t.type != ATTNJIT_TENSOR_INT32 && t.type != ATTNJIT_TENSOR_FLOAT32) {
+      attnjit::throw_error(attnjit::Status::invalid_argument, "tensors[{}]: unknown type {}", i,
+                           static_cast<int>(t.type));
+    }
+    spec.signature.tensors.push_back(
+        {name_or_throw(t.name, "tensors", i),
+         t.type == ATTNJIT_TENSOR_INT32 ? attnjit::expr::TensorElemType::int32
+                                        : attnjit::expr::TensorElemType::float32,
+         t.rank});
+  }
+  return spec;
+}
+
+attnjit::Strides strides_or_layout(const int64_t (&explicit_strides)[3], attnjit_layout layout,
+                                   int heads, int len, int head_dim) {
+  if (explicit_strides[0] != 0 || explicit_strides[1] != 0 || explicit_strides[2] != 0) {
+    return {explicit_strides[0], explicit_strides[1], explicit_strides[2]};
+  }
+  if (layout != ATTNJIT_LAYOUT_BHLD && layout != ATTNJIT_LAYOUT_BLHD) {
+    attnjit::throw_error(attnjit::Status::invalid_argument, "unknown layout {}",
+                         static_cast<int>(layout));
+  }
+  return attnjit::layout_strides(
+      layout == ATTNJIT_LAYOUT_BHLD ? attnjit::Layout::bhld : attnjit::Layout::blhd, heads, len,
+      head_dim);
+}
+
+attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
+  attnjit::ForwardCall call;
+  call.shape = {a.batch, a.num_heads_q, a.num_heads_kv, a.q_len, a.kv_len, head_dim};
+  auto& b = call.buffers;
+  b.q = a.q;
+  b.k = a.k;
+  b.v = a.v;
+  b.out = a.out;
+  b.lse = a.lse;
+  b.q_dtype = to_dtype(a.q_dtype, "q");
+  b.k_dtype = to_dtype(a.k_dtype, "k");
+  b.v_dtype = to_dtype(a.v_dtype, "v");
+  b.q_strides = strides_or_layout(a.q_strides, a.layout, a.num_heads_q, a.q_len, head_dim);
+  b.k_strides = strides_or_layout(a.k_strides, a.layout, a.num_heads_kv, a.kv_len, head_dim);
+  b.v_strides = strides_or_layout(a.v_strides, a.layout, a.num_heads_kv, a.kv_len, head_dim);
+  b.out_strides = strides_or_layout(a.out_strides, a.layout, a.num_heads_q, a.q_len, head_dim);
+  b.scale = a.scale;
+  if (a.num_params < 0 || a.num_tensors < 0 || (a.num_params > 0 && !a.params) ||
+      (a.num_tensors > 0 && !a.tensors)) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "params/tensors arrays do not match num_params={} num_tensors={}",
+                         a.num_params, a.num_tensors);
+  }
+  for (int i = 0; i < a.num_params; ++i) call.scalars.push_back(a.params[i].i);
+  for (int i = 0; i < a.num_tensors; ++i) {
+    call.tensors.push_back({a.tensors[i].data, {a.tensors[i].dims[0], a.tensors[i].dims[1]}});
+  }
+  call.stream = a.stream;
+  return call;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* attnjit_version(void) { return ATTNJIT_VERSION_STRING; }
+int attnjit_version_number(void) { return ATTNJIT_VERSION_NUMBER; }
+
+const char* attnjit_status_string(attnjit_status status) {
+  if (status < ATTNJIT_OK || status > ATTNJIT_ERROR_INTERNAL) return "unknown status";
+  return attnjit::status_name(static_cast<attnjit::Status>(status));
+}
+
+const char* attnjit_last_error(void) { return last_error.c_str(); }
+
+void attnjit_runtime_options_init(attnjit_runtime_options* options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof(*options));
+  options->version = ATTNJIT_RUNTIME_OPTIONS_VERSION;
+  options->backend = ATTNJIT_BACKEND_AUTO;
+  options->log_level = ATTNJIT_LOG_DEFAULT;
+}
+
+attnjit_status attnjit_runtime_create(attnjit_runtime** out, const attnjit_runtime_options* opts) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    attnjit_runtime_options defaults;
+    attnjit_runtime_options_init(&defaults);
+    const attnjit_runtime_options& o = opts != nullptr ? *opts : defaults;
+    require_version(o.version, ATTNJIT_RUNTIME_OPTIONS_VERSION, "attnjit_runtime_options");
+    apply_log_level(o.log_level);
+    attnjit::RuntimeOptions options;
+    options.cache_dir = o.cache_dir != nullptr ? o.cache_dir : "";
+    options.backend = to_backend(o.backend);
+    *out = new attnjit_runtime(options);
+  });
+}
+
+void attnjit_runtime_destroy(attnjit_runtime* runtime) { delete runtime; }
+
+attnjit_backend attnjit_runtime_backend(const attnjit_runtime* runtime) {
+  if (runtime == nullptr) return ATTNJIT_BACKEND_AUTO;
+  return runtime->impl.backend() == attnjit::Backend::cuda ? ATTNJIT_BACKEND_CUDA
+                                                           : ATTNJIT_BACKEND_CPU;
+}
+
+void attnjit_variant_desc_init(attnjit_variant_desc* desc) {
+  if (desc == nullptr) return;
+  std::memset(desc, 0, sizeof(*desc));
+  desc->version = ATTNJIT_VARIANT_DESC_VERSION;
+  desc->dtype = ATTNJIT_DTYPE_BF16;
+  desc->head_dim = 128;
+}
+
+attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit_runtime* runtime,
+                                      const attnjit_variant_desc* desc) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(runtime, "runtime");
+    require(desc, "desc");
+    require_version(desc->version, ATTNJIT_VARIANT_DESC_VERSION, "attnjit_variant_desc");
+    *out = new attnjit_variant(runtime->impl, to_spec(*desc));
+  });
+}
+
+attnjit_status attnjit_variant_prepare(attnjit_variant* variant) {
+  return guarded([&] {
+    require(variant, "variant");
+    variant->impl.prepare();
+  });
+}
+
+void attnjit_variant_destroy(attnjit_variant* variant) { delete variant; }
+
+void attnjit_forward_args_init(attnjit_forward_args* args) {
+  if (args == nullptr) return;
+  std::memset(args, 0, sizeof(*args));
+  args->version = ATTNJIT_FORWARD_ARGS_VERSION;
+  args->batch = 1;
+  args->num_heads_q = 1;
+  args->num_heads_kv = 1;
+  args->layout = ATTNJIT_LAYOUT_BHLD;
+}
+
+attnjit_status attnjit_forward(attnjit_variant* variant, const attnjit_forward_args* args) {
+  return guarded([&] {
+    require(variant, "variant");
+    require(args, "args");
+    require_version(args->version, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
+    variant->impl.forward(to_call(*args, variant->impl.spec().head_dim));
+  });
+}
+
+}  // extern "C"

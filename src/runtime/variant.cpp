@@ -1,0 +1,114 @@
+#include "runtime/variant.hpp"
+
+#include <limits>
+
+#include "cache/kernel_cache.hpp"
+#include "common/error.hpp"
+#include "compile/variant_compiler.hpp"
+#include "reference/attention.hpp"
+#include "runtime/cuda_backend.hpp"
+#include "runtime/runtime.hpp"
+
+namespace attnjit {
+namespace {
+
+expr::Expression parse_checked(expr::ExprKind kind, const std::string& source,
+                               const expr::Signature& signature) {
+  return expr::parse_expression(kind, source, signature);
+}
+
+void check_head_dim(const VariantSpec& spec, Backend backend) {
+  if (spec.head_dim <= 0 || spec.head_dim > 1024) {
+    throw_error(Status::invalid_argument, "head_dim must be in 1..1024; got {}", spec.head_dim);
+  }
+  if (backend == Backend::cuda && !codegen::is_supported_head_dim(spec.head_dim)) {
+    throw_error(Status::unsupported,
+                "head_dim {} is not supported by the CUDA kernels (supported: 32, 64, 96, 128, 256)",
+                spec.head_dim);
+  }
+}
+
+}  // namespace
+
+Variant::Variant(Runtime& runtime, VariantSpec spec)
+    : runtime_(runtime),
+      spec_(std::move(spec)),
+      mask_((expr::validate_signature(spec_.signature),
+             parse_checked(expr::ExprKind::mask, spec_.mask, spec_.signature))),
+      score_(parse_checked(expr::ExprKind::score, spec_.score, spec_.signature)) {
+  check_head_dim(spec_, runtime_.backend());
+  if (runtime_.backend() == Backend::cuda && spec_.dtype == DType::fp32) {
+    throw_error(Status::unsupported,
+                "query, key and value must be bfloat16 or float16; got float32 (the CUDA backend "
+                "has no float32 kernels; use the cpu backend)");
+  }
+}
+
+std::shared_ptr<const KernelBinary> Variant::kernel() {
+  std::lock_guard lock(mutex_);
+  if (!kernel_) {
+    kernel_ = std::make_shared<const KernelBinary>(
+        compile_variant(spec_, runtime_.device_arch(), runtime_.cache()));
+  }
+  return kernel_;
+}
+
+void Variant::prepare() {
+  if (runtime_.backend() == Backend::cuda) kernel();
+}
+
+VariantArgs Variant::pack_args(const ForwardCall& call) const {
+  const auto& sig = spec_.signature;
+  if (call.scalars.size() != sig.params.size()) {
+    throw_error(Status::invalid_argument, "the variant declares {} parameter(s); got {} value(s)",
+                sig.params.size(), call.scalars.size());
+  }
+  if (call.tensors.size() != sig.tensors.size()) {
+    throw_error(Status::invalid_argument, "the variant declares {} tensor(s); got {}",
+                sig.tensors.size(), call.tensors.size());
+  }
+  VariantArgs args{};
+  for (std::size_t i = 0; i < call.scalars.size(); ++i) args.scalars[i] = call.scalars[i];
+  for (std::size_t i = 0; i < call.tensors.size(); ++i) {
+    const auto& decl = sig.tensors[i];
+    const auto& value = call.tensors[i];
+    if (value.data == nullptr) {
+      throw_error(Status::invalid_argument, "tensor '{}' has no data", decl.name);
+    }
+    const std::int64_t dim1 = decl.rank == 2 ? value.dims[1] : 1;
+    constexpr std::int64_t max_dim = std::numeric_limits<int>::max();
+    if (value.dims[0] <= 0 || dim1 <= 0 || value.dims[0] > max_dim || dim1 > max_dim ||
+        value.dims[0] * dim1 > max_dim) {
+      throw_error(Status::invalid_argument,
+                  "tensor '{}' has dims [{}, {}]; each must be in 1..{} and the total too",
+                  decl.name, value.dims[0], dim1, max_dim);
+    }
+    TensorArg& arg = args.tensors[i];
+    arg.data = value.data;
+    arg.dims[0] = static_cast<int>(value.dims[0]);
+    arg.dims[1] = static_cast<int>(dim1);
+    arg.rank = decl.rank;
+    arg.elem = decl.elem == expr::TensorElemType::int32 ? kTensorInt32 : kTensorFloat32;
+  }
+  return args;
+}
+
+void Variant::forward(const ForwardCall& call) {
+  AttentionShape shape = call.shape;
+  shape.head_dim = spec_.head_dim;
+  validate_problem(shape, call.buffers);
+  if (call.buffers.q_dtype != spec_.dtype) {
+    throw_error(Status::invalid_argument,
+                "the variant was declared for {} inputs; got query, key and value of {}",
+                dtype_name(spec_.dtype), dtype_name(call.buffers.q_dtype));
+  }
+  const VariantArgs args = pack_args(call);
+  if (runtime_.backend() == Backend::cpu) {
+    reference::attention_forward(mask_, score_, args, shape, call.buffers);
+    return;
+  }
+  const auto binary = kernel();
+  cuda::forward(*binary, mask_, args, shape, call.buffers, call.stream);
+}
+
+}  // namespace attnjit

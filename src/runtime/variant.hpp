@@ -1,0 +1,61 @@
+// A variant: parsed expressions plus what they are compiled for; runs forward passes on the
+// runtime's backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "attnjit/variant_args.cuh"
+#include "common/attention_problem.hpp"
+#include "compile/variant_compiler.hpp"
+#include "expr/expression.hpp"
+
+namespace attnjit {
+
+class Runtime;
+
+// A per-call tensor as the caller passes it; rank and element type come from the signature.
+struct TensorValue {
+  const void* data = nullptr;
+  std::int64_t dims[2] = {0, 1};
+};
+
+struct ForwardCall {
+  AttentionShape shape;  // head_dim is the variant's
+  AttentionBuffers buffers;
+  std::vector<std::int32_t> scalars;  // one per declared parameter (floats as bit patterns)
+  std::vector<TensorValue> tensors;   // one per declared tensor
+  void* stream = nullptr;             // CUstream, CUDA backend only
+};
+
+class Variant {
+ public:
+  // Parses and type-checks; throws Error(parse) or Error(invalid_argument).
+  Variant(Runtime& runtime, VariantSpec spec);
+
+  const VariantSpec& spec() const { return spec_; }
+  const expr::Expression& mask() const { return mask_; }
+  const expr::Expression& score() const { return score_; }
+
+  // Compiles or loads the kernel for the runtime's device (no-op on the CPU backend).
+  void prepare();
+  void forward(const ForwardCall& call);
+
+  // Checks the per-call values against the signature and packs them as the kernels read them.
+  VariantArgs pack_args(const ForwardCall& call) const;
+
+ private:
+  std::shared_ptr<const KernelBinary> kernel();
+
+  Runtime& runtime_;
+  VariantSpec spec_;
+  expr::Expression mask_;
+  expr::Expression score_;
+  std::mutex mutex_;
+  std::shared_ptr<const KernelBinary> kernel_;
+};
+
+}  // namespace attnjit
