@@ -1,0 +1,1 @@
+// libattnjit.so's own translation unit; the code comes from the attnjit_capi stage.
