@@ -47,8 +47,7 @@ Variant::Variant(Runtime& runtime, VariantSpec spec)
 std::shared_ptr<const KernelBinary> Variant::kernel() {
   std::lock_guard lock(mutex_);
   if (!kernel_) {
-    kernel_ = std::make_shared<const KernelBinary>(
-        compile_variant(spec_, runtime_.device_arch(), runtime_.cache()));
+    kernel_ = acquire_variant(spec_, runtime_.device_arch(), runtime_.cache()).binary;
   }
   return kernel_;
 }

@@ -1,0 +1,174 @@
+// attnjit demo: the standard variants end to end. For each: parse, lower, compile through the
+// cache (for the local GPU, or sm_90 to show the JIT path without one), run on the GPU if there
+// is one and on the CPU reference otherwise, check against the naive reference, print a table.
+#include <chrono>
+
+#include <fmt/core.h>
+
+#include "cache/kernel_cache.hpp"
+#include "cache/manifest.hpp"
+#include "commands.hpp"
+#include "common/error.hpp"
+#include "reference/compare.hpp"
+#include "reference/naive.hpp"
+#include "reference/random_inputs.hpp"
+#include "runtime/cuda_memory.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/variant.hpp"
+#include "tile_census.hpp"
+
+namespace attnjit::cli {
+namespace {
+
+const char* origin_name(KernelOrigin origin) {
+  switch (origin) {
+    case KernelOrigin::memory: return "memory";
+    case KernelOrigin::disk: return "cached";
+    case KernelOrigin::compiled: return "compiled";
+  }
+  return "?";
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Per-call values from the manifest's "example": params by name; a rank-1 int32 tensor given as
+// {"documents": N} holds sorted ids of N equal documents.
+struct ExampleValues {
+  std::vector<std::int32_t> scalars;
+  std::vector<std::vector<std::int32_t>> tensors;
+};
+
+ExampleValues example_values(const ManifestVariant& variant, int len) {
+  ExampleValues values;
+  const auto& example = variant.example;
+  for (const auto& param : variant.signature.params) {
+    if (example.is_null() || !example.contains("params") || !example["params"].contains(param.name)) {
+      throw_error(Status::invalid_argument, "variant '{}': no example value for parameter '{}'",
+                  variant.name, param.name);
+    }
+    const auto& value = example["params"][param.name];
+    values.scalars.push_back(param.type == expr::ValueType::integer
+                                 ? value.get<std::int32_t>()
+                                 : std::bit_cast<std::int32_t>(value.get<float>()));
+  }
+  for (const auto& tensor : variant.signature.tensors) {
+    const auto spec = example.is_null() ? nlohmann::json() : example["tensors"][tensor.name];
+    if (tensor.rank != 1 || tensor.elem != expr::TensorElemType::int32 || !spec.is_object() ||
+        !spec.contains("documents")) {
+      throw_error(Status::invalid_argument,
+                  "variant '{}': the demo can only fill rank-1 int32 tensors given as "
+                  "{{\"documents\": N}} (tensor '{}')",
+                  variant.name, tensor.name);
+    }
+    const int documents = std::max(1, spec["documents"].get<int>());
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(len));
+    for (int i = 0; i < len; ++i) ids[static_cast<std::size_t>(i)] = i * documents / len;
+    values.tensors.push_back(std::move(ids));
+  }
+  return values;
+}
+
+void demo(const std::string& cache_dir, int len_option) {
+  RuntimeOptions runtime_options;
+  runtime_options.cache_dir = cache_dir;
+  Runtime runtime(runtime_options);
+  const bool on_gpu = runtime.backend() == Backend::cuda;
+  const std::string arch = on_gpu ? runtime.device_arch() : "sm_90";
+  const int len = len_option > 0 ? len_option : (on_gpu ? 4096 : 512);
+  const int heads = on_gpu ? 16 : 4;
+  const int head_dim = on_gpu ? 128 : 64;
+  const DType dtype = DType::bf16;
+
+  fmt::print("attnjit {} demo: kernels for {} ({}), attention on the {} (B=1 H={} L={} D={} {})\n",
+             ATTNJIT_VERSION_STRING, arch, on_gpu ? "this GPU" : "no GPU: compiled, not run",
+             on_gpu ? "GPU" : "CPU reference", heads, len, head_dim, dtype_name(dtype));
+  fmt::print("cache: {}\n\n", runtime.cache().root().string());
+  fmt::print("{:<16} {:>9} {:>10} {:>5} {:>7} {:>10} {:>8} {:>9} {:>10}\n", "variant", "kernel",
+             "time", "regs", "spills", "forward", "skipped", "kept", "max err");
+
+  bool all_ok = true;
+  for (const ManifestVariant& mv : standard_manifest().variants) {
+    VariantSpec spec{mv.mask, mv.score, mv.signature, dtype, head_dim};
+    const auto compile_start = std::chrono::steady_clock::now();
+    const VariantKernel kernel = acquire_variant(spec, arch, runtime.cache());
+    const double compile_ms = ms_since(compile_start);
+
+    Variant variant(runtime, spec);
+    const ExampleValues values = example_values(mv, len);
+    AttentionShape shape{1, heads, heads, len, len, head_dim};
+    reference::ProblemOptions problem_options;
+    problem_options.dtype = dtype;
+    reference::HostProblem problem = reference::make_problem(shape, problem_options);
+    AttentionBuffers host = problem.buffers();
+
+    ForwardCall call;
+    call.shape = shape;
+    call.buffers = host;
+    call.scalars = values.scalars;
+    std::vector<cuda::DeviceBuffer> device;
+    auto place = [&](const void* data, std::size_t size) -> void* {
+      if (!on_gpu) return const_cast<void*>(data);
+      device.emplace_back(size);
+      device.back().upload({static_cast<const std::byte*>(data), size});
+      return device.back().get();
+    };
+    if (on_gpu) {
+      call.buffers.q = place(host.q, problem.q.storage_bytes());
+      call.buffers.k = place(host.k, problem.k.storage_bytes());
+      call.buffers.v = place(host.v, problem.v.storage_bytes());
+      call.buffers.out = place(host.out, problem.out.storage_bytes());
+      call.buffers.lse = static_cast<float*>(place(host.lse, problem.lse.size() * 4));
+    }
+    for (const auto& ids : values.tensors) {
+      call.tensors.push_back({place(ids.data(), ids.size() * 4), {std::int64_t{len}, 1}});
+    }
+
+    const auto run_start = std::chrono::steady_clock::now();
+    variant.forward(call);
+    if (on_gpu) {
+      cuda::synchronize_context();
+      device[3].download({reinterpret_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
+      device[4].download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
+    }
+    const double run_ms = ms_since(run_start);
+
+    ForwardCall host_call = call;
+    host_call.buffers = host;
+    for (std::size_t i = 0; i < values.tensors.size(); ++i) {
+      host_call.tensors[i].data = values.tensors[i].data();
+    }
+    const VariantArgs host_args = variant.pack_args(host_call);
+    const TileCensus census = count_tiles(variant.mask(), host_args, shape, 64, 64);
+    std::vector<double> expected_out, expected_lse;
+    reference::naive_attention(variant.mask(), variant.score(), host_args, shape, host,
+                               expected_out, expected_lse);
+    const auto stats = reference::compare_output(shape, host, expected_out);
+    const bool ok = reference::within(stats, reference::output_tolerance(dtype));
+    all_ok = all_ok && ok;
+    const auto& res = kernel.binary->forward_resources;
+    fmt::print("{:<16} {:>9} {:>7.0f} ms {:>5} {:>7} {:>7.1f} ms {:>7.1f}% {:>8.1f}% {:>10.2e}{}\n",
+               mv.name, origin_name(kernel.origin), compile_ms, res.registers,
+               res.spill_store_bytes + res.spill_load_bytes, run_ms,
+               100.0 * census.skipped_fraction(), 100.0 * census.kept_fraction(),
+               stats.max_abs_error, ok ? "" : "  FAIL");
+  }
+  fmt::print("\nkernel: compiled = NVRTC now, cached = loaded from the disk cache.\n");
+  if (!all_ok) throw CLI::RuntimeError(1);
+}
+
+}  // namespace
+
+void add_demo_command(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "demo", "Compile, cache and run the standard variants; print a table");
+  auto cache_dir = std::make_shared<std::string>();
+  auto len = std::make_shared<int>(0);
+  command->add_option("--cache-dir", *cache_dir, "kernel cache directory");
+  command->add_option("--seq-len", *len, "sequence length (default: 4096 on a GPU, 512 on CPU)");
+  command->callback([cache_dir, len] { demo(*cache_dir, *len); });
+}
+
+}  // namespace attnjit::cli
