@@ -41,3 +41,33 @@ struct KernelBinary {
 };
 
 }  // namespace attnjit
+
+namespace attnjit {
+
+class KernelCache;  // cache/kernel_cache.hpp
+
+// The generated source of a variant for one arch (sm 80, 86, 89, 90): parse_expression of mask
+// and score, then codegen::generate_kernel_source. Throws Error(parse) / Error(unsupported).
+codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm);
+
+// The cache key of the variant's kernel: generates the source and hashes it with the templates,
+// options, NVRTC version and arch (cache/cache_key.hpp).
+std::string variant_cache_key(const VariantSpec& spec, const std::string& arch, bool ptx = false);
+
+// The kernel of `spec` for `arch` ("sm_80" ... "sm_90a"), from the cache's memory, its disk, or
+// NVRTC, in that order; compiled kernels are stored. A compile failure throws
+// nvrtc::CompileError (Error(compile)) holding the log and the generated source.
+KernelBinary compile_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
+                             bool ptx = false);
+
+struct VariantKernel {
+  std::shared_ptr<const KernelBinary> binary;
+  KernelOrigin origin = KernelOrigin::compiled;  // where this request found it
+};
+
+// compile_variant without copying the image. A repeated request is one map lookup on the
+// variant's description: no source generation, no hashing.
+VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
+                              bool ptx = false);
+
+}  // namespace attnjit

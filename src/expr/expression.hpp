@@ -9,7 +9,8 @@
 
 namespace attnjit::expr {
 
-struct Node;  // expr/ast.hpp
+struct Node;     // expr/ast.hpp
+struct Program;  // expr/program.hpp
 
 enum class ExprKind { mask, score };
 
@@ -31,11 +32,15 @@ class Expression {
   bool reads_tensors() const;     // false: "index-only", needs no precomputed block mask
   std::string canonical() const;  // deterministic printed form of the folded AST
 
+  // The folded AST flattened for the evaluator and the block analysis; built once here.
+  const Program& program() const { return *program_; }
+
  private:
   ExprKind kind_;
   std::string source_;
   Signature signature_;
   std::shared_ptr<const Node> root_;
+  std::shared_ptr<const Program> program_;
 };
 
 // Parses, type-checks and folds. Throws Error(Status::parse) whose message names the

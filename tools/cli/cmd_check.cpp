@@ -1,7 +1,10 @@
 // attnjit check: parse and type-check a variant's expressions and print the lowered CUDA.
 #include <fmt/core.h>
 
+#include <optional>
+
 #include "codegen/lower_expr.hpp"
+#include "common/error.hpp"
 #include "commands.hpp"
 #include "expr/expression.hpp"
 #include "variant_options.hpp"

@@ -1,0 +1,458 @@
+// FlashAttention-2 forward for SM80+ over a variant struct (mask, score and tile-classify hooks).
+//
+// One thread block computes BLOCK_M queries of one (batch, query head) against every key tile the
+// variant does not classify as empty. Each warp owns BLOCK_M / NUM_WARPS consecutive query rows,
+// a multiple of 16 (m16 tiles); K and V fragments loaded once serve all of a warp's m-tiles.
+//
+// Data flow per block:
+//   Q tile   global --cp.async--> swizzled smem --ldmatrix--> registers (when small) or
+//            re-read from smem at every k-step (to keep the accumulators under 255 registers)
+//   K, V     global --cp.async, NUM_STAGES-deep ring--> swizzled smem --ldmatrix(.trans)--> mma
+//   S = Q K^T (fp32) -> score hook, bounds and mask -> online softmax (exp2, log2 units)
+//   P (bf16/fp16 in registers, reusing the S fragments as A operands) x V -> O (fp32)
+//   O / l  -> smem (Q's space) -> 16-byte coalesced stores; LSE = max * ln 2 + ln l
+//
+// Grid: gridDim.x * gridDim.y blocks, exactly ceil(q_len / BLOCK_M) * batch * num_heads_q of
+// them (the host launches x = query tiles, y = batch * num_heads_q). The linear block index is
+// re-mapped so that the *last* query tiles of every head start first: under a causal-like mask
+// they have the most key tiles, and starting the longest work first balances the tail.
+#pragma once
+
+#include "attnjit/copy.cuh"
+#include "attnjit/fwd_config.cuh"
+#include "attnjit/fwd_params.cuh"
+#include "attnjit/mma.cuh"
+#include "attnjit/numeric.cuh"
+#include "attnjit/softmax.cuh"
+#include "attnjit/tile.cuh"
+#include "attnjit/variant_args.cuh"
+
+namespace attnjit {
+
+#if ATTNJIT_DEVICE_COMPILE
+
+extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
+
+struct alignas(16) Bytes16 {
+  unsigned x, y, z, w;
+};
+
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
+          int NUM_STAGES>
+struct AttentionForward {
+  static_assert(HEAD_DIM == 32 || HEAD_DIM == 64 || HEAD_DIM == 96 || HEAD_DIM == 128 ||
+                    HEAD_DIM == 256,
+                "unsupported head dim");
+  static_assert(BLOCK_M % (16 * NUM_WARPS) == 0, "each warp owns whole 16-row m-tiles");
+  static_assert(BLOCK_N % 16 == 0, "key tiles are whole mma k-steps");
+  static_assert(NUM_STAGES >= 2, "the cp.async pipeline needs at least two stages");
+
+  static constexpr int kThreads = NUM_WARPS * 32;
+  static constexpr int kMTiles = BLOCK_M / (16 * NUM_WARPS);  // m16 tiles per warp
+  static constexpr int kWarpRows = 16 * kMTiles;
+  static constexpr int kKSteps = HEAD_DIM / 16;  // k-steps of S = Q K^T
+  static constexpr int kNTiles = BLOCK_N / 8;    // n8 tiles of S
+  static constexpr int kDTiles = HEAD_DIM / 8;   // n8 tiles of O
+  // Q fragments stay in registers while they are small; otherwise they are re-read from the
+  // resident smem tile at every k-step (as FlashAttention-2 does), which keeps the accumulators
+  // of large head dims under 255 registers.
+  static constexpr bool kQInRegisters = kMTiles * HEAD_DIM <= 128;
+  using QTile = SwizzledTile<BLOCK_M, HEAD_DIM>;
+  using KVTile = SwizzledTile<BLOCK_N, HEAD_DIM>;
+  static constexpr int kSmemBytes = QTile::kBytes + 2 * NUM_STAGES * KVTile::kBytes;
+  static_assert(kSmemBytes == forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES),
+                "host and device disagree on the shared-memory size");
+
+  static constexpr float kLog2e = 1.4426950408889634f;
+  static constexpr float kLn2 = 0.6931471805599453f;
+
+  using QFragments = unsigned[kQInRegisters ? kKSteps : 1][kMTiles][4];
+  using Accumulators = float[kMTiles][kDTiles][4];
+
+  // Per-block constants.
+  const FwdParams& params;
+  int b = 0, h = 0, q0 = 0, q_end = 0, num_kv_tiles = 0;
+
+  ATTNJIT_DEVICE explicit AttentionForward(const FwdParams& p) : params(p) {}
+
+  ATTNJIT_DEVICE int classify(int tile) const {
+    TileBounds bounds;
+    bounds.b = b;
+    bounds.h = h;
+    bounds.q_begin = q0;
+    bounds.q_end = q_end;
+    bounds.kv_begin = tile * BLOCK_N;
+    bounds.kv_end = min(tile * BLOCK_N + BLOCK_N, params.kv_len);
+    bounds.q_len = params.q_len;
+    bounds.kv_len = params.kv_len;
+    bounds.num_heads = params.num_heads_q;
+    return static_cast<int>(VARIANT::classify(params.args, bounds));
+  }
+
+  // First tile >= `tile` that is not empty (num_kv_tiles when none), and its class.
+  // Note: every thread evaluates the same uniform values, so the loop never diverges.
+  ATTNJIT_DEVICE int next_tile(int tile, int& tile_class) const {
+    if constexpr (!VARIANT::kHasMask) {
+      tile_class = kTileFull;
+      return tile;
+    } else {
+      for (; tile < num_kv_tiles; ++tile) {
+        tile_class = classify(tile);
+        if (tile_class != kTileEmpty) return tile;
+      }
+      tile_class = kTileEmpty;
+      return tile;
+    }
+  }
+
+  ATTNJIT_DEVICE void run() {
+    const int thread = threadIdx.x;
+    const int warp = thread / 32;
+    const int lane = thread % 32;
+
+    // ---- Work assignment (heavy query tiles first; see the header comment).
+    const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
+    const int num_bh = params.batch * params.num_heads_q;
+    const long long linear =
+        static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
+    if (linear >= static_cast<long long>(num_q_tiles) * num_bh) return;
+    const int q_tile = num_q_tiles - 1 - static_cast<int>(linear / num_bh);
+    const int bh = static_cast<int>(linear % num_bh);
+    b = bh / params.num_heads_q;
+    h = bh % params.num_heads_q;
+    const int h_kv = h / (params.num_heads_q / params.num_heads_kv);
+    q0 = q_tile * BLOCK_M;
+    q_end = min(q0 + BLOCK_M, params.q_len);
+    num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
+
+    const unsigned short* q_base = static_cast<const unsigned short*>(params.q) +
+                                   b * params.q_stride[0] + h * params.q_stride[1];
+    const unsigned short* k_base = static_cast<const unsigned short*>(params.k) +
+                                   b * params.k_stride[0] + h_kv * params.k_stride[1];
+    const unsigned short* v_base = static_cast<const unsigned short*>(params.v) +
+                                   b * params.v_stride[0] + h_kv * params.v_stride[1];
+
+    // ---- Shared memory: [Q tile][K stage 0..S-1][V stage 0..S-1].
+    const unsigned q_smem = smem_address(attnjit_dynamic_smem);
+    const unsigned k_smem = q_smem + QTile::kBytes;
+    const unsigned v_smem = k_smem + NUM_STAGES * KVTile::kBytes;
+
+    auto load_kv = [&](int tile, int stage) {
+      load_tile_async<BLOCK_N, HEAD_DIM, kThreads>(k_smem + stage * KVTile::kBytes, k_base,
+                                                   params.k_stride[2], tile * BLOCK_N,
+                                                   params.kv_len, thread);
+      load_tile_async<BLOCK_N, HEAD_DIM, kThreads>(v_smem + stage * KVTile::kBytes, v_base,
+                                                   params.v_stride[2], tile * BLOCK_N,
+                                                   params.kv_len, thread);
+    };
+
+    // ---- Prologue. Commit groups: [Q], then one per pipeline slot, always committed (possibly
+    // empty) so that the group count is the same in every thread and every iteration.
+    load_tile_async<BLOCK_M, HEAD_DIM, kThreads>(q_smem, q_base, params.q_stride[2], q0,
+                                                 params.q_len, thread);
+    cp_async_commit();
+
+    // ring_tile[i] / ring_class[i]: the tile in flight i iterations ahead (num_kv_tiles = none).
+    // Note: indexed only with compile-time constants (unrolled), so it lives in registers.
+    int ring_tile[NUM_STAGES];
+    int ring_class[NUM_STAGES];
+    int next_class;
+    int next = next_tile(0, next_class);
+#pragma unroll
+    for (int s = 0; s < NUM_STAGES - 1; ++s) {
+      ring_tile[s] = next;
+      ring_class[s] = next_class;
+      if (next < num_kv_tiles) {
+        load_kv(next, s);
+        next = next_tile(next + 1, next_class);
+      }
+      cp_async_commit();
+    }
+    ring_tile[NUM_STAGES - 1] = num_kv_tiles;
+    ring_class[NUM_STAGES - 1] = kTileEmpty;
+
+    // Warp w owns rows [w * kWarpRows, (w + 1) * kWarpRows) of the block; m-tile mt is rows
+    // 16 * mt .. 16 * mt + 15 of those.
+    const unsigned q_warp = q_smem + QTile::fixed_offset(kWarpRows * warp, 0);
+    const int q_lane = QTile::lane_offset(lane & 15, lane >> 4);
+    QFragments q_frag;
+    if constexpr (kQInRegisters) {
+      // Note: NUM_STAGES - 1 groups may stay in flight: the oldest one, Q, has landed.
+      cp_async_wait<NUM_STAGES - 1>();
+      __syncthreads();
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk) load_q_fragments(q_warp, q_lane, kk, q_frag[kk]);
+    }
+
+    Accumulators acc_o;
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int j = 0; j < kDTiles; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_o[mt][j][e] = 0.0f;
+      }
+    }
+    OnlineSoftmax softmax[kMTiles];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) softmax[mt].init();
+
+    int load_stage = NUM_STAGES - 1;
+    int compute_stage = 0;
+    // ---- Main loop: iteration i consumes the i-th non-empty tile and prefetches the
+    // (i + NUM_STAGES - 1)-th into the stage that iteration i - 1 consumed.
+    while (ring_tile[0] < num_kv_tiles) {
+      // Note: committed so far: 1 (Q) + (NUM_STAGES - 1) + i groups; the i + 2 oldest (Q and
+      // tiles 0..i) must be complete, so NUM_STAGES - 2 may stay in flight. The barrier makes
+      // every thread's copies visible and guarantees iteration i - 1 is done reading the stage
+      // that is overwritten next.
+      cp_async_wait<NUM_STAGES - 2>();
+      __syncthreads();
+
+      ring_tile[NUM_STAGES - 1] = next;
+      ring_class[NUM_STAGES - 1] = next_class;
+      if (next < num_kv_tiles) {
+        load_kv(next, load_stage);
+        next = next_tile(next + 1, next_class);
+      }
+      cp_async_commit();
+      load_stage = load_stage + 1 == NUM_STAGES ? 0 : load_stage + 1;
+
+      compute_tile(ring_tile[0], ring_class[0], k_smem + compute_stage * KVTile::kBytes,
+                   v_smem + compute_stage * KVTile::kBytes, q_warp, q_lane, q_frag, warp, lane,
+                   acc_o, softmax);
+      compute_stage = compute_stage + 1 == NUM_STAGES ? 0 : compute_stage + 1;
+
+#pragma unroll
+      for (int s = 0; s < NUM_STAGES - 1; ++s) {
+        ring_tile[s] = ring_tile[s + 1];
+        ring_class[s] = ring_class[s + 1];
+      }
+    }
+
+    // ---- Epilogue.
+    // Note: drain every copy (only empty groups or, with no tile at all, Q may remain) and wait
+    // for every warp before the Q space is reused for the output.
+    cp_async_wait<0>();
+    __syncthreads();
+    store_output(acc_o, softmax, warp, lane);
+  }
+
+  // A fragments of Q for k-step kk, one per m-tile: matrices (rows 0-7 | 8-15) x (cols 0-7 |
+  // 8-15) of the m-tile; lanes 0-15 address rows 0-15 at chunk 2kk, lanes 16-31 the same rows at
+  // 2kk + 1. `q_warp` = q_smem + fixed_offset(warp's first row, 0), `q_lane` =
+  // lane_offset(lane & 15, lane >> 4).
+  ATTNJIT_DEVICE static void load_q_fragments(unsigned q_warp, int q_lane, int kk,
+                                              unsigned (&a)[kMTiles][4]) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      ldmatrix_x4(q_warp + QTile::fixed_offset(16 * mt, 2 * kk) +
+                      (q_lane ^ QTile::xor_offset(2 * kk)),
+                  a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+    }
+  }
+
+  ATTNJIT_DEVICE void compute_tile(int tile, int tile_class, unsigned k_tile, unsigned v_tile,
+                                   unsigned q_warp, int q_lane, const QFragments& q_frag, int warp,
+                                   int lane, Accumulators& acc_o,
+                                   OnlineSoftmax (&softmax)[kMTiles]) const {
+    // ---- S = Q K^T. B fragments from K [key][d]: matrix 0 = keys 0-7 x d-chunk 2kk (b0 of
+    // n-tile 2p), 1 = keys 0-7 x chunk 2kk+1 (b1 of 2p), 2 = keys 8-15 x 2kk (b0 of 2p+1),
+    // 3 = keys 8-15 x 2kk+1 (b1 of 2p+1). Each K fragment serves every m-tile of the warp.
+    float acc_s[kMTiles][kNTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[mt][j][e] = 0.0f;
+      }
+    }
+    const int k_lane = KVTile::lane_offset((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      unsigned a_smem[kQInRegisters ? 1 : kMTiles][4];
+      if constexpr (!kQInRegisters) load_q_fragments(q_warp, q_lane, kk, a_smem);
+      const unsigned(&a)[kMTiles][4] = select_q(q_frag, a_smem, kk);
+#pragma unroll
+      for (int p = 0; p < kNTiles / 2; ++p) {
+        unsigned b0, b1, b2, b3;
+        ldmatrix_x4(k_tile + KVTile::fixed_offset(16 * p, 2 * kk) +
+                        (k_lane ^ KVTile::xor_offset(2 * kk)),
+                    b0, b1, b2, b3);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          Mma<ELEM>::run(acc_s[mt][2 * p], a[mt], b0, b1);
+          Mma<ELEM>::run(acc_s[mt][2 * p + 1], a[mt], b2, b3);
+        }
+      }
+    }
+
+    // ---- Scores in log2 units, with bounds and mask. Element e of n-tile j of m-tile mt is
+    // (row 16 mt + group + 8 (e >> 1), key 8 j + 2 tig + (e & 1)).
+    const int k0 = tile * BLOCK_N;
+    const bool ragged = k0 + BLOCK_N > params.kv_len || q0 + BLOCK_M > params.q_len;
+    const bool partial = VARIANT::kHasMask && tile_class != kTileFull;
+    const float scale = params.scale;
+    if (!VARIANT::kHasScore && !partial && !ragged) {
+      const float scale_log2 = scale * kLog2e;
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc_s[mt][j][e] *= scale_log2;
+        }
+      }
+    } else {
+      const int row0 = q0 + warp * kWarpRows + (lane >> 2);
+      const int col0 = k0 + 2 * (lane & 3);
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int q_idx = row0 + 16 * mt + 8 * (e >> 1);
+            const int kv_idx = col0 + 8 * j + (e & 1);
+            bool keep = !ragged || (q_idx < params.q_len && kv_idx < params.kv_len);
+            if constexpr (VARIANT::kHasMask) {
+              if (partial && keep) {
+                keep = VARIANT::mask(params.args, b, h, q_idx, kv_idx, params.q_len,
+                                     params.kv_len, params.num_heads_q);
+              }
+            }
+            float s = acc_s[mt][j][e] * scale;
+            if constexpr (VARIANT::kHasScore) {
+              if (keep) {
+                s = VARIANT::score(params.args, s, b, h, q_idx, kv_idx, params.q_len,
+                                   params.kv_len, params.num_heads_q);
+              }
+            }
+            acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
+          }
+        }
+      }
+    }
+
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) softmax[mt].update(acc_s[mt], acc_o[mt]);
+
+    // ---- O += P V. The S accumulators of n-tiles 2kk, 2kk+1 are exactly the A fragment of
+    // key-step kk: a0 = (row g, keys 2t..) of 2kk, a1 = row g+8 of 2kk, a2/a3 the same of 2kk+1.
+    // B fragments from V [key][d] with ldmatrix.trans: matrix 0 = keys 0-7 x d-chunk 2p (b0 of
+    // d-tile 2p), 1 = keys 8-15 x 2p (b1 of 2p), 2 = keys 0-7 x 2p+1, 3 = keys 8-15 x 2p+1.
+    const int v_lane = KVTile::lane_offset((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+#pragma unroll
+    for (int kk = 0; kk < kNTiles / 2; ++kk) {
+      unsigned a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        a[mt][0] = ElemTraits<ELEM>::pack2(acc_s[mt][2 * kk][0], acc_s[mt][2 * kk][1]);
+        a[mt][1] = ElemTraits<ELEM>::pack2(acc_s[mt][2 * kk][2], acc_s[mt][2 * kk][3]);
+        a[mt][2] = ElemTraits<ELEM>::pack2(acc_s[mt][2 * kk + 1][0], acc_s[mt][2 * kk + 1][1]);
+        a[mt][3] = ElemTraits<ELEM>::pack2(acc_s[mt][2 * kk + 1][2], acc_s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int p = 0; p < kDTiles / 2; ++p) {
+        unsigned b0, b1, b2, b3;
+        ldmatrix_x4_trans(v_tile + KVTile::fixed_offset(16 * kk, 2 * p) +
+                              (v_lane ^ KVTile::xor_offset(2 * p)),
+                          b0, b1, b2, b3);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          Mma<ELEM>::run(acc_o[mt][2 * p], a[mt], b0, b1);
+          Mma<ELEM>::run(acc_o[mt][2 * p + 1], a[mt], b2, b3);
+        }
+      }
+    }
+  }
+
+  ATTNJIT_DEVICE static const unsigned (&select_q(const QFragments& q_frag,
+                                                  const unsigned (&a_smem)[kQInRegisters ? 1 : kMTiles][4],
+                                                  int kk))[kMTiles][4] {
+    if constexpr (kQInRegisters) {
+      return q_frag[kk];
+    } else {
+      return a_smem;
+    }
+  }
+
+  // Normalises O, stages the warp's rows in its own rows of the Q space, then writes them with
+  // 16-byte stores (rows past q_len are skipped). Writes the LSE when requested.
+  ATTNJIT_DEVICE void store_output(Accumulators& acc_o, const OnlineSoftmax (&softmax)[kMTiles],
+                                   int warp, int lane) const {
+    const int group = lane >> 2;
+    const int tig = lane & 3;
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float sum = quad_sum(softmax[mt].row_sum[r]);
+        // Note: a row with a finite max has sum >= 1 (its max element contributes exp2(0));
+        // sum == 0 only for a fully masked row, which writes zeros and lse = -inf.
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+#pragma unroll
+        for (int j = 0; j < kDTiles; ++j) {
+          acc_o[mt][j][2 * r] *= inv;
+          acc_o[mt][j][2 * r + 1] *= inv;
+        }
+        const int q_idx = q0 + warp * kWarpRows + 16 * mt + group + 8 * r;
+        if (params.lse != nullptr && tig == 0 && q_idx < params.q_len) {
+          const float lse =
+              sum > 0.0f ? (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2 : neg_infinity();
+          params.lse[(static_cast<long long>(b) * params.num_heads_q + h) * params.q_len +
+                     q_idx] = lse;
+        }
+      }
+    }
+
+    // Note: warp w only ever touches its own kWarpRows rows of the Q space (its own Q rows), so
+    // a warp-level barrier orders the staging stores before the reads.
+    unsigned char* smem_warp = attnjit_dynamic_smem + QTile::fixed_offset(kWarpRows * warp, 0);
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int o_lane = QTile::lane_offset(group + 8 * r, 0) + 4 * tig;
+#pragma unroll
+        for (int j = 0; j < kDTiles; ++j) {
+          // Note: 4 * tig < 16 stays inside the unit, below the bits the XOR touches.
+          *reinterpret_cast<unsigned*>(smem_warp + QTile::fixed_offset(16 * mt, j) +
+                                       (o_lane ^ QTile::xor_offset(j))) =
+              ElemTraits<ELEM>::pack2(acc_o[mt][j][2 * r], acc_o[mt][j][2 * r + 1]);
+        }
+      }
+    }
+    __syncwarp();
+
+    constexpr int kWarpUnits = kWarpRows * QTile::kChunks;
+    static_assert(kWarpUnits % 32 == 0, "a warp's output rows are whole 16-byte passes");
+    unsigned short* o_base = static_cast<unsigned short*>(params.o) + b * params.o_stride[0] +
+                             h * params.o_stride[1];
+#pragma unroll
+    for (int i = 0; i < kWarpUnits / 32; ++i) {
+      const int unit = lane + 32 * i;
+      const int local_row = unit / QTile::kChunks;
+      const int chunk = unit % QTile::kChunks;
+      const int q_idx = q0 + warp * kWarpRows + local_row;
+      if (q_idx < params.q_len) {
+        const Bytes16 value =
+            *reinterpret_cast<const Bytes16*>(smem_warp + QTile::offset(local_row, chunk));
+        *reinterpret_cast<Bytes16*>(o_base + q_idx * params.o_stride[2] + chunk * 8) = value;
+      }
+    }
+  }
+};
+
+// The kernel body; the generated entry point calls it with its only argument.
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
+          int NUM_STAGES>
+ATTNJIT_DEVICE void attention_forward(const FwdParams& params) {
+  AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES> kernel(params);
+  kernel.run();
+}
+
+#endif  // ATTNJIT_DEVICE_COMPILE
+
+}  // namespace attnjit

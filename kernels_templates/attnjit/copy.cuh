@@ -1,0 +1,126 @@
+// Global -> shared copies (cp.async, 16 bytes, zero-fill for out-of-range rows) and the
+// XOR-swizzled shared-memory layout of a [ROWS][HEAD_DIM] tile of 16-bit elements.
+#pragma once
+
+#include "attnjit/hd.cuh"
+
+namespace attnjit {
+
+// Shared-memory layout of a [ROWS][HEAD_DIM] tile, in 16-byte units ("chunks" of 8 elements).
+// The head dim is cut into swizzle blocks of CPB chunks (128 bytes when HEAD_DIM % 64 == 0, else
+// 64 bytes); block `blk` is a dense [ROWS][CPB] array and chunk c of row r sits at position
+// c ^ swizzle(r) inside its row.
+// Note: every ldmatrix phase reads the same logical chunk of 8 consecutive rows r0..r0+7 with
+// r0 % 8 == 0. With CPB = 8 the units are r*8 + (c ^ (r & 7)): distinct modulo 8. With CPB = 4
+// they are r*4 + (c ^ ((r >> 1) & 3)): (r & 1) picks the half of the 128-byte line and
+// (r >> 1) & 3 the unit inside it, again 8 distinct bank groups. So ldmatrix is conflict-free.
+template <int ROWS, int HEAD_DIM>
+struct SwizzledTile {
+  static_assert(HEAD_DIM % 32 == 0, "head dim must be a multiple of 32");
+  static_assert(ROWS % 8 == 0, "tile rows must be a multiple of 8");
+  static constexpr int kChunks = HEAD_DIM / 8;                   // 16-byte chunks per row
+  static constexpr int kChunksPerBlock = HEAD_DIM % 64 == 0 ? 8 : 4;
+  static constexpr int kUnits = ROWS * kChunks;
+  static constexpr int kBytes = kUnits * 16;
+
+  ATTNJIT_HD static int swizzle(int row) {
+    return kChunksPerBlock == 8 ? (row & 7) : ((row >> 1) & 3);
+  }
+  // Byte offset of (row, chunk) from the tile's start.
+  ATTNJIT_HD static int offset(int row, int chunk) {
+    const int blk = chunk / kChunksPerBlock;
+    const int c = chunk % kChunksPerBlock;
+    return (blk * ROWS * kChunksPerBlock + row * kChunksPerBlock + (c ^ swizzle(row))) * 16;
+  }
+  // Address split for warp-wide ldmatrix patterns: with R % 8 == 0, lane_row in [0, 16) and
+  // either (C even, lane_chunk in {0, 1}) or lane_chunk == 0,
+  //   offset(R + lane_row, C + lane_chunk) == fixed_offset(R, C) + (lane_offset(lane_row,
+  //   lane_chunk) ^ xor_offset(C)).
+  // Note: swizzle(R + lane_row) == swizzle(lane_row) because R % 8 == 0, (C + lane_chunk) stays in
+  // C's swizzle block, and the row term lane_row * kChunksPerBlock * 16 has no bit inside the
+  // 16-byte-unit field the XOR touches, so the XOR commutes with the addition. The compiler then
+  // keeps one register per distinct xor_offset and folds fixed_offset into the instruction.
+  ATTNJIT_HD static constexpr int fixed_offset(int row_base, int chunk_base) {
+    return ((chunk_base / kChunksPerBlock) * ROWS * kChunksPerBlock + row_base * kChunksPerBlock) *
+           16;
+  }
+  ATTNJIT_HD static constexpr int xor_offset(int chunk_base) {
+    return (chunk_base % kChunksPerBlock) * 16;
+  }
+  ATTNJIT_HD static int lane_offset(int lane_row, int lane_chunk) {
+    return (lane_row * kChunksPerBlock + (lane_chunk ^ swizzle(lane_row))) * 16;
+  }
+};
+
+#if ATTNJIT_DEVICE_COMPILE
+
+ATTNJIT_DEVICE unsigned smem_address(const void* ptr) {
+  unsigned long long address;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(address) : "l"(ptr));
+  return static_cast<unsigned>(address);
+}
+
+// 16-byte asynchronous copy; `valid` false reads nothing and writes 16 zero bytes.
+ATTNJIT_DEVICE void cp_async_16(unsigned smem_addr, const void* global_ptr, bool valid) {
+  const int src_size = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr),
+               "l"(global_ptr), "r"(src_size)
+               : "memory");
+}
+
+ATTNJIT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+ATTNJIT_DEVICE void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Issues the cp.async copies of rows [row0, row0 + ROWS) of one (batch, head) slice into a
+// swizzled tile; rows at or past `num_rows` are zero-filled (their source is not read).
+// `base` points at row 0 of the slice, `row_stride` is in elements.
+// Walk: in storage order, so 8 consecutive threads fill 8 consecutive 16-byte units (no bank
+// conflict). A thread keeps its chunk-in-block c = thread % CPB and its "stacked row"
+// (block * ROWS + row) advances by NUM_THREADS / CPB per iteration.
+// Note: NUM_THREADS / CPB is a multiple of 8, so the swizzle of a thread's rows never changes and
+// every per-iteration offset is a compile-time constant added to one base address.
+template <int ROWS, int HEAD_DIM, int NUM_THREADS>
+ATTNJIT_DEVICE void load_tile_async(unsigned smem_tile, const unsigned short* base,
+                                    long long row_stride, int row0, int num_rows, int thread) {
+  using Tile = SwizzledTile<ROWS, HEAD_DIM>;
+  constexpr int kCpb = Tile::kChunksPerBlock;
+  constexpr int kRowsPerIter = NUM_THREADS / kCpb;  // stacked rows covered per iteration
+  constexpr int kStackedRows = ROWS * (Tile::kChunks / kCpb);
+  constexpr int kIters = (kStackedRows + kRowsPerIter - 1) / kRowsPerIter;
+  static_assert(NUM_THREADS % kCpb == 0 && kRowsPerIter % 8 == 0, "see the note above");
+  static_assert(kRowsPerIter >= ROWS ? kRowsPerIter % ROWS == 0 : ROWS % kRowsPerIter == 0,
+                "an iteration covers whole blocks or stays inside one");
+  const int c = thread % kCpb;
+  const int stacked0 = thread / kCpb;
+  const int rows_left = num_rows - row0;
+  // Iterations with whole blocks per iteration: the thread's block and row depend on it.
+  const int first_block = kRowsPerIter >= ROWS ? stacked0 / ROWS : 0;
+  const int first_row = kRowsPerIter >= ROWS ? stacked0 % ROWS : stacked0;
+  const unsigned short* src0 = base + static_cast<long long>(row0 + first_row) * row_stride +
+                               (first_block * kCpb + c) * 8;
+  const unsigned dst0 =
+      smem_tile + ((first_block * ROWS + first_row) * kCpb + (c ^ Tile::swizzle(first_row))) * 16;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    // Compile-time (block, row) advance of iteration i.
+    const int stacked = i * kRowsPerIter;
+    const int block = stacked / ROWS;
+    const int row_advance = kRowsPerIter >= ROWS ? 0 : stacked % ROWS;
+    if (kStackedRows % kRowsPerIter == 0 || stacked0 + stacked < kStackedRows) {
+      const bool valid = first_row + row_advance < rows_left;
+      // Note: an invalid row passes the slice's row 0 as its (unread) source address.
+      const unsigned short* src =
+          valid ? src0 + row_advance * row_stride + block * kCpb * 8 : base;
+      cp_async_16(dst0 + (block * ROWS + row_advance) * kCpb * 16, src, valid);
+    }
+  }
+}
+
+#endif  // ATTNJIT_DEVICE_COMPILE
+
+}  // namespace attnjit

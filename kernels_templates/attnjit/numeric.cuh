@@ -1,0 +1,62 @@
+// 16-bit storage types and the few conversions the kernels need, written with inline PTX so that
+// no toolkit header (cuda_bf16.h, cuda_fp16.h) is needed when NVRTC compiles a variant.
+#pragma once
+
+#include "attnjit/hd.cuh"
+
+namespace attnjit {
+
+// Raw storage of one bfloat16 / float16 value; the kernels never do arithmetic on them directly,
+// only pack fp32 pairs into them and feed them to mma.
+struct bf16_t {
+  unsigned short bits;
+};
+struct fp16_t {
+  unsigned short bits;
+};
+
+#if ATTNJIT_DEVICE_COMPILE
+
+template <typename ELEM>
+struct ElemTraits;
+
+template <>
+struct ElemTraits<bf16_t> {
+  // Packs (lo, hi) into one register: `lo` in bits 0..15, the element with the smaller index.
+  // Note: cvt.rn.bf16x2.f32 d, a, b puts a in the upper half and b in the lower half.
+  ATTNJIT_DEVICE static unsigned pack2(float lo, float hi) {
+    unsigned packed;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+    return packed;
+  }
+};
+
+template <>
+struct ElemTraits<fp16_t> {
+  ATTNJIT_DEVICE static unsigned pack2(float lo, float hi) {
+    unsigned packed;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+    return packed;
+  }
+};
+
+// 2^x with the hardware approximation (ex2.approx.ftz.f32): 2^-inf = +0, which the online
+// softmax relies on for masked scores.
+ATTNJIT_DEVICE float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// log2(x) with the hardware approximation; only used once per row for the LSE.
+ATTNJIT_DEVICE float fast_log2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+ATTNJIT_DEVICE float neg_infinity() { return __int_as_float(0xff800000); }
+
+#endif  // ATTNJIT_DEVICE_COMPILE
+
+}  // namespace attnjit

@@ -1,0 +1,61 @@
+// Manifests: named variants to compile ahead of time (cache/standard.json is the standard one).
+//
+//   {"version": 1, "dtypes": ["bf16", "fp16"], "head_dims": [64, 128],
+//    "variants": [{"name": "sliding_window", "mask": "q_idx >= kv_idx && q_idx - kv_idx < W",
+//                  "params": ["W:int"], "tensors": [], "dtypes": [...], "head_dims": [...],
+//                  "example": {"params": {"W": 1024}}}]}
+//
+// Top-level dtypes / head_dims are defaults that a variant may override; "example" holds values
+// the demo uses and is kept as is.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compile/variant_compiler.hpp"
+
+namespace attnjit {
+
+struct ManifestVariant {
+  std::string name;
+  std::string mask;   // as written; empty means the default
+  std::string score;
+  expr::Signature signature;
+  std::vector<DType> dtypes;   // after applying the top-level default
+  std::vector<int> head_dims;  // after applying the top-level default
+  nlohmann::json example;      // null when absent
+};
+
+struct Manifest {
+  std::string source;  // file name, or "standard.json (embedded)"
+  std::vector<ManifestVariant> variants;
+};
+
+struct NamedVariantSpec {
+  std::string name;  // "causal"
+  VariantSpec spec;
+};
+
+// Parses and checks a manifest: the JSON, every field's type, unknown fields, duplicate names,
+// params/tensors declarations and both expressions. Throws Error(invalid_argument) as
+//   "<source>: <JSON pointer>: <reason>", e.g. "m.json: /variants/2/params/0: invalid ...".
+Manifest parse_manifest(std::string_view json_text, std::string_view source_name);
+// Reads and parses a file. Throws Error(io) when it cannot be read.
+Manifest load_manifest(const std::filesystem::path& path);
+
+// cache/standard.json as embedded in the library at build time.
+std::string_view standard_manifest_json();
+const Manifest& standard_manifest();
+
+// One VariantSpec per variant x dtype x head dim, in manifest order, then dtype, then head dim.
+std::vector<NamedVariantSpec> expand_manifest(const Manifest& manifest);
+
+// "bf16" / "fp16" (also "bfloat16" / "float16"); throws Error(invalid_argument) otherwise.
+DType parse_kernel_dtype(std::string_view text);
+std::string_view short_dtype_name(DType dtype);  // "bf16", "fp16", "fp32"
+
+}  // namespace attnjit

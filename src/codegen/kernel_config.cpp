@@ -1,0 +1,89 @@
+// Tile configuration of the forward kernel per arch and head dim (see docs/KERNELS.md).
+#include <array>
+
+#include "attnjit/fwd_config.cuh"
+#include "codegen/variant_source.hpp"
+#include "common/error.hpp"
+
+namespace attnjit::codegen {
+namespace {
+
+// Per-block opt-in limit of dynamic shared memory (cudaDevAttrMaxSharedMemoryPerBlockOptin).
+int shared_memory_limit(int sm) {
+  switch (sm) {
+    case 80:
+    case 87:
+      return 163 * 1024;
+    case 90:
+    case 100:
+      return 227 * 1024;
+    default:  // 86, 89, 120 and anything unknown: the smallest SM80+ limit
+      return 99 * 1024;
+  }
+}
+
+struct TileShape {
+  int head_dim;
+  int block_m;
+  int block_n;
+  int num_warps;
+};
+
+// Each warp owns 16 query rows (block_m = 16 * num_warps): with 16 rows per warp the O and S
+// accumulators of every head dim stay well inside 255 registers without spills.
+constexpr std::array<TileShape, 5> kShapes{{
+    {32, 128, 64, 8},
+    {64, 128, 64, 8},
+    {96, 128, 64, 8},
+    {128, 128, 64, 8},
+    {256, 64, 64, 4},
+}};
+
+constexpr int kMaxStages = 3;
+
+}  // namespace
+
+bool is_supported_head_dim(int head_dim) {
+  for (const TileShape& shape : kShapes) {
+    if (shape.head_dim == head_dim) return true;
+  }
+  return false;
+}
+
+KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim) {
+  if (sm < 80) {
+    throw_error(Status::unsupported,
+                "attention kernels need compute capability 8.0 or newer; got sm_{}", sm);
+  }
+  if (dtype != DType::bf16 && dtype != DType::fp16) {
+    throw_error(Status::unsupported,
+                "query, key and value must be bfloat16 or float16; got {}", dtype_name(dtype));
+  }
+  const TileShape* shape = nullptr;
+  for (const TileShape& candidate : kShapes) {
+    if (candidate.head_dim == head_dim) shape = &candidate;
+  }
+  if (shape == nullptr) {
+    throw_error(Status::unsupported, "head dim {} is not supported; supported: 32, 64, 96, 128, 256",
+                head_dim);
+  }
+  const int limit = shared_memory_limit(sm);
+  // Deepest pipeline that fits; when even two stages do not fit, halve the key tile.
+  for (int block_n = shape->block_n; block_n >= 32; block_n /= 2) {
+    for (int stages = kMaxStages; stages >= 2; --stages) {
+      const int bytes = forward_smem_bytes(head_dim, shape->block_m, block_n, stages);
+      if (bytes <= limit) {
+        KernelConfig config;
+        config.block_m = shape->block_m;
+        config.block_n = block_n;
+        config.num_warps = shape->num_warps;
+        config.num_stages = stages;
+        config.smem_bytes = bytes;
+        return config;
+      }
+    }
+  }
+  throw_error(Status::internal, "no tile configuration of head dim {} fits sm_{}", head_dim, sm);
+}
+
+}  // namespace attnjit::codegen

@@ -1,0 +1,135 @@
+#include "compile/variant_compiler.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache_key.hpp"
+#include "cache/kernel_cache.hpp"
+#include "cache/sidecar.hpp"
+#include "common/log.hpp"
+#include "compile/nvrtc_compiler.hpp"
+#include "expr/expression.hpp"
+
+namespace attnjit {
+namespace {
+
+const char* dtype_short(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return "bf16";
+    case DType::fp16: return "fp16";
+    case DType::fp32: return "fp32";
+  }
+  return "?";
+}
+
+// Everything that decides the kernel within one process (templates, options and NVRTC are
+// fixed there), as one string: the first-level in-process key.
+std::string request_id(const VariantSpec& spec, const std::string& arch, bool ptx) {
+  std::string id;
+  id.reserve(spec.mask.size() + spec.score.size() + 64);
+  constexpr char kSep = '\x1f';
+  id += spec.mask;
+  id += kSep;
+  id += spec.score;
+  id += kSep;
+  for (const auto& param : spec.signature.params) {
+    id += param.name;
+    id += param.type == expr::ValueType::integer ? ":i," : ":f,";
+  }
+  id += kSep;
+  for (const auto& tensor : spec.signature.tensors) {
+    id += tensor.name;
+    id += tensor.elem == expr::TensorElemType::int32 ? ":i" : ":f";
+    id += static_cast<char>('0' + tensor.rank);
+    id += ',';
+  }
+  id += kSep;
+  id += dtype_short(spec.dtype);
+  id += kSep;
+  id += std::to_string(spec.head_dim);
+  id += kSep;
+  id += arch;
+  id += ptx ? "/ptx" : "/cubin";
+  return id;
+}
+
+nlohmann::json describe(const VariantSpec& spec, const codegen::GeneratedKernel& generated,
+                        const expr::Expression& mask, const expr::Expression& score) {
+  nlohmann::json params = nlohmann::json::array(), tensors = nlohmann::json::array();
+  for (const auto& param : spec.signature.params) params.push_back(expr::to_string(param));
+  for (const auto& tensor : spec.signature.tensors) tensors.push_back(expr::to_string(tensor));
+  return {{"mask", mask.source()},
+          {"score", score.source()},
+          {"mask_canonical", mask.canonical()},
+          {"score_canonical", score.canonical()},
+          {"mask_index_only", !mask.reads_tensors()},
+          {"params", params},
+          {"tensors", tensors},
+          {"dtype", dtype_short(spec.dtype)},
+          {"head_dim", spec.head_dim},
+          {"source_bytes", generated.source.size()}};
+}
+
+struct Parsed {
+  expr::Expression mask;
+  expr::Expression score;
+};
+
+Parsed parse(const VariantSpec& spec) {
+  return {expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature),
+          expr::parse_expression(expr::ExprKind::score, spec.score, spec.signature)};
+}
+
+}  // namespace
+
+codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm) {
+  const Parsed parsed = parse(spec);
+  return codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim, sm);
+}
+
+std::string variant_cache_key(const VariantSpec& spec, const std::string& arch, bool ptx) {
+  const auto generated = generate_variant_source(spec, nvrtc::arch_sm(arch));
+  return cache::compute_key(cache::current_key_inputs(generated.source, arch, ptx));
+}
+
+VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
+                              bool ptx) {
+  std::string request = request_id(spec, arch, ptx);
+  if (auto binary = cache.find_request(request)) return {std::move(binary), KernelOrigin::memory};
+
+  const int sm = nvrtc::arch_sm(arch);
+  const Parsed parsed = parse(spec);
+  auto generated =
+      codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim, sm);
+  const std::string key = cache::compute_key(cache::current_key_inputs(generated.source, arch, ptx));
+  const CacheLookup found = cache.get_or_compile(key, arch, ptx, [&] {
+    log().info("compiling kernel {} for {} (mask '{}', score '{}')", key, arch, spec.mask,
+               spec.score);
+    nvrtc::CompiledProgram program = nvrtc::compile_program(generated.source, arch, ptx);
+    CompiledKernel compiled;
+    compiled.binary.image = std::move(program.image);
+    compiled.binary.config = generated.config;
+    if (const auto it = program.resources.find(codegen::kForwardEntry);
+        it != program.resources.end()) {
+      compiled.binary.forward_resources = it->second;
+    }
+    nlohmann::json resources = nlohmann::json::object();
+    for (const auto& [entry, usage] : program.resources) resources[entry] = cache::to_json(usage);
+    compiled.details = {{"variant", describe(spec, generated, parsed.mask, parsed.score)},
+                        {"options", program.options},
+                        {"nvrtc_version", nvrtc::nvrtc_version()},
+                        {"resources", resources}};
+    return compiled;
+  });
+  cache.remember_request(std::move(request), found.binary);
+  return {found.binary, found.origin};
+}
+
+KernelBinary compile_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
+                             bool ptx) {
+  VariantKernel kernel = acquire_variant(spec, arch, cache, ptx);
+  KernelBinary binary = *kernel.binary;
+  binary.origin = kernel.origin;
+  return binary;
+}
+
+}  // namespace attnjit

@@ -1,0 +1,33 @@
+#include "expr/ast.hpp"
+
+namespace attnjit::expr {
+
+NodePtr make_node(NodeKind kind, Span span) {
+  auto node = std::make_unique<Node>();
+  node->kind = kind;
+  node->span = span;
+  return node;
+}
+
+NodePtr make_int(std::int32_t value, Span span) {
+  NodePtr node = make_node(NodeKind::constant, span);
+  node->type = ValueType::integer;
+  node->int_value = value;
+  return node;
+}
+
+NodePtr make_float(float value, Span span) {
+  NodePtr node = make_node(NodeKind::constant, span);
+  node->type = ValueType::floating;
+  node->float_value = value;
+  return node;
+}
+
+NodePtr make_bool(bool value, Span span) {
+  NodePtr node = make_node(NodeKind::constant, span);
+  node->type = ValueType::boolean;
+  node->int_value = value ? 1 : 0;
+  return node;
+}
+
+}  // namespace attnjit::expr

@@ -1,0 +1,71 @@
+#include "expr/expression.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "expr/ast.hpp"
+#include "expr/diagnostics.hpp"
+#include "expr/fold.hpp"
+#include "expr/parser.hpp"
+#include "expr/print.hpp"
+#include "expr/program.hpp"
+#include "expr/typecheck.hpp"
+
+namespace attnjit::expr {
+namespace {
+
+bool any_tensor_read(const Node& node) {
+  if (node.kind == NodeKind::tensor_read) return true;
+  for (const auto& child : node.children) {
+    if (any_tensor_read(*child)) return true;
+  }
+  return false;
+}
+
+bool is_blank(std::string_view source) {
+  return source.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+}  // namespace
+
+Expression::Expression(ExprKind kind, std::string source, Signature signature,
+                       std::shared_ptr<const Node> root)
+    : kind_(kind),
+      source_(std::move(source)),
+      signature_(std::move(signature)),
+      root_(std::move(root)),
+      program_(std::make_shared<const Program>(compile_program(*root_))) {}
+
+ValueType Expression::type() const { return root_->type; }
+
+bool Expression::is_constant_true() const {
+  return root_->is_constant() && root_->type == ValueType::boolean && root_->int_value != 0;
+}
+
+bool Expression::is_identity() const {
+  return root_->kind == NodeKind::builtin && root_->builtin() == Builtin::score;
+}
+
+bool Expression::reads_tensors() const { return any_tensor_read(*root_); }
+
+std::string Expression::canonical() const { return print_canonical(*root_, signature_); }
+
+Expression parse_expression(ExprKind kind, std::string_view source, const Signature& signature) {
+  validate_signature(signature);
+  const std::string_view what = kind == ExprKind::mask ? "mask" : "score";
+  if (is_blank(source)) source = kind == ExprKind::mask ? kDefaultMask : kDefaultScore;
+  if (source.size() > static_cast<std::size_t>(kMaxSourceLength)) {
+    throw_error(Status::parse, "{}: col {}: expression is too long ({} characters, at most {})", what,
+                kMaxSourceLength + 1, source.size(), kMaxSourceLength);
+  }
+  Diagnostics diagnostics;
+  NodePtr root = parse(source, diagnostics);
+  typecheck(root, kind, signature, diagnostics);
+  if (!diagnostics.empty()) {
+    throw Error(Status::parse, format_diagnostics(what, source, diagnostics.list()));
+  }
+  fold_constants(root);
+  return Expression(kind, std::string(source), signature, std::shared_ptr<const Node>(std::move(root)));
+}
+
+}  // namespace attnjit::expr

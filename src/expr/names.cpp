@@ -1,0 +1,139 @@
+#include "expr/names.hpp"
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+#include <string_view>
+
+namespace attnjit::expr {
+namespace {
+
+constexpr std::array<BuiltinInfo, 8> kBuiltins = {{
+    {"b", Builtin::b},
+    {"h", Builtin::h},
+    {"q_idx", Builtin::q_idx},
+    {"kv_idx", Builtin::kv_idx},
+    {"q_len", Builtin::q_len},
+    {"kv_len", Builtin::kv_len},
+    {"num_heads", Builtin::num_heads},
+    {"score", Builtin::score},
+}};
+
+// Indexed by Function.
+constexpr std::array<FunctionInfo, 18> kFunctions = {{
+    {"abs", Function::abs, 1},
+    {"min", Function::min, 2},
+    {"max", Function::max, 2},
+    {"clamp", Function::clamp, 3},
+    {"exp", Function::exp, 1},
+    {"exp2", Function::exp2, 1},
+    {"log", Function::log, 1},
+    {"log2", Function::log2, 1},
+    {"sqrt", Function::sqrt, 1},
+    {"rsqrt", Function::rsqrt, 1},
+    {"tanh", Function::tanh, 1},
+    {"sigmoid", Function::sigmoid, 1},
+    {"floor", Function::floor, 1},
+    {"ceil", Function::ceil, 1},
+    {"pow", Function::pow, 2},
+    {"where", Function::where, 3},
+    {"int", Function::to_int, 1},
+    {"float", Function::to_float, 1},
+}};
+
+constexpr std::array<std::string_view, 18> kBinarySpellings = {
+    "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|", "^", "<<", ">>",
+};
+
+// C++20 keywords and alternative tokens, CUDA built-in variables, names the generated code
+// uses, and common macros of the C and CUDA headers a host build may include.
+constexpr std::string_view kReserved[] = {
+    "alignas", "alignof", "and", "and_eq", "asm", "atomic_cancel", "atomic_commit",
+    "atomic_noexcept", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char",
+    "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval",
+    "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield",
+    "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit",
+    "export", "extern", "false", "final", "float", "for", "friend", "goto", "if", "import", "inline",
+    "int", "long", "module", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+    "operator", "or", "or_eq", "override", "private", "protected", "public", "reflexpr", "register",
+    "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+    "static_assert", "static_cast", "struct", "switch", "synchronized", "template", "this",
+    "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned",
+    "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+    // CUDA
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "nv_bfloat16",
+    // generated code
+    "args", "tile", "attnjit", "std", "ops", "inf", "main",
+    // macros
+    "NULL", "EOF", "INFINITY", "NAN", "HUGE_VAL", "HUGE_VALF", "INT_MIN", "INT_MAX", "errno",
+    "assert", "offsetof", "isnan", "isinf", "isfinite", "signbit", "fpclassify",
+};
+
+// CUDA vector types: char1..4, uchar1..4, short, ushort, int, uint, long, ulong, longlong,
+// ulonglong, float, double (1..4).
+bool is_vector_type(std::string_view name) {
+  if (name.empty() || name.back() < '1' || name.back() > '4') return false;
+  const std::string_view base = name.substr(0, name.size() - 1);
+  constexpr std::string_view kBases[] = {"char", "uchar", "short", "ushort", "int", "uint",
+                                         "long", "ulong", "longlong", "ulonglong", "float", "double"};
+  return std::find(std::begin(kBases), std::end(kBases), base) != std::end(kBases);
+}
+
+}  // namespace
+
+const BuiltinInfo* builtins_begin() { return kBuiltins.data(); }
+const BuiltinInfo* builtins_end() { return kBuiltins.data() + kBuiltins.size(); }
+const FunctionInfo* functions_begin() { return kFunctions.data(); }
+const FunctionInfo* functions_end() { return kFunctions.data() + kFunctions.size(); }
+
+std::optional<Builtin> find_builtin(std::string_view name) {
+  for (const BuiltinInfo& info : kBuiltins) {
+    if (info.name == name) return info.builtin;
+  }
+  return std::nullopt;
+}
+
+const FunctionInfo* find_function(std::string_view name) {
+  for (const FunctionInfo& info : kFunctions) {
+    if (info.name == name) return &info;
+  }
+  return nullptr;
+}
+
+std::string_view builtin_name(Builtin builtin) {
+  return kBuiltins[static_cast<std::size_t>(builtin)].name;
+}
+std::string_view function_name(Function function) {
+  return kFunctions[static_cast<std::size_t>(function)].name;
+}
+int function_arity(Function function) {
+  return kFunctions[static_cast<std::size_t>(function)].arity;
+}
+std::string_view binary_spelling(BinaryOp op) {
+  return kBinarySpellings[static_cast<std::size_t>(op)];
+}
+std::string_view unary_spelling(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg: return "-";
+    case UnaryOp::logical_not: return "!";
+    case UnaryOp::bit_not: return "~";
+  }
+  return "?";
+}
+
+bool is_literal_keyword(std::string_view name) {
+  return name == "true" || name == "false" || name == "inf";
+}
+
+bool is_reserved_identifier(std::string_view name) {
+  if (name.empty() || name.front() == '_' || name.find("__") != std::string_view::npos) return true;
+  if (name.starts_with("ATTNJIT") || name.starts_with("CUDA") || name.starts_with("NVRTC")) {
+    return true;
+  }
+  if (std::find(std::begin(kReserved), std::end(kReserved), name) != std::end(kReserved)) {
+    return true;
+  }
+  return is_vector_type(name);
+}
+
+}  // namespace attnjit::expr

@@ -1,0 +1,387 @@
+#include "expr/parser.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "expr/lexer.hpp"
+
+namespace attnjit::expr {
+namespace {
+
+// Binding power, loosest first.
+enum class Precedence {
+  none,
+  conditional,  // ?: (right-associative)
+  logical_or,   // ||
+  logical_and,  // &&
+  bit_or,       // |
+  bit_xor,      // ^
+  bit_and,      // &
+  equality,     // == !=
+  comparison,   // < <= > >=
+  shift,        // << >>
+  term,         // + -
+  factor,       // * / %
+  unary,        // - ! ~
+  postfix,      // f(...) t[...]
+};
+
+Precedence next_tighter(Precedence p) { return static_cast<Precedence>(static_cast<int>(p) + 1); }
+
+class Parser;
+using PrefixFn = NodePtr (Parser::*)();
+using InfixFn = NodePtr (Parser::*)(NodePtr left);
+
+struct Rule {
+  PrefixFn prefix;
+  InfixFn infix;
+  Precedence precedence;
+  BinaryOp op;  // for binary infix rules
+};
+
+std::string describe(const Token& token) {
+  if (token.kind == TokenKind::end) return "end of input";
+  return fmt::format("'{}'", token.text);
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view source, Diagnostics& diagnostics)
+      : lexer_(source), diagnostics_(diagnostics) {
+    advance();
+  }
+
+  // expression: conditional END
+  NodePtr parse_all() {
+    NodePtr root = expression();
+    if (!fatal_ && current_.kind != TokenKind::end) expected("an operator or end of input");
+    return root;
+  }
+
+  NodePtr expression() { return parse_precedence(Precedence::conditional); }
+
+  // Prefix rules ---------------------------------------------------------------------------
+
+  // grouping: '(' expression ')'
+  NodePtr grouping() {
+    const Token open = previous_;
+    NodePtr inner = nested(Precedence::conditional);
+    expect(TokenKind::rparen, fmt::format("')' to close the '(' at col {}", open.span.begin + 1));
+    return inner;
+  }
+
+  // literal: INT | FLOAT | true | false | inf
+  NodePtr int_literal() { return int_from(previous_, false); }
+
+  NodePtr float_literal() {
+    const std::string text(previous_.text);
+    const double value = std::strtod(text.c_str(), nullptr);
+    const auto narrowed = static_cast<float>(value);
+    if (std::isinf(narrowed)) {
+      error_at(previous_, fmt::format("float literal '{}' is out of range for float32", text));
+      return make_node(NodeKind::error, previous_.span);
+    }
+    return make_float(narrowed, previous_.span);
+  }
+
+  NodePtr identifier() {
+    const Token& token = previous_;
+    if (token.text == "true" || token.text == "false") return make_bool(token.text == "true", token.span);
+    if (token.text == "inf") return make_float(HUGE_VALF, token.span);
+    NodePtr node = make_node(NodeKind::name, token.span);
+    node->text = std::string(token.text);
+    return node;
+  }
+
+  // unary: ('-' | '!' | '~') unary
+  NodePtr unary() {
+    const Token op = previous_;
+    // -2147483648 is the one int literal that only fits when negated.
+    if (op.kind == TokenKind::minus && current_.kind == TokenKind::int_literal) {
+      const Token literal = current_;
+      advance();
+      NodePtr operand = int_from(literal, true);
+      if (operand->kind == NodeKind::constant && operand->int_value == INT32_MIN) {
+        operand->span.begin = op.span.begin;
+        return operand;
+      }
+      return make_unary(op, finish_postfix(std::move(operand)));
+    }
+    NodePtr operand = nested(Precedence::unary);
+    return make_unary(op, std::move(operand));
+  }
+
+  NodePtr invalid() {
+    const Token& token = previous_;
+    const std::string_view reason = token.error;
+    if (reason == "unexpected character") {
+      error_at(token, fmt::format("unexpected character '{}'", printable(token.text)));
+    } else if (reason == "malformed number") {
+      error_at(token, fmt::format("malformed number '{}'", printable(token.text)));
+    } else {
+      error_at(token, std::string(reason));
+    }
+    return make_node(NodeKind::error, token.span);
+  }
+
+  // Infix rules ----------------------------------------------------------------------------
+
+  // binary: left OP right, left-associative
+  NodePtr binary(NodePtr left) {
+    const Token op = previous_;
+    const Rule& rule = rule_for(op.kind);
+    NodePtr right = parse_precedence(next_tighter(rule.precedence));
+    NodePtr node = make_node(NodeKind::binary, {left->span.begin, right->span.end});
+    node->op = static_cast<int>(rule.op);
+    node->op_span = op.span;
+    node->children.push_back(std::move(left));
+    node->children.push_back(std::move(right));
+    return node;
+  }
+
+  // conditional: left '?' expression ':' conditional
+  NodePtr conditional(NodePtr condition) {
+    const Span question = previous_.span;
+    NodePtr then_branch = nested(Precedence::conditional);
+    expect(TokenKind::colon, "':' in the conditional expression");
+    NodePtr else_branch = nested(Precedence::conditional);
+    NodePtr node = make_node(NodeKind::conditional, {condition->span.begin, else_branch->span.end});
+    node->op_span = question;
+    node->children.push_back(std::move(condition));
+    node->children.push_back(std::move(then_branch));
+    node->children.push_back(std::move(else_branch));
+    return node;
+  }
+
+  // call: left '(' (expression (',' expression)*)? ')'
+  NodePtr call(NodePtr callee) { return bracketed(NodeKind::call, std::move(callee), TokenKind::rparen); }
+
+  // index: left '[' expression (',' expression)* ']'
+  NodePtr index(NodePtr target) {
+    return bracketed(NodeKind::index, std::move(target), TokenKind::rbracket);
+  }
+
+ private:
+  static const Rule& rule_for(TokenKind kind);
+
+  void advance() {
+    previous_ = current_;
+    current_ = lexer_.next();
+  }
+
+  void error_at(const Token& token, std::string message) {
+    if (panic_ || fatal_) return;
+    panic_ = true;
+    diagnostics_.report(token.kind == TokenKind::end ? Span{token.span.begin, token.span.begin + 1}
+                                                     : token.span,
+                        std::move(message));
+  }
+
+  // Reports a lexical error for an invalid token, or "expected X, found Y".
+  void expected(std::string_view what) {
+    if (current_.kind == TokenKind::invalid) {
+      advance();
+      invalid();
+      return;
+    }
+    error_at(current_, fmt::format("expected {}, found {}", what, describe(current_)));
+  }
+
+  void expect(TokenKind kind, std::string_view what) {
+    if (current_.kind == kind) {
+      advance();
+      panic_ = false;  // resynchronised
+      return;
+    }
+    expected(what);
+  }
+
+  NodePtr int_from(const Token& token, bool negated) {
+    std::uint64_t value = 0;
+    for (char c : token.text) {
+      value = value * 10 + static_cast<std::uint64_t>(c - '0');
+      if (value > (1ull << 32)) break;
+    }
+    const std::uint64_t limit = negated ? (1ull << 31) : (1ull << 31) - 1;
+    if (value > limit && !(value == (1ull << 31) && negated)) {
+      error_at(token, fmt::format("integer literal '{}' does not fit in int32", token.text));
+      return make_node(NodeKind::error, token.span);
+    }
+    if (value == (1ull << 31)) {
+      if (!negated) {
+        error_at(token, fmt::format("integer literal '{}' does not fit in int32", token.text));
+        return make_node(NodeKind::error, token.span);
+      }
+      return make_int(INT32_MIN, token.span);
+    }
+    return make_int(static_cast<std::int32_t>(value), token.span);
+  }
+
+  NodePtr make_unary(const Token& op, NodePtr operand) {
+    NodePtr node = make_node(NodeKind::unary, {op.span.begin, operand->span.end});
+    node->op_span = op.span;
+    node->op = static_cast<int>(op.kind == TokenKind::minus  ? UnaryOp::neg
+                                : op.kind == TokenKind::bang ? UnaryOp::logical_not
+                                                             : UnaryOp::bit_not);
+    node->children.push_back(std::move(operand));
+    return node;
+  }
+
+  // Applies any postfix operators following an operand parsed outside parse_precedence.
+  NodePtr finish_postfix(NodePtr left) {
+    while (!fatal_ && rule_for(current_.kind).precedence >= Precedence::postfix) {
+      advance();
+      left = (this->*rule_for(previous_.kind).infix)(std::move(left));
+    }
+    return left;
+  }
+
+  NodePtr bracketed(NodeKind kind, NodePtr head, TokenKind close) {
+    const Token open = previous_;
+    NodePtr node = make_node(kind, head->span);
+    node->op_span = open.span;
+    node->children.push_back(std::move(head));
+    if (current_.kind != close) {
+      while (true) {
+        node->children.push_back(nested(Precedence::conditional));
+        if (fatal_ || current_.kind != TokenKind::comma) break;
+        advance();
+        panic_ = false;  // resynchronised
+      }
+    }
+    if (kind == NodeKind::index && node->children.size() == 1) {
+      error_at(current_, "expected an index");
+      node->children.push_back(make_node(NodeKind::error, current_.span));
+    }
+    expect(close, fmt::format("'{}' to close the '{}' at col {}", close == TokenKind::rparen ? ")" : "]",
+                              open.text, open.span.begin + 1));
+    node->span.end = previous_.span.end;
+    return node;
+  }
+
+  // Note: only these nested constructs recurse without bound (a left-associative chain is a
+  // loop), so counting them bounds the parser's stack.
+  NodePtr nested(Precedence precedence) {
+    if (fatal_) return make_node(NodeKind::error, current_.span);
+    if (depth_ >= kMaxNestingDepth) {
+      error_at(previous_, fmt::format("expression nests too deeply (more than {} levels)",
+                                     kMaxNestingDepth));
+      fatal_ = true;
+      return make_node(NodeKind::error, current_.span);
+    }
+    ++depth_;
+    NodePtr node = parse_precedence(precedence);
+    --depth_;
+    return node;
+  }
+
+  NodePtr parse_precedence(Precedence precedence) {
+    if (fatal_) return make_node(NodeKind::error, current_.span);
+    NodePtr left;
+    const Rule& rule = rule_for(current_.kind);
+    if (rule.prefix == nullptr) {
+      error_at(current_, fmt::format("expected an expression, found {}", describe(current_)));
+      // Note: closing tokens stay for the enclosing rule to match; anything else is skipped so
+      // that parsing always moves forward.
+      const Span span = current_.span;
+      switch (current_.kind) {
+        case TokenKind::end:
+        case TokenKind::rparen:
+        case TokenKind::rbracket:
+        case TokenKind::comma:
+        case TokenKind::colon:
+          break;
+        default:
+          advance();
+      }
+      left = make_node(NodeKind::error, span);
+    } else {
+      advance();
+      left = (this->*rule.prefix)();
+    }
+    while (!fatal_ && precedence <= rule_for(current_.kind).precedence) {
+      advance();
+      left = (this->*rule_for(previous_.kind).infix)(std::move(left));
+    }
+    return left;
+  }
+
+  Lexer lexer_;
+  Diagnostics& diagnostics_;
+  Token current_;
+  Token previous_;
+  int depth_ = 0;
+  bool panic_ = false;  // an error was reported; quiet until resynchronised
+  bool fatal_ = false;  // nesting limit hit; unwind
+};
+
+constexpr Rule kNoRule{nullptr, nullptr, Precedence::none, BinaryOp::add};
+constexpr Rule infix_rule(Precedence precedence, BinaryOp op) {
+  return Rule{nullptr, &Parser::binary, precedence, op};
+}
+
+std::array<Rule, kNumTokenKinds> make_rules() {
+  std::array<Rule, kNumTokenKinds> rules;
+  rules.fill(kNoRule);
+  auto set = [&rules](TokenKind kind, Rule rule) { rules[static_cast<std::size_t>(kind)] = rule; };
+  set(TokenKind::identifier, {&Parser::identifier, nullptr, Precedence::none, BinaryOp::add});
+  set(TokenKind::int_literal, {&Parser::int_literal, nullptr, Precedence::none, BinaryOp::add});
+  set(TokenKind::float_literal, {&Parser::float_literal, nullptr, Precedence::none, BinaryOp::add});
+  set(TokenKind::invalid, {&Parser::invalid, nullptr, Precedence::none, BinaryOp::add});
+  set(TokenKind::lparen, {&Parser::grouping, &Parser::call, Precedence::postfix, BinaryOp::add});
+  set(TokenKind::lbracket, {nullptr, &Parser::index, Precedence::postfix, BinaryOp::add});
+  set(TokenKind::question, {nullptr, &Parser::conditional, Precedence::conditional, BinaryOp::add});
+  set(TokenKind::minus, {&Parser::unary, &Parser::binary, Precedence::term, BinaryOp::sub});
+  set(TokenKind::bang, {&Parser::unary, nullptr, Precedence::none, BinaryOp::add});
+  set(TokenKind::tilde, {&Parser::unary, nullptr, Precedence::none, BinaryOp::add});
+  set(TokenKind::plus, infix_rule(Precedence::term, BinaryOp::add));
+  set(TokenKind::star, infix_rule(Precedence::factor, BinaryOp::mul));
+  set(TokenKind::slash, infix_rule(Precedence::factor, BinaryOp::div));
+  set(TokenKind::percent, infix_rule(Precedence::factor, BinaryOp::mod));
+  set(TokenKind::lt, infix_rule(Precedence::comparison, BinaryOp::lt));
+  set(TokenKind::le, infix_rule(Precedence::comparison, BinaryOp::le));
+  set(TokenKind::gt, infix_rule(Precedence::comparison, BinaryOp::gt));
+  set(TokenKind::ge, infix_rule(Precedence::comparison, BinaryOp::ge));
+  set(TokenKind::eq, infix_rule(Precedence::equality, BinaryOp::eq));
+  set(TokenKind::ne, infix_rule(Precedence::equality, BinaryOp::ne));
+  set(TokenKind::and_and, infix_rule(Precedence::logical_and, BinaryOp::logical_and));
+  set(TokenKind::or_or, infix_rule(Precedence::logical_or, BinaryOp::logical_or));
+  set(TokenKind::amp, infix_rule(Precedence::bit_and, BinaryOp::bit_and));
+  set(TokenKind::pipe, infix_rule(Precedence::bit_or, BinaryOp::bit_or));
+  set(TokenKind::caret, infix_rule(Precedence::bit_xor, BinaryOp::bit_xor));
+  set(TokenKind::shl, infix_rule(Precedence::shift, BinaryOp::shl));
+  set(TokenKind::shr, infix_rule(Precedence::shift, BinaryOp::shr));
+  return rules;
+}
+
+const Rule& Parser::rule_for(TokenKind kind) {
+  static const std::array<Rule, kNumTokenKinds> rules = make_rules();
+  return rules[static_cast<std::size_t>(kind)];
+}
+
+}  // namespace
+
+NodePtr parse(std::string_view source, Diagnostics& diagnostics) {
+  Parser parser(source, diagnostics);
+  return parser.parse_all();
+}
+
+}  // namespace attnjit::expr

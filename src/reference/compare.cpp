@@ -1,0 +1,126 @@
+#include "reference/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/half.hpp"
+
+namespace attnjit::reference {
+namespace {
+
+// Accumulates the pairs one at a time, in the order of `expected`.
+class ErrorAccumulator {
+ public:
+  void add(double actual, double expected) {
+    const std::int64_t index = stats_.count++;
+    if (!std::isfinite(expected) || !std::isfinite(actual)) {
+      if (actual == expected) return;  // matching infinities
+      if (stats_.non_finite++ == 0) first_non_finite_ = index;
+      return;
+    }
+    const double error = std::abs(actual - expected);
+    if (error > stats_.max_abs_error) {
+      stats_.max_abs_error = error;
+      worst_finite_ = index;
+    }
+    squared_error_ += error * error;
+    squared_expected_ += expected * expected;
+  }
+
+  ErrorStats finish() {
+    stats_.worst_index = stats_.non_finite > 0 ? first_non_finite_ : worst_finite_;
+    if (squared_expected_ > 0.0) {
+      stats_.nmse = squared_error_ / squared_expected_;
+    } else {
+      stats_.nmse = squared_error_ > 0.0 ? std::numeric_limits<double>::infinity() : 0.0;
+    }
+    return stats_;
+  }
+
+ private:
+  ErrorStats stats_;
+  std::int64_t first_non_finite_ = -1;
+  std::int64_t worst_finite_ = -1;
+  double squared_error_ = 0.0;
+  double squared_expected_ = 0.0;
+};
+
+}  // namespace
+
+Tolerance output_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::bf16:
+      return {3e-2, 1e-4};
+    case DType::fp16:
+      return {1e-2, 1e-5};
+    case DType::fp32:
+      return {1e-4, 1e-8};
+  }
+  return {0.0, 0.0};
+}
+
+Tolerance lse_tolerance() { return {1e-3, 1e-8}; }
+
+ErrorStats compare_strided(const void* actual, DType dtype, const Strides& strides, int batch,
+                           int heads, int len, int head_dim, std::span<const double> expected) {
+  const std::size_t count = static_cast<std::size_t>(batch) * heads * len * head_dim;
+  if (expected.size() != count) {
+    throw_error(Status::invalid_argument,
+                "compare: reference has {} values, the [{}, {}, {}, {}] tensor has {}",
+                expected.size(), batch, heads, len, head_dim, count);
+  }
+  ErrorAccumulator accumulator;
+  std::size_t flat = 0;
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      for (int row = 0; row < len; ++row) {
+        const std::int64_t offset = b * strides.batch + h * strides.head + row * strides.row;
+        for (int d = 0; d < head_dim; ++d) {
+          accumulator.add(load_as_float(actual, dtype, offset + d), expected[flat++]);
+        }
+      }
+    }
+  }
+  return accumulator.finish();
+}
+
+ErrorStats compare_output(const AttentionShape& shape, const AttentionBuffers& buffers,
+                          std::span<const double> expected) {
+  return compare_strided(buffers.out, buffers.q_dtype, buffers.out_strides, shape.batch,
+                         shape.num_heads_q, shape.q_len, shape.head_dim, expected);
+}
+
+ErrorStats compare_lse(const AttentionShape& shape, const float* lse,
+                       std::span<const double> expected) {
+  const Strides contiguous{static_cast<std::int64_t>(shape.num_heads_q) * shape.q_len, shape.q_len,
+                           1};
+  return compare_strided(lse, DType::fp32, contiguous, shape.batch, shape.num_heads_q, shape.q_len,
+                         1, expected);
+}
+
+ErrorStats compare_values(std::span<const double> actual, std::span<const double> expected) {
+  if (actual.size() != expected.size()) {
+    throw_error(Status::invalid_argument, "compare: {} values against a reference of {}",
+                actual.size(), expected.size());
+  }
+  ErrorAccumulator accumulator;
+  for (std::size_t i = 0; i < actual.size(); ++i) accumulator.add(actual[i], expected[i]);
+  return accumulator.finish();
+}
+
+bool within(const ErrorStats& stats, const Tolerance& tolerance) {
+  return stats.non_finite == 0 && stats.max_abs_error <= tolerance.max_abs_error &&
+         stats.nmse <= tolerance.nmse;
+}
+
+std::string describe(const ErrorStats& stats) {
+  return fmt::format("max_abs_error={:.3e} (at {}) nmse={:.3e} non_finite={} of {}",
+                     stats.max_abs_error, stats.worst_index, stats.nmse, stats.non_finite,
+                     stats.count);
+}
+
+}  // namespace attnjit::reference

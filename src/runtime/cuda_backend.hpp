@@ -1,0 +1,42 @@
+// The CUDA backend: runs a compiled variant on the caller's current CUDA context and stream.
+// Everything here goes through the dlopen'ed driver (driver/cuda_driver.hpp).
+#pragma once
+
+#include <string>
+
+#include "attnjit/variant_args.cuh"
+#include "common/attention_problem.hpp"
+#include "compile/variant_compiler.hpp"
+#include "expr/expression.hpp"
+
+namespace attnjit::cuda {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int sm = 0;                // major * 10 + minor: 80, 86, 89, 90, 100...
+  int smem_optin_bytes = 0;  // largest dynamic shared memory a block may opt in to
+  int multiprocessors = 0;
+  int l2_bytes = 0;
+};
+
+// The device of the calling thread's current context. When no context is current, device 0's
+// primary context is retained (once per process) and made current, which is what the CUDA
+// runtime does too, so host programs using the runtime share the context with attnjit.
+// Throws Error(no_device) without a driver or a device, and Error(unsupported) for compute
+// capability below 8.0.
+DeviceInfo current_device();
+
+// Runs the forward pass asynchronously on `stream` (a CUstream; null is the legacy default
+// stream). `args` holds device pointers for tensors; summaries the mask needs are computed here
+// on the GPU, on the same stream. Everything is checked before the first launch: dtypes,
+// shapes, that every buffer is device (or managed) memory of the current device, large enough
+// and 16-byte aligned, and that the kernel fits the device. Throws Error with the reason.
+void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
+             const AttentionShape& shape, const AttentionBuffers& buffers, void* stream);
+
+// Unloads every module and frees every workspace attnjit holds. Safe to call more than once; the
+// next forward call loads what it needs again. Called at process exit.
+void release_resources() noexcept;
+
+}  // namespace attnjit::cuda

@@ -1,0 +1,248 @@
+#include "runtime/cuda_context.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "codegen/variant_source.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "driver/cuda_driver.hpp"
+
+namespace attnjit::cuda {
+namespace {
+
+struct ContextState {
+  CUcontext context = nullptr;
+  std::mutex mutex;  // guards the maps, not the workspaces' contents
+  std::map<std::string, std::unique_ptr<LoadedKernel>> kernels;
+  std::map<std::string, CUmodule> modules;
+  std::map<CUstream, std::unique_ptr<Workspace>> workspaces;
+};
+
+// Note: never destroyed before exit; its destructor (release_resources) runs while the driver
+// library is still mapped, because the driver is never dlclose'd. Errors at that point (the
+// context already destroyed by the application) are ignored.
+class Registry {
+ public:
+  ~Registry() { release(); }
+
+  ContextState& state(const ContextRef& ref) {
+    std::lock_guard lock(mutex_);
+    auto& slot = contexts_[ref.id];
+    if (!slot) {
+      slot = std::make_unique<ContextState>();
+      slot->context = ref.context;
+    }
+    return *slot;
+  }
+
+  void retain_primary(CUdevice device, CUcontext context) {
+    std::lock_guard lock(mutex_);
+    primary_.emplace(device, context);
+  }
+
+  bool has_primary(CUdevice device, CUcontext* context) {
+    std::lock_guard lock(mutex_);
+    const auto found = primary_.find(device);
+    if (found == primary_.end()) return false;
+    *context = found->second;
+    return true;
+  }
+
+  void release() noexcept {
+    std::lock_guard lock(mutex_);
+    if (contexts_.empty() || !driver::driver_available()) return;
+    const driver::DriverApi& d = driver::api();
+    CUcontext previous = nullptr;
+    if (d.cuCtxGetCurrent != nullptr) d.cuCtxGetCurrent(&previous);
+    for (auto& [id, state] : contexts_) {
+      std::lock_guard state_lock(state->mutex);
+      if (d.cuCtxSetCurrent == nullptr || d.cuCtxSetCurrent(state->context) != CUDA_SUCCESS) {
+        continue;
+      }
+      for (auto& [stream, workspace] : state->workspaces) {
+        if (workspace->data != 0 && d.cuMemFree != nullptr) d.cuMemFree(workspace->data);
+      }
+      for (auto& [key, module] : state->modules) {
+        if (d.cuModuleUnload != nullptr) d.cuModuleUnload(module);
+      }
+    }
+    contexts_.clear();
+    if (d.cuCtxSetCurrent != nullptr) d.cuCtxSetCurrent(previous);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<unsigned long long, std::unique_ptr<ContextState>> contexts_;
+  std::map<CUdevice, CUcontext> primary_;  // retained by attnjit, kept until exit
+};
+
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+int device_attribute(CUdevice device, CUdevice_attribute attribute) {
+  int value = 0;
+  ATTNJIT_CU(cuDeviceGetAttribute, &value, attribute, device);
+  return value;
+}
+
+// Cubins and PTX images are cached by key; an image without one is keyed by its bytes.
+std::string module_key(const KernelBinary& kernel) {
+  if (!kernel.key.empty()) return kernel.arch + "/" + kernel.key;
+  const std::string_view bytes(kernel.image.data(), kernel.image.size());
+  return fmt::format("{}/image-{:016x}-{}", kernel.arch, std::hash<std::string_view>{}(bytes),
+                     kernel.image.size());
+}
+
+}  // namespace
+
+ContextRef current_context() {
+  const driver::DriverApi& d = driver::api();
+  ContextRef ref;
+  ATTNJIT_CU(cuCtxGetCurrent, &ref.context);
+  if (ref.context == nullptr) {
+    int count = 0;
+    ATTNJIT_CU(cuDeviceGetCount, &count);
+    if (count == 0) throw_error(Status::no_device, "no CUDA device: cuDeviceGetCount returned 0");
+    ATTNJIT_CU(cuDeviceGet, &ref.device, 0);
+    CUcontext primary = nullptr;
+    if (!registry().has_primary(ref.device, &primary)) {
+      ATTNJIT_CU(cuDevicePrimaryCtxRetain, &primary, ref.device);
+      registry().retain_primary(ref.device, primary);
+    }
+    ATTNJIT_CU(cuCtxSetCurrent, primary);
+    ref.context = primary;
+  } else {
+    ATTNJIT_CU(cuCtxGetDevice, &ref.device);
+  }
+  if (d.cuCtxGetId != nullptr) {
+    ATTNJIT_CU(cuCtxGetId, ref.context, &ref.id);
+  } else {
+    // Note: drivers before CUDA 12.0 have no context ids; a destroyed context's handle may be
+    // reused, so there the application must call release_resources() after destroying one.
+    ref.id = reinterpret_cast<std::uintptr_t>(ref.context);
+  }
+  return ref;
+}
+
+DeviceInfo query_device(CUdevice device) {
+  DeviceInfo info;
+  info.ordinal = static_cast<int>(device);
+  char name[256] = {};
+  ATTNJIT_CU(cuDeviceGetName, name, static_cast<int>(sizeof name - 1), device);
+  info.name = name;
+  const int major = device_attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  const int minor = device_attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.sm = major * 10 + minor;
+  info.smem_optin_bytes =
+      device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  info.multiprocessors = device_attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.l2_bytes = device_attribute(device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  if (info.sm < 80) {
+    throw_error(Status::unsupported,
+                "attention kernels need compute capability 8.0 or newer; device {} is {}.{}",
+                info.ordinal, major, minor);
+  }
+  return info;
+}
+
+const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& device,
+                                const KernelBinary& kernel) {
+  ContextState& state = registry().state(context);
+  const std::string key = module_key(kernel);
+  std::lock_guard lock(state.mutex);
+  if (const auto found = state.kernels.find(key); found != state.kernels.end()) {
+    return *found->second;
+  }
+  if (kernel.image.empty()) throw_error(Status::internal, "kernel {} has an empty image", key);
+  const codegen::KernelConfig& config = kernel.config;
+  if (config.block_m <= 0 || config.block_n <= 0 || config.num_warps <= 0 ||
+      config.smem_bytes < 0) {
+    throw_error(Status::internal,
+                "kernel {} has an invalid configuration: block_m={} block_n={} num_warps={} "
+                "smem_bytes={}",
+                key, config.block_m, config.block_n, config.num_warps, config.smem_bytes);
+  }
+  if (config.smem_bytes > device.smem_optin_bytes) {
+    throw_error(Status::unsupported,
+                "kernel {} needs {} bytes of shared memory per block; {} (sm_{}) allows {}", key,
+                config.smem_bytes, device.name, device.sm, device.smem_optin_bytes);
+  }
+
+  // Note: PTX must reach the driver NUL-terminated; a cubin is passed as is.
+  std::vector<char> ptx;
+  const void* image = kernel.image.data();
+  if (kernel.is_ptx && kernel.image.back() != '\0') {
+    ptx.assign(kernel.image.begin(), kernel.image.end());
+    ptx.push_back('\0');
+    image = ptx.data();
+  }
+  CUmodule module = nullptr;
+  const driver::DriverApi& d = driver::api();
+  if (d.cuModuleLoadData == nullptr) driver::throw_missing_symbol("cuModuleLoadData");
+  if (const CUresult result = d.cuModuleLoadData(&module, image); result != CUDA_SUCCESS) {
+    throw Error(driver::status_for_result(result),
+                fmt::format("cuModuleLoadData failed for kernel {} ({}) on {} (sm_{}): {}", key,
+                            kernel.arch, device.name, device.sm, driver::describe_result(result)));
+  }
+  state.modules.emplace(key, module);  // owned from here on, even if the lookups below fail
+
+  auto loaded = std::make_unique<LoadedKernel>();
+  ATTNJIT_CU(cuModuleGetFunction, &loaded->forward, module, codegen::kForwardEntry);
+  if (d.cuModuleGetFunction(&loaded->summary, module, codegen::kSummaryEntry) != CUDA_SUCCESS) {
+    loaded->summary = nullptr;
+  }
+  ATTNJIT_CU(cuFuncSetAttribute, loaded->forward, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+             config.smem_bytes);
+  ATTNJIT_CU(cuFuncGetAttribute, &loaded->max_threads_per_block,
+             CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, loaded->forward);
+  if (config.num_warps * 32 > loaded->max_threads_per_block) {
+    throw_error(Status::unsupported,
+                "kernel {} launches {} threads per block but uses too many registers for more "
+                "than {} on {}",
+                key, config.num_warps * 32, loaded->max_threads_per_block, device.name);
+  }
+  log().debug("loaded kernel {} on {} (context {})", key, device.name, context.id);
+  return *state.kernels.emplace(key, std::move(loaded)).first->second;
+}
+
+std::pair<Workspace*, std::unique_lock<std::mutex>> acquire_workspace(const ContextRef& context,
+                                                                      CUstream stream,
+                                                                      std::size_t bytes) {
+  ContextState& state = registry().state(context);
+  Workspace* workspace = nullptr;
+  {
+    std::lock_guard lock(state.mutex);
+    auto& slot = state.workspaces[stream];
+    if (!slot) slot = std::make_unique<Workspace>();
+    workspace = slot.get();
+  }
+  std::unique_lock lock(workspace->mutex);
+  if (workspace->bytes < bytes) {
+    const std::size_t old_bytes = workspace->bytes;
+    if (workspace->data != 0) {
+      ATTNJIT_CU(cuStreamSynchronize, stream);
+      const CUdeviceptr old = workspace->data;
+      workspace->data = 0;
+      workspace->bytes = 0;
+      ATTNJIT_CU(cuMemFree, old);
+    }
+    // Note: doubling keeps growth rare when lengths creep up call after call.
+    const std::size_t grown = std::max<std::size_t>(bytes, 2 * old_bytes);
+    const std::size_t size = std::max<std::size_t>(grown, 4096);
+    ATTNJIT_CU(cuMemAlloc, &workspace->data, size);
+    workspace->bytes = size;
+  }
+  return {workspace, std::move(lock)};
+}
+
+void release_resources() noexcept { registry().release(); }
+
+}  // namespace attnjit::cuda

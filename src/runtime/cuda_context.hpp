@@ -1,0 +1,51 @@
+// Per-context state of the CUDA backend: the current context, device properties, loaded kernel
+// modules and tensor-summary workspaces. Internal to the CUDA backend.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <mutex>
+
+#include "compile/variant_compiler.hpp"
+#include "runtime/cuda_backend.hpp"
+
+namespace attnjit::cuda {
+
+struct ContextRef {
+  CUcontext context = nullptr;
+  unsigned long long id = 0;  // cuCtxGetId: unique for the life of the process
+  CUdevice device = 0;
+};
+
+// The calling thread's current context, retaining and setting device 0's primary context when
+// there is none. Throws Error(no_device) without a driver or a device.
+ContextRef current_context();
+
+DeviceInfo query_device(CUdevice device);
+
+struct LoadedKernel {
+  CUfunction forward = nullptr;
+  CUfunction summary = nullptr;  // null when the module has no summary entry
+  int max_threads_per_block = 0;
+};
+
+// The kernel's module in `context`, loaded and configured on first use. Thread-safe.
+const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& device,
+                                const KernelBinary& kernel);
+
+// Device scratch for tensor summaries, one per (context, stream) so that calls on different
+// streams never share it. Hold `lock` from the first write to the last launch reading it.
+struct Workspace {
+  std::mutex mutex;
+  CUdeviceptr data = 0;
+  std::size_t bytes = 0;
+};
+
+// A workspace of at least `bytes` for `stream`, locked. Growing it waits for the stream, since
+// earlier launches on it may still read the old buffer.
+std::pair<Workspace*, std::unique_lock<std::mutex>> acquire_workspace(const ContextRef& context,
+                                                                      CUstream stream,
+                                                                      std::size_t bytes);
+
+}  // namespace attnjit::cuda

@@ -1,0 +1,112 @@
+#include "cache/cache_admin.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/file_io.hpp"
+#include "cache_test_support.hpp"
+#include "common/error.hpp"
+
+using namespace attnjit;
+using attnjit::test::lookup;
+using attnjit::test::TempDir;
+using attnjit::test::test_source;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Two sm_90 entries and one sm_80 entry, plus a stale temporary file.
+struct PopulatedCache {
+  TempDir dir;
+  std::string stale_temp;
+  PopulatedCache() {
+    KernelCache cache(dir.path());
+    lookup(cache, test_source(21), "sm_90");
+    lookup(cache, test_source(22), "sm_90");
+    lookup(cache, test_source(21), "sm_80");
+    stale_temp = (cache.directory("sm_90", nvrtc::nvrtc_version()) / ".abc.cubin.tmp.1.0").string();
+    std::ofstream(stale_temp) << "partial";
+  }
+  // Pretends the entry was created `age` ago.
+  void age_entry(const cache::EntryInfo& entry, std::chrono::seconds age) {
+    auto sidecar = nlohmann::json::parse(cache::read_file(entry.sidecar).value());
+    sidecar["created_unix"] = sidecar["created_unix"].get<std::int64_t>() - age.count();
+    std::ofstream(entry.sidecar) << sidecar.dump(2);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("list_entries names arch, CUDA version, variant, size and age", "[cache][admin]") {
+  PopulatedCache populated;
+  const auto entries = cache::list_entries(populated.dir.path());
+  REQUIRE(entries.size() == 3);
+  CHECK(entries[0].arch == "sm_80");
+  CHECK(entries[1].arch == "sm_90");
+  CHECK(entries[2].arch == "sm_90");
+  for (const auto& entry : entries) {
+    CHECK(entry.cuda_version == nvrtc::nvrtc_version());
+    CHECK(entry.size > 0);
+    CHECK(entry.size == fs::file_size(entry.binary));
+    CHECK(entry.age < std::chrono::seconds(60));
+    CHECK(entry.summary.find("mask='true'") != std::string::npos);
+    CHECK(entry.summary.find("bf16 d64") != std::string::npos);
+  }
+  CHECK(cache::list_entries(populated.dir.path() / "missing").empty());
+}
+
+TEST_CASE("verify_entries reports the damaged entries", "[cache][admin]") {
+  PopulatedCache populated;
+  CHECK(cache::verify_entries(populated.dir.path()).empty());
+  auto entries = cache::list_entries(populated.dir.path());
+  fs::resize_file(entries[0].binary, 10);
+  std::ofstream(entries[1].sidecar) << "not json";
+  fs::remove(entries[2].binary);
+  const auto problems = cache::verify_entries(populated.dir.path());
+  REQUIRE(problems.size() == 3);
+  CHECK(problems[0].reason.find("binary has 10 bytes") != std::string::npos);
+  CHECK(problems[1].reason == "unreadable sidecar");
+  CHECK(problems[2].reason == "binary missing");
+}
+
+TEST_CASE("clear_entries removes all, one arch, or old entries", "[cache][admin]") {
+  PopulatedCache populated;
+  const fs::path root = populated.dir.path();
+  SECTION("all, temporaries included") {
+    const auto result = cache::clear_entries(root, {});
+    CHECK(result.entries == 3);
+    CHECK(result.bytes > 0);
+    CHECK(cache::list_entries(root).empty());
+    CHECK_FALSE(fs::exists(populated.stale_temp));
+    CHECK_FALSE(fs::exists(root / "v1"));
+  }
+  SECTION("one arch") {
+    const auto result = cache::clear_entries(root, {.arch = "sm_90", .older_than = {}});
+    CHECK(result.entries == 2);
+    const auto left = cache::list_entries(root);
+    REQUIRE(left.size() == 1);
+    CHECK(left[0].arch == "sm_80");
+  }
+  SECTION("older than") {
+    populated.age_entry(cache::list_entries(root)[1], std::chrono::hours(24 * 8));
+    const auto result = cache::clear_entries(root, {.arch = {}, .older_than = cache::parse_age("7d")});
+    CHECK(result.entries == 1);
+    CHECK(cache::list_entries(root).size() == 2);
+  }
+}
+
+TEST_CASE("ages parse from 45s, 30m, 12h, 7d, 2w", "[cache][admin]") {
+  CHECK(cache::parse_age("45s") == std::chrono::seconds(45));
+  CHECK(cache::parse_age("30m") == std::chrono::minutes(30));
+  CHECK(cache::parse_age("12h") == std::chrono::hours(12));
+  CHECK(cache::parse_age("7d") == std::chrono::hours(24 * 7));
+  CHECK(cache::parse_age("2w") == std::chrono::hours(24 * 14));
+  for (const char* bad : {"", "7", "d", "7x", "-1d", "7dd"}) {
+    CHECK_THROWS_AS(cache::parse_age(bad), Error);
+  }
+  CHECK(cache::format_age(std::chrono::hours(49)) == "2d");
+  CHECK(cache::format_age(std::chrono::seconds(59)) == "59s");
+}

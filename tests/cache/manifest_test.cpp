@@ -1,0 +1,102 @@
+#include "cache/manifest.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "cache_test_support.hpp"
+#include "common/error.hpp"
+
+using namespace attnjit;
+
+namespace {
+
+std::string error_of(std::string_view json) {
+  try {
+    parse_manifest(json, "m.json");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::invalid_argument);
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("the embedded standard manifest parses and expands", "[manifest]") {
+  const Manifest& manifest = standard_manifest();
+  REQUIRE(manifest.variants.size() == 7);
+  CHECK(manifest.variants[0].name == "noop");
+  const ManifestVariant& sliding = manifest.variants[2];
+  CHECK(sliding.name == "sliding_window");
+  REQUIRE(sliding.signature.params.size() == 1);
+  CHECK(sliding.signature.params[0].name == "W");
+  CHECK(sliding.example["params"]["W"] == 1024);
+  const ManifestVariant& document = manifest.variants[4];
+  REQUIRE(document.signature.tensors.size() == 1);
+  CHECK(document.signature.tensors[0].rank == 1);
+  CHECK(document.dtypes == std::vector<DType>{DType::bf16, DType::fp16});
+  CHECK(document.head_dims == std::vector<int>{64, 128});
+
+  const auto specs = expand_manifest(manifest);
+  CHECK(specs.size() == 7 * 2 * 2);
+  CHECK(specs[0].name == "noop");
+  CHECK(specs[0].spec.dtype == DType::bf16);
+  CHECK(specs[0].spec.head_dim == 64);
+  CHECK(specs[1].spec.head_dim == 128);
+  CHECK(specs[2].spec.dtype == DType::fp16);
+}
+
+TEST_CASE("a variant overrides the default dtypes and head dims", "[manifest]") {
+  const auto manifest = parse_manifest(R"({"version": 1, "dtypes": ["bf16"], "head_dims": [128],
+      "variants": [{"name": "a"}, {"name": "b", "mask": "q_idx >= kv_idx", "dtypes": ["fp16"],
+                    "head_dims": [64, 256]}]})", "m.json");
+  const auto specs = expand_manifest(manifest);
+  REQUIRE(specs.size() == 3);
+  CHECK(specs[0].name == "a");
+  CHECK(specs[0].spec.head_dim == 128);
+  CHECK(specs[1].spec.dtype == DType::fp16);
+  CHECK(specs[2].spec.head_dim == 256);
+  CHECK(specs[2].spec.mask == "q_idx >= kv_idx");
+}
+
+TEST_CASE("manifest errors name the file, the JSON path and the reason", "[manifest]") {
+  using Catch::Matchers::Contains;
+  CHECK_THAT(error_of("{\"version\": 1,\n \"variants\": [}"), Contains("m.json: line 2") && Contains("invalid JSON"));
+  CHECK_THAT(error_of("[]"), Contains("m.json: /: a manifest is a JSON object"));
+  CHECK_THAT(error_of(R"({"version": 2, "variants": [{"name": "a"}]})"), Contains("m.json: /version"));
+  CHECK_THAT(error_of(R"({"version": 1, "variants": []})"), Contains("/variants: expected a non-empty"));
+  CHECK_THAT(error_of(R"({"version": 1, "variants": [{"mask": "true"}]})"), Contains("/variants/0/name"));
+  CHECK_THAT(error_of(R"({"version": 1, "variants": [{"name": "a", "maks": "true"}]})"),
+             Contains("/variants/0/maks: unknown field 'maks'"));
+  CHECK_THAT(error_of(R"({"version": 1, "variants": [{"name": "a"}, {"name": "a"}]})"),
+             Contains("/variants/1/name: duplicate variant name 'a'"));
+  CHECK_THAT(error_of(R"({"version": 1, "dtypes": ["fp8"], "variants": [{"name": "a"}]})"),
+             Contains("/dtypes/0: unknown kernel dtype 'fp8'"));
+  CHECK_THAT(error_of(R"({"version": 1, "head_dims": [0], "variants": [{"name": "a"}]})"),
+             Contains("/head_dims/0"));
+  CHECK_THAT(error_of(R"({"version": 1, "variants": [{"name": "a", "params": ["W:bool"]}]})"),
+             Contains("/variants/0/params/0"));
+  CHECK_THAT(error_of(R"({"version": 1, "variants": [{"name": "a", "tensors": ["doc:int32[3]"]}]})"),
+             Contains("/variants/0/tensors/0"));
+  CHECK_THAT(error_of(R"({"version": 1, "variants": [{"name": "a", "mask": "q_idx >= kv_idz"}]})"),
+             Contains("/variants/0/mask") && Contains("kv_idz"));
+  CHECK_THAT(error_of(R"({"version": 1, "variants": [{"name": "a", "score": 3}]})"),
+             Contains("/variants/0/score: expected a string"));
+}
+
+TEST_CASE("load_manifest reads a file and reports a missing one", "[manifest]") {
+  attnjit::test::TempDir dir;
+  const auto path = dir.path() / "m.json";
+  std::ofstream(path) << R"({"version": 1, "variants": [{"name": "causal", "mask": "q_idx >= kv_idx"}]})";
+  const auto manifest = load_manifest(path);
+  CHECK(manifest.source == path.string());
+  CHECK(manifest.variants.at(0).dtypes == std::vector<DType>{DType::bf16});
+  try {
+    load_manifest(dir.path() / "missing.json");
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::io);
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("missing.json"));
+  }
+}

@@ -1,0 +1,104 @@
+#include "compile/variant_compiler.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/cache_key.hpp"
+#include "cache/file_io.hpp"
+#include "cache/kernel_cache.hpp"
+#include "cache/manifest.hpp"
+#include "common/error.hpp"
+#include "compile/nvrtc_compiler.hpp"
+#include "../cache/cache_test_support.hpp"
+
+using namespace attnjit;
+using attnjit::test::TempDir;
+
+namespace {
+
+VariantSpec causal() {
+  VariantSpec spec;
+  spec.mask = "q_idx >= kv_idx";
+  spec.dtype = DType::bf16;
+  spec.head_dim = 64;
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("compile_variant compiles, then finds the kernel in memory and on disk", "[jit]") {
+  TempDir dir;
+  KernelBinary first;
+  {
+    KernelCache cache(dir.path());
+    first = compile_variant(causal(), "sm_80", cache);
+    CHECK(first.origin == KernelOrigin::compiled);
+    CHECK(first.arch == "sm_80");
+    CHECK(first.forward_resources.registers > 0);
+    CHECK(first.config.block_m > 0);
+    CHECK(first.key == variant_cache_key(causal(), "sm_80"));
+    CHECK_FALSE(first.path.empty());
+    CHECK(compile_variant(causal(), "sm_80", cache).origin == KernelOrigin::memory);
+    const auto a = acquire_variant(causal(), "sm_80", cache);
+    const auto b = acquire_variant(causal(), "sm_80", cache);
+    CHECK(a.origin == KernelOrigin::memory);
+    CHECK(a.binary == b.binary);
+  }
+  KernelCache fresh(dir.path());
+  const KernelBinary again = compile_variant(causal(), "sm_80", fresh);
+  CHECK(again.origin == KernelOrigin::disk);
+  CHECK(again.image == first.image);
+  CHECK(again.forward_resources.registers == first.forward_resources.registers);
+  CHECK(again.config.block_m == first.config.block_m);
+
+  const auto sidecar = nlohmann::json::parse(cache::read_file(fresh.sidecar_path(
+      "sm_80", nvrtc::nvrtc_version(), first.key)).value());
+  CHECK(sidecar["variant"]["mask"] == "q_idx >= kv_idx");
+  CHECK(sidecar["variant"]["mask_index_only"] == true);
+  CHECK(sidecar["variant"]["dtype"] == "bf16");
+  CHECK(sidecar["variant"]["head_dim"] == 64);
+  CHECK(sidecar["resources"].contains(codegen::kForwardEntry));
+}
+
+TEST_CASE("compile_variant keys differ by dtype, head dim, arch and PTX", "[jit]") {
+  auto fp16 = causal();
+  fp16.dtype = DType::fp16;
+  auto d128 = causal();
+  d128.head_dim = 128;
+  const std::string key = variant_cache_key(causal(), "sm_90");
+  CHECK(variant_cache_key(fp16, "sm_90") != key);
+  CHECK(variant_cache_key(d128, "sm_90") != key);
+  CHECK(variant_cache_key(causal(), "sm_86") != key);
+  CHECK(variant_cache_key(causal(), "sm_90", true) != key);
+  CHECK(variant_cache_key(causal(), "sm_90") == key);
+}
+
+TEST_CASE("compile_variant emits PTX on request", "[jit]") {
+  TempDir dir;
+  KernelCache cache(dir.path());
+  const KernelBinary binary = compile_variant(causal(), "sm_90", cache, true);
+  CHECK(binary.is_ptx);
+  const std::string ptx(binary.image.begin(), binary.image.end());
+  CHECK(ptx.find(".entry attnjit_fwd") != std::string::npos);
+  CHECK(binary.path.ends_with(".ptx"));
+}
+
+TEST_CASE("compile_variant reports bad expressions and arches before compiling", "[jit]") {
+  TempDir dir;
+  KernelCache cache(dir.path());
+  auto bad = causal();
+  bad.mask = "q_idx >= kv_idz";
+  try {
+    compile_variant(bad, "sm_90", cache);
+    FAIL("expected a parse error");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::parse);
+  }
+  try {
+    compile_variant(causal(), "sm_75", cache);
+    FAIL("expected an arch error");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::unsupported);
+  }
+}

@@ -1,0 +1,130 @@
+// The CUDA backend refuses bad calls before any launch, each with its own message.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "common/error.hpp"
+#include "expr/expression.hpp"
+#include "gpu_harness.hpp"
+#include "runtime/cuda_backend.hpp"
+#include "runtime/cuda_memory.hpp"
+
+using namespace attnjit;
+using namespace attnjit::gpu_test;
+
+namespace {
+
+struct Fixture {
+  AttentionShape shape;
+  VariantSpec spec;
+  KernelBinary kernel;
+  expr::Expression mask;
+  cuda::DeviceBuffer q, k, v, out;
+  AttentionBuffers buffers;
+
+  Fixture()
+      : shape{1, 2, 2, 64, 64, 64},
+        spec(make_spec(causal_case())),
+        kernel(compile_variant(spec, device_arch(), test_cache())),
+        mask(expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature)),
+        q(bytes()),
+        k(bytes()),
+        v(bytes()),
+        out(bytes()) {
+    const Strides strides = layout_strides(Layout::bhld, 2, 64, 64);
+    buffers.q = q.get();
+    buffers.k = k.get();
+    buffers.v = v.get();
+    buffers.out = out.get();
+    buffers.q_strides = buffers.k_strides = buffers.v_strides = buffers.out_strides = strides;
+  }
+
+  static GpuCase causal_case() {
+    GpuCase c;
+    c.mask = "q_idx >= kv_idx";
+    c.head_dim = 64;
+    return c;
+  }
+  static std::size_t bytes() { return 2 * 64 * 64 * 2 + 64; }
+
+  void run(const AttentionBuffers& b, const AttentionShape& s) {
+    cuda::forward(kernel, mask, VariantArgs{}, s, b, nullptr);
+  }
+};
+
+template <typename F>
+Error capture(F&& f) {
+  try {
+    f();
+  } catch (const Error& error) {
+    return error;
+  }
+  return Error(Status::ok, "no error");
+}
+
+}  // namespace
+
+TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize]") {
+  Fixture f;
+
+  SECTION("a host pointer as the query") {
+    std::vector<std::uint16_t> host(2 * 64 * 64);
+    AttentionBuffers b = f.buffers;
+    b.q = host.data();
+    const Error e = capture([&] { f.run(b, f.shape); });
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("query pointer") && Catch::Contains("not device memory"));
+  }
+  SECTION("a misaligned pointer") {
+    AttentionBuffers b = f.buffers;
+    b.k = static_cast<const char*>(b.k) + 2;
+    const Error e = capture([&] { f.run(b, f.shape); });
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("key pointer") && Catch::Contains("aligned to 16"));
+  }
+  SECTION("a misaligned row stride") {
+    AttentionBuffers b = f.buffers;
+    b.v_strides.row = 68;
+    b.v_strides.head = 68 * 64;
+    const Error e = capture([&] { f.run(b, f.shape); });
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("value row stride"));
+  }
+  SECTION("float32 inputs") {
+    AttentionBuffers b = f.buffers;
+    b.q_dtype = b.k_dtype = b.v_dtype = DType::fp32;
+    const Error e = capture([&] { f.run(b, f.shape); });
+    CHECK(e.status() == Status::unsupported);
+    CHECK_THAT(e.what(),
+               Catch::StartsWith("query, key and value must be bfloat16 or float16; got float32"));
+  }
+  SECTION("mixed dtypes") {
+    AttentionBuffers b = f.buffers;
+    b.k_dtype = DType::fp16;
+    const Error e = capture([&] { f.run(b, f.shape); });
+    CHECK(e.status() == Status::invalid_argument);
+  }
+  SECTION("a buffer too small for the shape") {
+    AttentionShape s = f.shape;
+    s.q_len = s.kv_len = 4096;
+    AttentionBuffers b = f.buffers;
+    b.q_strides = b.k_strides = b.v_strides = b.out_strides =
+        layout_strides(Layout::bhld, 2, 4096, 64);
+    const Error e = capture([&] { f.run(b, s); });
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("too small"));
+  }
+  SECTION("a declared tensor that is not passed") {
+    GpuCase c;
+    c.mask = "doc[q_idx] == doc[kv_idx]";
+    c.tensors = {TensorInput{"doc:int32[1]", {}, {}, {64, 1}}};
+    const VariantSpec spec = make_spec(c);
+    const KernelBinary kernel = compile_variant(spec, device_arch(), test_cache());
+    const expr::Expression mask =
+        expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature);
+    const Error e =
+        capture([&] { cuda::forward(kernel, mask, VariantArgs{}, f.shape, f.buffers, nullptr); });
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("tensor 'doc'"));
+  }
+}

@@ -1,0 +1,105 @@
+// Generated kernel source and tile configuration: deterministic text, refusals, limits.
+#include <catch2/catch.hpp>
+
+#include "attnjit/fwd_config.cuh"
+#include "codegen/variant_source.hpp"
+#include "common/error.hpp"
+#include "standard_variants.hpp"
+
+using attnjit::DType;
+using attnjit::Error;
+using attnjit::Status;
+namespace codegen = attnjit::codegen;
+
+namespace {
+
+const attnjit::test::StandardVariant& variant(const std::string& name) {
+  for (const auto& v : attnjit::test::standard_variants()) {
+    if (v.name == name) return v;
+  }
+  FAIL("no standard variant " << name);
+  throw 0;
+}
+
+Status status_of(const std::function<void()>& call, std::string& message) {
+  try {
+    call();
+  } catch (const Error& error) {
+    message = error.what();
+    return error.status();
+  }
+  return Status::ok;
+}
+
+}  // namespace
+
+TEST_CASE("generated source is deterministic and names its slots", "[kernels]") {
+  for (const auto& v : attnjit::test::standard_variants()) {
+    INFO(v.name);
+    const auto first = codegen::generate_kernel_source(v.mask, v.score, DType::bf16, 128, 80);
+    const auto second = codegen::generate_kernel_source(v.mask, v.score, DType::bf16, 128, 80);
+    CHECK(first.source == second.source);
+    CHECK(first.source.find("struct AttnjitVariant") != std::string::npos);
+    CHECK(first.source.find("#include \"attnjit/attention_fwd.cuh\"") != std::string::npos);
+    CHECK(first.source.find(std::string("void __launch_bounds__(")) != std::string::npos);
+    CHECK(first.source.find(codegen::kForwardEntry) != std::string::npos);
+    CHECK(first.source.find(codegen::kSummaryEntry) != std::string::npos);
+    const bool has_mask = first.source.find("kHasMask = true") != std::string::npos;
+    CHECK(has_mask == !v.mask.is_constant_true());
+    const bool has_score = first.source.find("kHasScore = true") != std::string::npos;
+    CHECK(has_score == !v.score.is_identity());
+    // Another dtype, head dim or arch is another text.
+    CHECK(codegen::generate_kernel_source(v.mask, v.score, DType::fp16, 128, 80).source !=
+          first.source);
+    CHECK(codegen::generate_kernel_source(v.mask, v.score, DType::bf16, 64, 80).source !=
+          first.source);
+    CHECK(codegen::generate_kernel_source(v.mask, v.score, DType::bf16, 128, 90).source !=
+          first.source);
+  }
+  const auto& noop = variant("noop");
+  const auto kernel = codegen::generate_kernel_source(noop.mask, noop.score, DType::fp16, 64, 90);
+  CHECK(kernel.source.find("kHasMask = false") != std::string::npos);
+  CHECK(kernel.source.find("kHasScore = false") != std::string::npos);
+  CHECK(kernel.source.find("attnjit::fp16_t") != std::string::npos);
+}
+
+TEST_CASE("generation refuses float32 and pre-Ampere arches", "[kernels]") {
+  const auto& causal = variant("causal");
+  std::string message;
+  CHECK(status_of([&] {
+          codegen::generate_kernel_source(causal.mask, causal.score, DType::fp32, 128, 80);
+        }, message) == Status::unsupported);
+  CHECK(message == "query, key and value must be bfloat16 or float16; got float32");
+  CHECK(status_of([&] {
+          codegen::generate_kernel_source(causal.mask, causal.score, DType::bf16, 128, 75);
+        }, message) == Status::unsupported);
+  CHECK(message.starts_with("attention kernels need compute capability 8.0 or newer; "));
+  CHECK(status_of([&] { codegen::choose_kernel_config(90, DType::bf16, 80); }, message) ==
+        Status::unsupported);
+  CHECK(status_of([&] { codegen::choose_kernel_config(75, DType::fp16, 64); }, message) ==
+        Status::unsupported);
+}
+
+TEST_CASE("tile configurations fit every arch's shared-memory limit", "[kernels]") {
+  struct Arch {
+    int sm;
+    int limit;
+  };
+  const Arch arch = GENERATE(Arch{80, 163 * 1024}, Arch{86, 99 * 1024}, Arch{89, 99 * 1024},
+                             Arch{90, 227 * 1024});
+  for (int head_dim : {32, 64, 96, 128, 256}) {
+    INFO("sm_" << arch.sm << " head_dim " << head_dim);
+    CHECK(codegen::is_supported_head_dim(head_dim));
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      const auto config = codegen::choose_kernel_config(arch.sm, dtype, head_dim);
+      CHECK(config.smem_bytes <= arch.limit);
+      CHECK(config.smem_bytes == attnjit::forward_smem_bytes(head_dim, config.block_m,
+                                                             config.block_n, config.num_stages));
+      CHECK(config.num_stages >= 2);
+      CHECK(config.block_m % (16 * config.num_warps) == 0);
+      CHECK(config.block_n % 16 == 0);
+    }
+  }
+  CHECK_FALSE(codegen::is_supported_head_dim(80));
+  CHECK_FALSE(codegen::is_supported_head_dim(512));
+}

@@ -1,0 +1,96 @@
+#include "reference/random_inputs.hpp"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "common/half.hpp"
+
+using namespace attnjit;
+using namespace attnjit::reference;
+
+TEST_CASE("fill_random is reproducible, seed-dependent and never zero") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16, DType::fp32);
+  const Distribution distribution = GENERATE(Distribution::normal, Distribution::uniform);
+  constexpr int kCount = 20000;
+  std::vector<float> a(kCount), b(kCount), c(kCount);  // large enough for any dtype
+  fill_random(a.data(), dtype, kCount, 5, distribution);
+  fill_random(b.data(), dtype, kCount, 5, distribution);
+  fill_random(c.data(), dtype, kCount, 6, distribution);
+  const std::size_t bytes = kCount * dtype_size(dtype);
+  CHECK(std::memcmp(a.data(), b.data(), bytes) == 0);
+  CHECK(std::memcmp(a.data(), c.data(), bytes) != 0);
+
+  double sum = 0.0, sum_squares = 0.0;
+  int zeros = 0, out_of_range = 0;
+  for (int i = 0; i < kCount; ++i) {
+    const double value = load_as_float(a.data(), dtype, i);
+    if (value == 0.0 || !std::isfinite(value)) ++zeros;
+    if (distribution == Distribution::uniform && (value < -1.0 || value > 1.0)) ++out_of_range;
+    sum += value;
+    sum_squares += value * value;
+  }
+  CHECK(zeros == 0);
+  CHECK(out_of_range == 0);
+  const double mean = sum / kCount;
+  const double variance = sum_squares / kCount - mean * mean;
+  CHECK(std::abs(mean) < 0.03);
+  CHECK(variance == Approx(distribution == Distribution::normal ? 1.0 : 1.0 / 3.0).epsilon(0.05));
+}
+
+TEST_CASE("fill_nan poisons every element") {
+  const DType dtype = GENERATE(DType::bf16, DType::fp16, DType::fp32);
+  std::vector<float> data(64, 1.0f);
+  fill_nan(data.data(), dtype, 64);
+  for (int i = 0; i < 64; ++i) CHECK(std::isnan(load_as_float(data.data(), dtype, i)));
+}
+
+TEST_CASE("host tensors have the layout's strides, with optional row padding") {
+  SECTION("contiguous strides match layout_strides") {
+    const Layout layout = GENERATE(Layout::bhld, Layout::blhd);
+    HostTensor tensor(DType::bf16, layout, 2, 3, 5, 8);
+    const Strides expected = layout_strides(layout, 3, 5, 8);
+    CHECK(tensor.strides().batch == expected.batch);
+    CHECK(tensor.strides().head == expected.head);
+    CHECK(tensor.strides().row == expected.row);
+    CHECK(tensor.storage_elements() == 2 * 3 * 5 * 8);
+    CHECK(tensor.storage_bytes() == 2 * 3 * 5 * 8 * 2);
+  }
+  SECTION("padding leaves a gap after every row, which fill_random does not touch") {
+    HostTensor tensor(DType::fp32, Layout::blhd, 1, 2, 3, 4, /*row_padding=*/2);
+    CHECK(tensor.strides().head == 6);
+    CHECK(tensor.strides().row == 12);
+    CHECK(tensor.storage_elements() == 36);
+    tensor.fill_nan();
+    tensor.fill_random(1);
+    int nans = 0;
+    for (std::int64_t i = 0; i < tensor.storage_elements(); ++i) {
+      if (std::isnan(load_as_float(tensor.data(), DType::fp32, i))) ++nans;
+    }
+    CHECK(nans == 36 - 24);
+  }
+}
+
+TEST_CASE("make_problem builds random inputs and poisoned outputs") {
+  const AttentionShape shape{2, 4, 2, 9, 11, 16};
+  ProblemOptions options;
+  options.dtype = DType::fp16;
+  options.layout = Layout::blhd;
+  HostProblem problem = make_problem(shape, options);
+  const AttentionBuffers buffers = problem.buffers();
+  CHECK(buffers.q_dtype == DType::fp16);
+  CHECK(buffers.k_strides.row == 2 * 16);
+  CHECK(buffers.lse == problem.lse.data());
+  CHECK(problem.lse.size() == 2 * 4 * 9);
+  CHECK(std::isnan(problem.lse[0]));
+  CHECK(std::isnan(problem.out.at(1, 3, 8, 15)));
+  CHECK(std::isfinite(problem.q.at(1, 3, 8, 15)));
+  // q, k and v come from different streams.
+  CHECK(problem.q.at(0, 0, 0, 0) != problem.k.at(0, 0, 0, 0));
+  CHECK(problem.k.at(0, 0, 0, 0) != problem.v.at(0, 0, 0, 0));
+
+  options.with_lse = false;
+  HostProblem without_lse = make_problem(shape, options);
+  CHECK(without_lse.buffers().lse == nullptr);
+}
