@@ -1,5 +1,7 @@
 #include "common/attention_problem.hpp"
 
+#include <cmath>
+
 #include "common/error.hpp"
 
 namespace attnjit {
@@ -16,9 +18,15 @@ std::string_view dtype_name(DType dtype) {
 std::size_t dtype_size(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
 
 Strides layout_strides(Layout layout, int num_heads, int len, int head_dim) {
-  const std::int64_t d = head_dim;
-  if (layout == Layout::bhld) return {num_heads * len * d, len * d, d};
-  return {len * num_heads * d, d, num_heads * d};
+  // Note: in 64 bits from the first product; num_heads * len alone can overflow int.
+  const std::int64_t d = head_dim, heads = num_heads, rows = len;
+  if (layout == Layout::bhld) return {heads * rows * d, rows * d, d};
+  return {rows * heads * d, d, heads * d};
+}
+
+float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers) {
+  if (buffers.scale != 0.0f) return buffers.scale;
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
 }
 
 void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {

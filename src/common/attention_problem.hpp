@@ -45,6 +45,11 @@ struct AttentionBuffers {
   float scale = 0.0f;  // 0 means 1/sqrt(head_dim)
 };
 
+// The softmax scale applied: buffers.scale, or 1/sqrt(head_dim) (rounded once from double) when
+// it is 0. Note: the CPU reference and the CUDA launcher both call this, so they apply
+// bit-identical scales.
+float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers);
+
 // Throws Error(invalid_argument) naming the first problem: non-positive sizes, GQA ratio,
 // null buffers, strides that let rows overlap.
 void validate_problem(const AttentionShape& shape, const AttentionBuffers& buffers);

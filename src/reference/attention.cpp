@@ -236,7 +236,8 @@ void run_work_item(const Job& job, std::int64_t item, Scratch& scratch, TileStat
   const int b = static_cast<int>(item / job.num_q_tiles / shape.num_heads_q);
   const int kv_head = h / (shape.num_heads_q / shape.num_heads_kv);
   const int q_begin = q_tile * job.tile_q;
-  const int q_end = std::min(q_begin + job.tile_q, shape.q_len);
+  // Note: sums in 64 bits; q_begin + tile_q overflows int when q_len is near INT_MAX.
+  const int q_end = static_cast<int>(std::min<std::int64_t>(std::int64_t{q_begin} + job.tile_q, shape.q_len));
   const int rows = q_end - q_begin;
 
   load_rows(buffers.q, buffers.q_dtype, buffers.q_strides, b, h, q_begin, rows, shape.head_dim,
@@ -247,7 +248,8 @@ void run_work_item(const Job& job, std::int64_t item, Scratch& scratch, TileStat
 
   for (int kv_tile = 0; kv_tile < job.num_kv_tiles; ++kv_tile) {
     const int kv_begin = kv_tile * job.tile_kv;
-    const int kv_end = std::min(kv_begin + job.tile_kv, shape.kv_len);
+    const int kv_end =
+        static_cast<int>(std::min<std::int64_t>(std::int64_t{kv_begin} + job.tile_kv, shape.kv_len));
     const TileBounds tile{
         b, h, q_begin, q_end, kv_begin, kv_end, shape.q_len, shape.kv_len, shape.num_heads_q};
     const TileClass tile_class = expr::classify_tile(job.mask, job.args, tile);
@@ -269,10 +271,6 @@ void run_work_item(const Job& job, std::int64_t item, Scratch& scratch, TileStat
 
 }  // namespace
 
-float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers) {
-  if (buffers.scale != 0.0f) return buffers.scale;
-  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
-}
 
 void validate_variant_call(const expr::Expression& mask, const expr::Expression& score,
                            const VariantArgs& args, const AttentionShape& shape,
@@ -295,8 +293,10 @@ TileStats attention_forward(const expr::Expression& mask, const expr::Expression
   ArgsWithSummaries prepared{args, {}};
   build_summaries(mask, shape, options, prepared);
 
-  const int num_q_tiles = (shape.q_len + options.tile_q - 1) / options.tile_q;
-  const int num_kv_tiles = (shape.kv_len + options.tile_kv - 1) / options.tile_kv;
+  const int num_q_tiles =
+      static_cast<int>((std::int64_t{shape.q_len} + options.tile_q - 1) / options.tile_q);
+  const int num_kv_tiles =
+      static_cast<int>((std::int64_t{shape.kv_len} + options.tile_kv - 1) / options.tile_kv);
   const Job job{mask,
                 score,
                 prepared.args,

@@ -55,7 +55,5 @@ void validate_variant_call(const expr::Expression& mask, const expr::Expression&
                            const VariantArgs& args, const AttentionShape& shape,
                            const AttentionBuffers& buffers);
 
-// The scale actually applied: buffers.scale, or 1/sqrt(head_dim) when it is 0.
-float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 }  // namespace attnjit::reference

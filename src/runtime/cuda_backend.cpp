@@ -333,8 +333,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   params.num_heads_kv = shape.num_heads_kv;
   params.q_len = shape.q_len;
   params.kv_len = shape.kv_len;
-  params.scale =
-      buffers.scale != 0.0f ? buffers.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  params.scale = effective_scale(shape, buffers);
   params.args = args;
 
   const std::unique_lock workspace_lock = attach_summaries(

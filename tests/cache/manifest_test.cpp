@@ -31,7 +31,7 @@ TEST_CASE("the embedded standard manifest parses and expands", "[manifest]") {
   CHECK(sliding.name == "sliding_window");
   REQUIRE(sliding.signature.params.size() == 1);
   CHECK(sliding.signature.params[0].name == "W");
-  CHECK(sliding.example["params"]["W"] == 1024);
+  CHECK(sliding.example["params"]["W"] == 256);
   const ManifestVariant& document = manifest.variants[4];
   REQUIRE(document.signature.tensors.size() == 1);
   CHECK(document.signature.tensors[0].rank == 1);

@@ -77,7 +77,7 @@ void demo(const std::string& cache_dir, int len_option) {
   Runtime runtime(runtime_options);
   const bool on_gpu = runtime.backend() == Backend::cuda;
   const std::string arch = on_gpu ? runtime.device_arch() : "sm_90";
-  const int len = len_option > 0 ? len_option : (on_gpu ? 4096 : 512);
+  const int len = len_option > 0 ? len_option : (on_gpu ? 4096 : 1024);
   const int heads = on_gpu ? 16 : 4;
   const int head_dim = on_gpu ? 128 : 64;
   const DType dtype = DType::bf16;
@@ -149,7 +149,7 @@ void demo(const std::string& cache_dir, int len_option) {
     const bool ok = reference::within(stats, reference::output_tolerance(dtype));
     all_ok = all_ok && ok;
     const auto& res = kernel.binary->forward_resources;
-    fmt::print("{:<16} {:>9} {:>7.0f} ms {:>5} {:>7} {:>7.1f} ms {:>7.1f}% {:>8.1f}% {:>10.2e}{}\n",
+    fmt::print("{:<16} {:>9} {:>7.1f} ms {:>5} {:>7} {:>7.1f} ms {:>7.1f}% {:>8.1f}% {:>10.2e}{}\n",
                mv.name, origin_name(kernel.origin), compile_ms, res.registers,
                res.spill_store_bytes + res.spill_load_bytes, run_ms,
                100.0 * census.skipped_fraction(), 100.0 * census.kept_fraction(),
@@ -167,7 +167,7 @@ void add_demo_command(CLI::App& app) {
   auto cache_dir = std::make_shared<std::string>();
   auto len = std::make_shared<int>(0);
   command->add_option("--cache-dir", *cache_dir, "kernel cache directory");
-  command->add_option("--seq-len", *len, "sequence length (default: 4096 on a GPU, 512 on CPU)");
+  command->add_option("--seq-len", *len, "sequence length (default: 4096 on a GPU, 1024 on the CPU)");
   command->callback([cache_dir, len] { demo(*cache_dir, *len); });
 }
 
