@@ -105,10 +105,13 @@ if [[ -z "$lib" ]]; then
   echo "libattnjit.so not found under $build_dir" > "$out_dir/compare-flex.txt"
   record compare_flex 1 "library missing"
 else
+  # The ctypes bindings against the C header and the library, before trusting any comparison.
+  python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib" > "$out_dir/compare-flex.txt" 2>&1
+  record ctypes_bindings $?
   quick_flag=()
   [[ $quick == 1 ]] && quick_flag=(--quick)
   python3 "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" "${quick_flag[@]}" \
-    --json "$out_dir/compare-flex.json" > "$out_dir/compare-flex.txt" 2>&1
+    --json "$out_dir/compare-flex.json" >> "$out_dir/compare-flex.txt" 2>&1
   record compare_flex $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
 fi
 

@@ -134,26 +134,6 @@ void check_dtypes(const AttentionBuffers& b) {
   }
 }
 
-// Note: KernelBinary may not record the head dim and dtype it was compiled for; when it does,
-// they are checked against the call. Until then the caller (Variant) guarantees them.
-template <typename Binary>
-void check_kernel_matches(const Binary& kernel, const AttentionShape& shape,
-                          const AttentionBuffers& buffers) {
-  if constexpr (requires { kernel.head_dim; }) {
-    if (kernel.head_dim != shape.head_dim) {
-      throw_error(Status::invalid_argument,
-                  "head_dim is {} but the kernel was compiled for head_dim {}", shape.head_dim,
-                  kernel.head_dim);
-    }
-  }
-  if constexpr (requires { kernel.dtype; }) {
-    if (kernel.dtype != buffers.q_dtype) {
-      throw_error(Status::invalid_argument, "inputs are {} but the kernel was compiled for {}",
-                  dtype_name(buffers.q_dtype), dtype_name(kernel.dtype));
-    }
-  }
-}
-
 void check_tensor_args(const expr::Signature& signature, const VariantArgs& args,
                        const DeviceInfo& device) {
   for (std::size_t i = 0; i < signature.tensors.size(); ++i) {
@@ -301,7 +281,6 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
              const AttentionShape& shape, const AttentionBuffers& buffers, void* stream_handle) {
   check_dtypes(buffers);
   validate_problem(shape, buffers);
-  check_kernel_matches(kernel, shape, buffers);
   check_grid(shape, kernel.config);
 
   const ContextRef context = current_context();
