@@ -29,6 +29,90 @@
 
 namespace attnjit {
 
+// Where each lane's data lives: ldmatrix row addresses, mma fragment coordinates and the output
+// staging, as pure integer functions (host-callable, so tests/kernels/fragment_emulation_test.cpp
+// can replay a warp's path against the PTX ISA fragment layouts). Fragment layouts: mma.cuh.
+// Byte offsets are relative to the start of the tile they address.
+template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS>
+struct ForwardLayout {
+  static constexpr int kMTiles = BLOCK_M / (16 * NUM_WARPS);  // m16 tiles per warp
+  static constexpr int kWarpRows = 16 * kMTiles;
+  using QTile = SwizzledTile<BLOCK_M, HEAD_DIM>;
+  using KVTile = SwizzledTile<BLOCK_N, HEAD_DIM>;
+
+  // First row of warp w's rows in the block (and in the Q tile).
+  ATTNJIT_HD static constexpr int warp_row0(int warp) { return kWarpRows * warp; }
+  ATTNJIT_HD static constexpr int q_warp_offset(int warp) {
+    return QTile::fixed_offset(warp_row0(warp), 0);
+  }
+
+  // A fragments of Q for k-step kk of m-tile mt: matrices (rows 0-7 | 8-15) x (cols 0-7 | 8-15)
+  // of the m-tile; lanes 0-15 address rows 0-15 at chunk 2kk, lanes 16-31 the same rows at
+  // 2kk + 1. Offset from the warp's first row (q_warp_offset).
+  ATTNJIT_HD static int q_lane(int lane) { return QTile::lane_offset(lane & 15, lane >> 4); }
+  ATTNJIT_HD static int q_fragment(int q_lane, int mt, int kk) {
+    return QTile::fixed_offset(16 * mt, 2 * kk) + (q_lane ^ QTile::xor_offset(2 * kk));
+  }
+
+  // B fragments of S = Q K^T from K [key][d], keys 16p..16p+15, k-step kk: matrix 0 = keys 0-7 x
+  // d-chunk 2kk (b0 of n-tile 2p), 1 = keys 0-7 x chunk 2kk+1 (b1 of 2p), 2 = keys 8-15 x 2kk
+  // (b0 of 2p+1), 3 = keys 8-15 x 2kk+1 (b1 of 2p+1).
+  ATTNJIT_HD static int k_lane(int lane) {
+    return KVTile::lane_offset((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  }
+  ATTNJIT_HD static int k_fragment(int k_lane, int p, int kk) {
+    return KVTile::fixed_offset(16 * p, 2 * kk) + (k_lane ^ KVTile::xor_offset(2 * kk));
+  }
+
+  // B fragments of O += P V from V [key][d] with ldmatrix.trans, keys 16kk..16kk+15, d-tiles
+  // 2p, 2p+1: matrix 0 = keys 0-7 x d-chunk 2p (b0 of d-tile 2p), 1 = keys 8-15 x 2p (b1 of 2p),
+  // 2 = keys 0-7 x 2p+1, 3 = keys 8-15 x 2p+1.
+  ATTNJIT_HD static int v_lane(int lane) {
+    return KVTile::lane_offset((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+  }
+  ATTNJIT_HD static int v_fragment(int v_lane, int kk, int p) {
+    return KVTile::fixed_offset(16 * kk, 2 * p) + (v_lane ^ KVTile::xor_offset(2 * p));
+  }
+
+  // Accumulator element e of n-tile j of m-tile mt (S or O): row in the block, column in the tile.
+  ATTNJIT_HD static constexpr int acc_row(int warp, int lane, int mt, int e) {
+    return warp_row0(warp) + 16 * mt + (lane >> 2) + 8 * (e >> 1);
+  }
+  ATTNJIT_HD static constexpr int acc_col(int lane, int j, int e) {
+    return 8 * j + 2 * (lane & 3) + (e & 1);
+  }
+
+  // The A fragment of P for key-step kk re-uses the S accumulators: register `reg` packs elements
+  // (p_elem(reg, 0), p_elem(reg, 1)) (low, high half) of n-tile p_tile(kk, reg).
+  // a0 = row g of 2kk, a1 = row g+8 of 2kk, a2 / a3 the same of 2kk+1.
+  ATTNJIT_HD static constexpr int p_tile(int kk, int reg) { return 2 * kk + (reg >> 1); }
+  ATTNJIT_HD static constexpr int p_elem(int reg, int half) { return 2 * (reg & 1) + half; }
+
+  // Output staging in the warp's own rows of the Q tile: lane writes elements (2r, 2r+1) of
+  // d-tile j of m-tile mt (row g + 8r, cols 8j + 2tig, +1) as one 32-bit word at
+  // o_stage(o_lane(lane, r), mt, j) from the warp's first row.
+  // Note: 4 * tig < 16 stays inside the 16-byte unit, below the bits the XOR touches.
+  ATTNJIT_HD static int o_lane(int lane, int r) {
+    return QTile::lane_offset((lane >> 2) + 8 * r, 0) + 4 * (lane & 3);
+  }
+  ATTNJIT_HD static int o_stage(int o_lane, int mt, int j) {
+    return QTile::fixed_offset(16 * mt, j) + (o_lane ^ QTile::xor_offset(j));
+  }
+  // Then 16-byte reads: pass i of the lane reads (o_read_row, o_read_chunk) of the warp's rows.
+  static constexpr int kWarpUnits = kWarpRows * QTile::kChunks;
+  static_assert(kWarpUnits % 32 == 0, "a warp's output rows are whole 16-byte passes");
+  static constexpr int kOutputPasses = kWarpUnits / 32;
+  ATTNJIT_HD static constexpr int o_read_row(int lane, int i) {
+    return (lane + 32 * i) / QTile::kChunks;
+  }
+  ATTNJIT_HD static constexpr int o_read_chunk(int lane, int i) {
+    return (lane + 32 * i) % QTile::kChunks;
+  }
+  ATTNJIT_HD static int o_read(int lane, int i) {
+    return QTile::offset(o_read_row(lane, i), o_read_chunk(lane, i));
+  }
+};
+
 #if ATTNJIT_DEVICE_COMPILE
 
 extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
@@ -47,9 +131,10 @@ struct AttentionForward {
   static_assert(BLOCK_N % 16 == 0, "key tiles are whole mma k-steps");
   static_assert(NUM_STAGES >= 2, "the cp.async pipeline needs at least two stages");
 
+  using Layout = ForwardLayout<HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS>;
   static constexpr int kThreads = NUM_WARPS * 32;
-  static constexpr int kMTiles = BLOCK_M / (16 * NUM_WARPS);  // m16 tiles per warp
-  static constexpr int kWarpRows = 16 * kMTiles;
+  static constexpr int kMTiles = Layout::kMTiles;
+  static constexpr int kWarpRows = Layout::kWarpRows;
   static constexpr int kKSteps = HEAD_DIM / 16;  // k-steps of S = Q K^T
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 tiles of S
   static constexpr int kDTiles = HEAD_DIM / 8;   // n8 tiles of O
@@ -173,8 +258,8 @@ struct AttentionForward {
 
     // Warp w owns rows [w * kWarpRows, (w + 1) * kWarpRows) of the block; m-tile mt is rows
     // 16 * mt .. 16 * mt + 15 of those.
-    const unsigned q_warp = q_smem + QTile::fixed_offset(kWarpRows * warp, 0);
-    const int q_lane = QTile::lane_offset(lane & 15, lane >> 4);
+    const unsigned q_warp = q_smem + Layout::q_warp_offset(warp);
+    const int q_lane = Layout::q_lane(lane);
     QFragments q_frag;
     if constexpr (kQInRegisters) {
       // Note: NUM_STAGES - 1 groups may stay in flight: the oldest one, Q, has landed.
@@ -238,17 +323,13 @@ struct AttentionForward {
     store_output(acc_o, softmax, warp, lane);
   }
 
-  // A fragments of Q for k-step kk, one per m-tile: matrices (rows 0-7 | 8-15) x (cols 0-7 |
-  // 8-15) of the m-tile; lanes 0-15 address rows 0-15 at chunk 2kk, lanes 16-31 the same rows at
-  // 2kk + 1. `q_warp` = q_smem + fixed_offset(warp's first row, 0), `q_lane` =
-  // lane_offset(lane & 15, lane >> 4).
+  // A fragments of Q for k-step kk, one per m-tile (Layout::q_fragment).
   ATTNJIT_DEVICE static void load_q_fragments(unsigned q_warp, int q_lane, int kk,
                                               unsigned (&a)[kMTiles][4]) {
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
-      ldmatrix_x4(q_warp + QTile::fixed_offset(16 * mt, 2 * kk) +
-                      (q_lane ^ QTile::xor_offset(2 * kk)),
-                  a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+      ldmatrix_x4(q_warp + Layout::q_fragment(q_lane, mt, kk), a[mt][0], a[mt][1], a[mt][2],
+                  a[mt][3]);
     }
   }
 
@@ -256,9 +337,8 @@ struct AttentionForward {
                                    unsigned q_warp, int q_lane, const QFragments& q_frag, int warp,
                                    int lane, Accumulators& acc_o,
                                    OnlineSoftmax (&softmax)[kMTiles]) const {
-    // ---- S = Q K^T. B fragments from K [key][d]: matrix 0 = keys 0-7 x d-chunk 2kk (b0 of
-    // n-tile 2p), 1 = keys 0-7 x chunk 2kk+1 (b1 of 2p), 2 = keys 8-15 x 2kk (b0 of 2p+1),
-    // 3 = keys 8-15 x 2kk+1 (b1 of 2p+1). Each K fragment serves every m-tile of the warp.
+    // ---- S = Q K^T. B fragments from K (Layout::k_fragment); each serves every m-tile of the
+    // warp.
     float acc_s[kMTiles][kNTiles][4];
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -268,7 +348,7 @@ struct AttentionForward {
         for (int e = 0; e < 4; ++e) acc_s[mt][j][e] = 0.0f;
       }
     }
-    const int k_lane = KVTile::lane_offset((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+    const int k_lane = Layout::k_lane(lane);
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
       unsigned a_smem[kQInRegisters ? 1 : kMTiles][4];
@@ -277,9 +357,7 @@ struct AttentionForward {
 #pragma unroll
       for (int p = 0; p < kNTiles / 2; ++p) {
         unsigned b0, b1, b2, b3;
-        ldmatrix_x4(k_tile + KVTile::fixed_offset(16 * p, 2 * kk) +
-                        (k_lane ^ KVTile::xor_offset(2 * kk)),
-                    b0, b1, b2, b3);
+        ldmatrix_x4(k_tile + Layout::k_fragment(k_lane, p, kk), b0, b1, b2, b3);
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           Mma<ELEM>::run(acc_s[mt][2 * p], a[mt], b0, b1);
@@ -289,7 +367,7 @@ struct AttentionForward {
     }
 
     // ---- Scores in log2 units, with bounds and mask. Element e of n-tile j of m-tile mt is
-    // (row 16 mt + group + 8 (e >> 1), key 8 j + 2 tig + (e & 1)).
+    // (Layout::acc_row, Layout::acc_col).
     const int k0 = tile * BLOCK_N;
     const bool ragged = k0 + BLOCK_N > params.kv_len || q0 + BLOCK_M > params.q_len;
     const bool partial = VARIANT::kHasMask && tile_class != kTileFull;
@@ -305,16 +383,14 @@ struct AttentionForward {
         }
       }
     } else {
-      const int row0 = q0 + warp * kWarpRows + (lane >> 2);
-      const int col0 = k0 + 2 * (lane & 3);
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
         for (int j = 0; j < kNTiles; ++j) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const int q_idx = row0 + 16 * mt + 8 * (e >> 1);
-            const int kv_idx = col0 + 8 * j + (e & 1);
+            const int q_idx = q0 + Layout::acc_row(warp, lane, mt, e);
+            const int kv_idx = k0 + Layout::acc_col(lane, j, e);
             bool keep = !ragged || (q_idx < params.q_len && kv_idx < params.kv_len);
             if constexpr (VARIANT::kHasMask) {
               if (partial && keep) {
@@ -339,26 +415,25 @@ struct AttentionForward {
     for (int mt = 0; mt < kMTiles; ++mt) softmax[mt].update(acc_s[mt], acc_o[mt]);
 
     // ---- O += P V. The S accumulators of n-tiles 2kk, 2kk+1 are exactly the A fragment of
-    // key-step kk: a0 = (row g, keys 2t..) of 2kk, a1 = row g+8 of 2kk, a2/a3 the same of 2kk+1.
-    // B fragments from V [key][d] with ldmatrix.trans: matrix 0 = keys 0-7 x d-chunk 2p (b0 of
-    // d-tile 2p), 1 = keys 8-15 x 2p (b1 of 2p), 2 = keys 0-7 x 2p+1, 3 = keys 8-15 x 2p+1.
-    const int v_lane = KVTile::lane_offset((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+    // key-step kk (Layout::p_tile, p_elem); B fragments from V with ldmatrix.trans
+    // (Layout::v_fragment).
+    const int v_lane = Layout::v_lane(lane);
 #pragma unroll
     for (int kk = 0; kk < kNTiles / 2; ++kk) {
       unsigned a[kMTiles][4];
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
-        a[mt][0] = ElemTraits<ELEM>::pack2(acc_s[mt][2 * kk][0], acc_s[mt][2 * kk][1]);
-        a[mt][1] = ElemTraits<ELEM>::pack2(acc_s[mt][2 * kk][2], acc_s[mt][2 * kk][3]);
-        a[mt][2] = ElemTraits<ELEM>::pack2(acc_s[mt][2 * kk + 1][0], acc_s[mt][2 * kk + 1][1]);
-        a[mt][3] = ElemTraits<ELEM>::pack2(acc_s[mt][2 * kk + 1][2], acc_s[mt][2 * kk + 1][3]);
+#pragma unroll
+        for (int reg = 0; reg < 4; ++reg) {
+          const float(&s)[4] = acc_s[mt][Layout::p_tile(kk, reg)];
+          a[mt][reg] =
+              ElemTraits<ELEM>::pack2(s[Layout::p_elem(reg, 0)], s[Layout::p_elem(reg, 1)]);
+        }
       }
 #pragma unroll
       for (int p = 0; p < kDTiles / 2; ++p) {
         unsigned b0, b1, b2, b3;
-        ldmatrix_x4_trans(v_tile + KVTile::fixed_offset(16 * kk, 2 * p) +
-                              (v_lane ^ KVTile::xor_offset(2 * p)),
-                          b0, b1, b2, b3);
+        ldmatrix_x4_trans(v_tile + Layout::v_fragment(v_lane, kk, p), b0, b1, b2, b3);
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           Mma<ELEM>::run(acc_o[mt][2 * p], a[mt], b0, b1);
@@ -382,7 +457,6 @@ struct AttentionForward {
   // 16-byte stores (rows past q_len are skipped). Writes the LSE when requested.
   ATTNJIT_DEVICE void store_output(Accumulators& acc_o, const OnlineSoftmax (&softmax)[kMTiles],
                                    int warp, int lane) const {
-    const int group = lane >> 2;
     const int tig = lane & 3;
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -397,7 +471,7 @@ struct AttentionForward {
           acc_o[mt][j][2 * r] *= inv;
           acc_o[mt][j][2 * r + 1] *= inv;
         }
-        const int q_idx = q0 + warp * kWarpRows + 16 * mt + group + 8 * r;
+        const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
         if (params.lse != nullptr && tig == 0 && q_idx < params.q_len) {
           const float lse =
               sum > 0.0f ? (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2 : neg_infinity();
@@ -409,36 +483,30 @@ struct AttentionForward {
 
     // Note: warp w only ever touches its own kWarpRows rows of the Q space (its own Q rows), so
     // a warp-level barrier orders the staging stores before the reads.
-    unsigned char* smem_warp = attnjit_dynamic_smem + QTile::fixed_offset(kWarpRows * warp, 0);
+    unsigned char* smem_warp = attnjit_dynamic_smem + Layout::q_warp_offset(warp);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int o_lane = QTile::lane_offset(group + 8 * r, 0) + 4 * tig;
+        const int o_lane = Layout::o_lane(lane, r);
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) {
-          // Note: 4 * tig < 16 stays inside the unit, below the bits the XOR touches.
-          *reinterpret_cast<unsigned*>(smem_warp + QTile::fixed_offset(16 * mt, j) +
-                                       (o_lane ^ QTile::xor_offset(j))) =
+          *reinterpret_cast<unsigned*>(smem_warp + Layout::o_stage(o_lane, mt, j)) =
               ElemTraits<ELEM>::pack2(acc_o[mt][j][2 * r], acc_o[mt][j][2 * r + 1]);
         }
       }
     }
     __syncwarp();
 
-    constexpr int kWarpUnits = kWarpRows * QTile::kChunks;
-    static_assert(kWarpUnits % 32 == 0, "a warp's output rows are whole 16-byte passes");
     unsigned short* o_base = static_cast<unsigned short*>(params.o) + b * params.o_stride[0] +
                              h * params.o_stride[1];
 #pragma unroll
-    for (int i = 0; i < kWarpUnits / 32; ++i) {
-      const int unit = lane + 32 * i;
-      const int local_row = unit / QTile::kChunks;
-      const int chunk = unit % QTile::kChunks;
-      const int q_idx = q0 + warp * kWarpRows + local_row;
+    for (int i = 0; i < Layout::kOutputPasses; ++i) {
+      const int chunk = Layout::o_read_chunk(lane, i);
+      const int q_idx = q0 + Layout::warp_row0(warp) + Layout::o_read_row(lane, i);
       if (q_idx < params.q_len) {
         const Bytes16 value =
-            *reinterpret_cast<const Bytes16*>(smem_warp + QTile::offset(local_row, chunk));
+            *reinterpret_cast<const Bytes16*>(smem_warp + Layout::o_read(lane, i));
         *reinterpret_cast<Bytes16*>(o_base + q_idx * params.o_stride[2] + chunk * 8) = value;
       }
     }

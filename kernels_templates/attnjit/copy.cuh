@@ -52,6 +52,56 @@ struct SwizzledTile {
   }
 };
 
+// Which 16-byte chunks of a [ROWS][HEAD_DIM] tile each of NUM_THREADS threads copies
+// (load_tile_async), as pure integer functions so that host tests can check the mapping.
+// Walk: in storage order, so 8 consecutive threads fill 8 consecutive 16-byte units (no bank
+// conflict). A thread keeps its chunk-in-block c = thread % CPB and its "stacked row"
+// (block * ROWS + row) advances by NUM_THREADS / CPB per iteration.
+// Note: NUM_THREADS / CPB is a multiple of 8, so the swizzle of a thread's rows never changes and
+// every per-iteration offset is a compile-time constant added to one base address.
+template <int ROWS, int HEAD_DIM, int NUM_THREADS>
+struct TileLoadPlan {
+  using Tile = SwizzledTile<ROWS, HEAD_DIM>;
+  static constexpr int kCpb = Tile::kChunksPerBlock;
+  static constexpr int kRowsPerIter = NUM_THREADS / kCpb;  // stacked rows covered per iteration
+  static constexpr int kStackedRows = ROWS * (Tile::kChunks / kCpb);
+  static constexpr int kIters = (kStackedRows + kRowsPerIter - 1) / kRowsPerIter;
+  static constexpr bool kWholeBlocks = kRowsPerIter >= ROWS;  // an iteration covers whole blocks
+  static_assert(NUM_THREADS % kCpb == 0 && kRowsPerIter % 8 == 0, "see the note above");
+  static_assert(kWholeBlocks ? kRowsPerIter % ROWS == 0 : ROWS % kRowsPerIter == 0,
+                "an iteration covers whole blocks or stays inside one");
+
+  // The thread's position at iteration 0.
+  ATTNJIT_HD static int chunk_in_block(int thread) { return thread % kCpb; }
+  ATTNJIT_HD static int first_block(int thread) {
+    return kWholeBlocks ? (thread / kCpb) / ROWS : 0;
+  }
+  ATTNJIT_HD static int first_row(int thread) {
+    return kWholeBlocks ? (thread / kCpb) % ROWS : thread / kCpb;
+  }
+  // Compile-time advance of iteration i (with i a constant after unrolling).
+  ATTNJIT_HD static constexpr int block_advance(int i) { return i * kRowsPerIter / ROWS; }
+  ATTNJIT_HD static constexpr int row_advance(int i) {
+    return kWholeBlocks ? 0 : i * kRowsPerIter % ROWS;
+  }
+  // Whether the thread has a chunk at iteration i (the last iteration may be partial).
+  ATTNJIT_HD static bool active(int thread, int i) {
+    return kStackedRows % kRowsPerIter == 0 || thread / kCpb + i * kRowsPerIter < kStackedRows;
+  }
+  // Tile row and chunk (in elements / 8) copied by the thread at iteration i.
+  ATTNJIT_HD static int row(int thread, int i) { return first_row(thread) + row_advance(i); }
+  ATTNJIT_HD static int chunk(int thread, int i) {
+    return (first_block(thread) + block_advance(i)) * kCpb + chunk_in_block(thread);
+  }
+  // Destination byte offset: a per-thread base plus a per-iteration constant.
+  ATTNJIT_HD static int dst_base(int thread) {
+    return Tile::offset(first_row(thread), first_block(thread) * kCpb + chunk_in_block(thread));
+  }
+  ATTNJIT_HD static constexpr int dst_advance(int i) {
+    return (block_advance(i) * ROWS + row_advance(i)) * kCpb * 16;
+  }
+};
+
 #if ATTNJIT_DEVICE_COMPILE
 
 ATTNJIT_DEVICE unsigned smem_address(const void* ptr) {
@@ -77,46 +127,27 @@ ATTNJIT_DEVICE void cp_async_wait() {
 }
 
 // Issues the cp.async copies of rows [row0, row0 + ROWS) of one (batch, head) slice into a
-// swizzled tile; rows at or past `num_rows` are zero-filled (their source is not read).
-// `base` points at row 0 of the slice, `row_stride` is in elements.
-// Walk: in storage order, so 8 consecutive threads fill 8 consecutive 16-byte units (no bank
-// conflict). A thread keeps its chunk-in-block c = thread % CPB and its "stacked row"
-// (block * ROWS + row) advances by NUM_THREADS / CPB per iteration.
-// Note: NUM_THREADS / CPB is a multiple of 8, so the swizzle of a thread's rows never changes and
-// every per-iteration offset is a compile-time constant added to one base address.
+// swizzled tile (chunk assignment: TileLoadPlan); rows at or past `num_rows` are zero-filled
+// (their source is not read). `base` points at row 0 of the slice, `row_stride` is in elements.
 template <int ROWS, int HEAD_DIM, int NUM_THREADS>
 ATTNJIT_DEVICE void load_tile_async(unsigned smem_tile, const unsigned short* base,
                                     long long row_stride, int row0, int num_rows, int thread) {
-  using Tile = SwizzledTile<ROWS, HEAD_DIM>;
-  constexpr int kCpb = Tile::kChunksPerBlock;
-  constexpr int kRowsPerIter = NUM_THREADS / kCpb;  // stacked rows covered per iteration
-  constexpr int kStackedRows = ROWS * (Tile::kChunks / kCpb);
-  constexpr int kIters = (kStackedRows + kRowsPerIter - 1) / kRowsPerIter;
-  static_assert(NUM_THREADS % kCpb == 0 && kRowsPerIter % 8 == 0, "see the note above");
-  static_assert(kRowsPerIter >= ROWS ? kRowsPerIter % ROWS == 0 : ROWS % kRowsPerIter == 0,
-                "an iteration covers whole blocks or stays inside one");
-  const int c = thread % kCpb;
-  const int stacked0 = thread / kCpb;
+  using Plan = TileLoadPlan<ROWS, HEAD_DIM, NUM_THREADS>;
   const int rows_left = num_rows - row0;
-  // Iterations with whole blocks per iteration: the thread's block and row depend on it.
-  const int first_block = kRowsPerIter >= ROWS ? stacked0 / ROWS : 0;
-  const int first_row = kRowsPerIter >= ROWS ? stacked0 % ROWS : stacked0;
-  const unsigned short* src0 = base + static_cast<long long>(row0 + first_row) * row_stride +
-                               (first_block * kCpb + c) * 8;
-  const unsigned dst0 =
-      smem_tile + ((first_block * ROWS + first_row) * kCpb + (c ^ Tile::swizzle(first_row))) * 16;
+  const int first_row = Plan::first_row(thread);
+  const unsigned short* src0 =
+      base + static_cast<long long>(row0 + first_row) * row_stride +
+      (Plan::first_block(thread) * Plan::kCpb + Plan::chunk_in_block(thread)) * 8;
+  const unsigned dst0 = smem_tile + Plan::dst_base(thread);
 #pragma unroll
-  for (int i = 0; i < kIters; ++i) {
-    // Compile-time (block, row) advance of iteration i.
-    const int stacked = i * kRowsPerIter;
-    const int block = stacked / ROWS;
-    const int row_advance = kRowsPerIter >= ROWS ? 0 : stacked % ROWS;
-    if (kStackedRows % kRowsPerIter == 0 || stacked0 + stacked < kStackedRows) {
-      const bool valid = first_row + row_advance < rows_left;
+  for (int i = 0; i < Plan::kIters; ++i) {
+    if (Plan::active(thread, i)) {
+      const bool valid = first_row + Plan::row_advance(i) < rows_left;
       // Note: an invalid row passes the slice's row 0 as its (unread) source address.
       const unsigned short* src =
-          valid ? src0 + row_advance * row_stride + block * kCpb * 8 : base;
-      cp_async_16(dst0 + (block * ROWS + row_advance) * kCpb * 16, src, valid);
+          valid ? src0 + Plan::row_advance(i) * row_stride + Plan::block_advance(i) * Plan::kCpb * 8
+                : base;
+      cp_async_16(dst0 + Plan::dst_advance(i), src, valid);
     }
   }
 }
