@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -66,7 +67,7 @@ LoadedEntry load_entry(const EntryDir& dir, const fs::path& sidecar_file) {
   info.age = file_age(sidecar_file);
   try {
     const auto text = read_file(sidecar_file);
-    entry.sidecar = nlohmann::json::parse(text.value_or(""), nullptr, false);
+    entry.sidecar = parse_sidecar(text.value_or(""));
   } catch (const Error& e) {
     entry.problem = e.what();
   }
@@ -82,23 +83,46 @@ LoadedEntry load_entry(const EntryDir& dir, const fs::path& sidecar_file) {
     return entry;
   }
   info.summary = variant_summary(entry.sidecar);
-  const std::string file = entry.sidecar.value("file", std::string());
-  if (!file.empty() && file.find('/') == std::string::npos) info.binary = dir.path / file;
+  // Note: only a plain file name in this directory is trusted as the entry's binary; "file"
+  // comes from disk and may be of any type or name a directory ("..").
+  const auto file_it = entry.sidecar.find("file");
+  const std::string file =
+      file_it != entry.sidecar.end() && file_it->is_string() ? file_it->get<std::string>() : "";
+  if (!file.empty() && file != "." && file != ".." && file.find('/') == std::string::npos) {
+    info.binary = dir.path / file;
+  }
   if (!info.binary.empty()) {
     std::error_code ec;
     const auto size = fs::file_size(info.binary, ec);
     info.size = ec ? 0 : size;
   }
   if (entry.sidecar.contains("created_unix") && entry.sidecar["created_unix"].is_number_integer()) {
-    const auto created = std::chrono::seconds(entry.sidecar["created_unix"].get<std::int64_t>());
     const auto now = std::chrono::duration_cast<std::chrono::seconds>(
         std::chrono::system_clock::now().time_since_epoch());
-    info.age = std::max(std::chrono::seconds(0), now - created);
+    // Note: the sidecar is untrusted; a creation time before the epoch or in the future is
+    // clamped, so `now - created` cannot overflow.
+    const auto& created_json = entry.sidecar["created_unix"];
+    const std::int64_t created_raw =
+        created_json.is_number_unsigned()
+            ? static_cast<std::int64_t>(std::min<std::uint64_t>(created_json.get<std::uint64_t>(),
+                                                                static_cast<std::uint64_t>(now.count())))
+            : std::clamp<std::int64_t>(created_json.get<std::int64_t>(), 0, now.count());
+    info.age = now - std::chrono::seconds(created_raw);
   }
   return entry;
 }
 
+// A root that does not exist is an empty cache; one that is not a directory is a mistake.
+void check_root(const fs::path& root) {
+  std::error_code ec;
+  const auto status = fs::status(root, ec);
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    throw_error(Status::io, "cache root {} is not a directory", root.string());
+  }
+}
+
 std::vector<LoadedEntry> load_entries(const fs::path& root) {
+  check_root(root);
   std::vector<LoadedEntry> entries;
   for (const EntryDir& dir : entry_dirs(root)) {
     for (const fs::path& file : sorted_children(dir.path, false)) {
@@ -199,6 +223,9 @@ std::chrono::seconds parse_age(const std::string& text) {
     default:
       throw_error(Status::invalid_argument,
                   "invalid age '{}': unknown unit '{}' (expected s, m, h, d or w)", text, *ptr);
+  }
+  if (value > std::numeric_limits<long long>::max() / unit) {
+    throw_error(Status::invalid_argument, "invalid age '{}': too large", text);
   }
   return std::chrono::seconds(value * unit);
 }

@@ -97,7 +97,7 @@ std::shared_ptr<const KernelBinary> KernelCache::load_from_disk(const std::strin
   try {
     const auto sidecar_text = read_file(sidecar_file);
     if (!sidecar_text) return nullptr;  // a miss (an orphan binary without sidecar is one too)
-    const auto sidecar = nlohmann::json::parse(*sidecar_text, nullptr, /*allow_exceptions=*/false);
+    const auto sidecar = cache::parse_sidecar(*sidecar_text);
     if (sidecar.is_discarded()) {
       warn_damaged_once(sidecar_file, "unreadable sidecar");
       return nullptr;

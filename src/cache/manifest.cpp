@@ -11,6 +11,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr int kMaxJsonDepth = 64;
+
 class ManifestParser {
  public:
   explicit ManifestParser(std::string_view source) : source_(source) {}
@@ -22,8 +24,16 @@ class ManifestParser {
 
   Manifest parse(std::string_view text) {
     json root;
+    // Note: nlohmann::json parses iteratively but copies and compares recursively, so a deeply
+    // nested manifest (say 100000 '[' in "example") would overflow the stack after parsing.
+    const json::parser_callback_t limit_depth = [this](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxJsonDepth) {
+        fail("", fmt::format("JSON nests deeper than {} levels", kMaxJsonDepth));
+      }
+      return true;
+    };
     try {
-      root = json::parse(text);
+      root = json::parse(text, limit_depth);
     } catch (const json::parse_error& e) {
       const auto [line, column] = line_column(text, e.byte);
       throw_error(Status::invalid_argument, "{}: line {}, column {}: invalid JSON: {}", source_,

@@ -1,11 +1,14 @@
 #include "cache/sidecar.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "cache/cache_key.hpp"
+#include "common/error.hpp"
 
 namespace attnjit::cache {
 
@@ -23,23 +26,40 @@ nlohmann::json to_json(const ResourceUsage& usage) {
           {"spill_load_bytes", usage.spill_load_bytes}};
 }
 
+namespace {
+
+// Note: get<int>() on a JSON float out of int's range is undefined behaviour, and these numbers
+// come from a file on disk, so each must be an integer that fits (else the entry is damaged).
+int int_field(const nlohmann::json& json, const char* key) {
+  const nlohmann::json& value = json.at(key);
+  if (!value.is_number_integer() ||
+      (value.is_number_unsigned() ? value.get<std::uint64_t>() > std::numeric_limits<int>::max()
+                                  : value.get<std::int64_t>() < std::numeric_limits<int>::min() ||
+                                        value.get<std::int64_t>() > std::numeric_limits<int>::max())) {
+    throw Error(Status::cache, fmt::format("sidecar: '{}' is not an int: {}", key, value.dump()));
+  }
+  return static_cast<int>(value.get<std::int64_t>());
+}
+
+}  // namespace
+
 codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   codegen::KernelConfig config;
-  config.block_m = json.at("block_m").get<int>();
-  config.block_n = json.at("block_n").get<int>();
-  config.num_warps = json.at("num_warps").get<int>();
-  config.num_stages = json.at("num_stages").get<int>();
-  config.smem_bytes = json.at("smem_bytes").get<int>();
+  config.block_m = int_field(json, "block_m");
+  config.block_n = int_field(json, "block_n");
+  config.num_warps = int_field(json, "num_warps");
+  config.num_stages = int_field(json, "num_stages");
+  config.smem_bytes = int_field(json, "smem_bytes");
   return config;
 }
 
 ResourceUsage resources_from_json(const nlohmann::json& json) {
   ResourceUsage usage;
-  usage.registers = json.at("registers").get<int>();
-  usage.shared_bytes = json.at("shared_bytes").get<int>();
-  usage.stack_frame_bytes = json.at("stack_frame_bytes").get<int>();
-  usage.spill_store_bytes = json.at("spill_store_bytes").get<int>();
-  usage.spill_load_bytes = json.at("spill_load_bytes").get<int>();
+  usage.registers = int_field(json, "registers");
+  usage.shared_bytes = int_field(json, "shared_bytes");
+  usage.stack_frame_bytes = int_field(json, "stack_frame_bytes");
+  usage.spill_store_bytes = int_field(json, "spill_store_bytes");
+  usage.spill_load_bytes = int_field(json, "spill_load_bytes");
   return usage;
 }
 
@@ -63,6 +83,13 @@ nlohmann::json make_sidecar(const std::string& key, const std::string& cuda_vers
   return sidecar;
 }
 
+nlohmann::json parse_sidecar(std::string_view text) {
+  constexpr int kMaxDepth = 16;
+  const nlohmann::json::parser_callback_t drop_deep =
+      [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) { return depth <= kMaxDepth; };
+  return nlohmann::json::parse(text, drop_deep, /*allow_exceptions=*/false);
+}
+
 std::string check_binary(const nlohmann::json& sidecar, std::span<const char> image) {
   if (!sidecar.is_object()) return "sidecar is not a JSON object";
   for (const char* field : {"size", "checksum"}) {
@@ -83,7 +110,13 @@ std::string variant_summary(const nlohmann::json& sidecar) {
   std::string text = variant.contains("name") && variant["name"].is_string()
                          ? variant["name"].get<std::string>() + ": "
                          : std::string();
-  text += fmt::format("mask='{}' score='{}'", variant.value("mask", ""), variant.value("score", ""));
+  // Note: sidecars are read back from disk and may have been edited; a field of the wrong type
+  // shows as its fallback instead of throwing, so `cache list` and `cache clear` still work.
+  const auto text_field = [&variant](const char* key, const char* fallback) {
+    const auto it = variant.find(key);
+    return it != variant.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+  };
+  text += fmt::format("mask='{}' score='{}'", text_field("mask", ""), text_field("score", ""));
   for (const char* list : {"params", "tensors"}) {
     if (variant.contains(list) && variant[list].is_array() && !variant[list].empty()) {
       std::vector<std::string> items;
@@ -91,7 +124,11 @@ std::string variant_summary(const nlohmann::json& sidecar) {
       text += fmt::format(" {}=[{}]", list, fmt::join(items, ","));
     }
   }
-  text += fmt::format(" {} d{}", variant.value("dtype", "?"), variant.value("head_dim", 0));
+  const auto head_dim = variant.find("head_dim");
+  text += fmt::format(" {} d{}", text_field("dtype", "?"),
+                      head_dim != variant.end() && head_dim->is_number_integer()
+                          ? head_dim->get<std::int64_t>()
+                          : 0);
   return text;
 }
 

@@ -23,6 +23,11 @@ ResourceUsage resources_from_json(const nlohmann::json& json);
 nlohmann::json make_sidecar(const std::string& key, const std::string& cuda_version,
                             const KernelBinary& binary, const nlohmann::json& details);
 
+// Parses a sidecar read from disk: a discarded value when it is not JSON. Note: values nested
+// deeper than a sidecar ever is are dropped while parsing, because nlohmann::json copies and
+// compares recursively and a damaged or hostile file must not overflow the stack.
+nlohmann::json parse_sidecar(std::string_view text);
+
 // Checks a sidecar against the binary's bytes. Returns an empty string when they agree,
 // otherwise why not ("size 1200 != 4096 recorded", "checksum mismatch", "sidecar lacks 'size'").
 std::string check_binary(const nlohmann::json& sidecar, std::span<const char> image);

@@ -47,6 +47,17 @@ attnjit_status guarded(Fn&& fn) {
   }
 }
 
+// Note: a C caller may store any int in an enum field (C allows it), but in C++ loading a value
+// outside an unfixed enum's range is undefined; every enum from the caller is read as its int
+// value before it is checked.
+template <typename Enum>
+int enum_value(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
+}
+
 template <typename T>
 void require(const T* pointer, const char* name) {
   if (pointer == nullptr) attnjit::throw_error(attnjit::Status::invalid_argument, "{} is NULL", name);
@@ -60,27 +71,25 @@ void require_version(int got, int expected, const char* name) {
   }
 }
 
-attnjit::DType to_dtype(attnjit_dtype dtype, const char* what) {
+attnjit::DType to_dtype(int dtype, const char* what) {
   switch (dtype) {
     case ATTNJIT_DTYPE_BF16: return attnjit::DType::bf16;
     case ATTNJIT_DTYPE_FP16: return attnjit::DType::fp16;
     case ATTNJIT_DTYPE_FP32: return attnjit::DType::fp32;
   }
-  attnjit::throw_error(attnjit::Status::invalid_argument, "{}: unknown dtype {}", what,
-                       static_cast<int>(dtype));
+  attnjit::throw_error(attnjit::Status::invalid_argument, "{}: unknown dtype {}", what, dtype);
 }
 
-attnjit::Backend to_backend(attnjit_backend backend) {
+attnjit::Backend to_backend(int backend) {
   switch (backend) {
     case ATTNJIT_BACKEND_AUTO: return attnjit::Backend::auto_select;
     case ATTNJIT_BACKEND_CUDA: return attnjit::Backend::cuda;
     case ATTNJIT_BACKEND_CPU: return attnjit::Backend::cpu;
   }
-  attnjit::throw_error(attnjit::Status::invalid_argument, "unknown backend {}",
-                       static_cast<int>(backend));
+  attnjit::throw_error(attnjit::Status::invalid_argument, "unknown backend {}", backend);
 }
 
-void apply_log_level(attnjit_log_level level) {
+void apply_log_level(int level) {
   switch (level) {
     case ATTNJIT_LOG_DEFAULT: return;
     case ATTNJIT_LOG_TRACE: return attnjit::set_log_level(spdlog::level::trace);
@@ -90,8 +99,7 @@ void apply_log_level(attnjit_log_level level) {
     case ATTNJIT_LOG_ERROR: return attnjit::set_log_level(spdlog::level::err);
     case ATTNJIT_LOG_OFF: return attnjit::set_log_level(spdlog::level::off);
   }
-  attnjit::throw_error(attnjit::Status::invalid_argument, "unknown log level {}",
-                       static_cast<int>(level));
+  attnjit::throw_error(attnjit::Status::invalid_argument, "unknown log level {}", level);
 }
 
 std::string name_or_throw(const char* name, const char* what, int index) {
@@ -105,7 +113,7 @@ attnjit::VariantSpec to_spec(const attnjit_variant_desc& desc) {
   attnjit::VariantSpec spec;
   spec.mask = desc.mask != nullptr ? desc.mask : "";
   spec.score = desc.score != nullptr ? desc.score : "";
-  spec.dtype = to_dtype(desc.dtype, "variant");
+  spec.dtype = to_dtype(enum_value(desc.dtype), "variant");
   spec.head_dim = desc.head_dim;
   if (desc.num_params < 0 || desc.num_tensors < 0 || (desc.num_params > 0 && !desc.params) ||
       (desc.num_tensors > 0 && !desc.tensors)) {
@@ -115,38 +123,39 @@ attnjit::VariantSpec to_spec(const attnjit_variant_desc& desc) {
   }
   for (int i = 0; i < desc.num_params; ++i) {
     const auto& p = desc.params[i];
-    if (p.type != ATTNJIT_PARAM_INT && p.type != ATTNJIT_PARAM_FLOAT) {
+    const int type = enum_value(p.type);
+    if (type != ATTNJIT_PARAM_INT && type != ATTNJIT_PARAM_FLOAT) {
       attnjit::throw_error(attnjit::Status::invalid_argument, "params[{}]: unknown type {}", i,
-                           static_cast<int>(p.type));
+                           type);
     }
     spec.signature.params.push_back(
         {name_or_throw(p.name, "params", i),
-         p.type == ATTNJIT_PARAM_INT ? attnjit::expr::ValueType::integer
-                                     : attnjit::expr::ValueType::floating});
+         type == ATTNJIT_PARAM_INT ? attnjit::expr::ValueType::integer
+                                   : attnjit::expr::ValueType::floating});
   }
   for (int i = 0; i < desc.num_tensors; ++i) {
     const auto& t = desc.tensors[i];
-    if (t.type != ATTNJIT_TENSOR_INT32 && t.type != ATTNJIT_TENSOR_FLOAT32) {
+    const int type = enum_value(t.type);
+    if (type != ATTNJIT_TENSOR_INT32 && type != ATTNJIT_TENSOR_FLOAT32) {
       attnjit::throw_error(attnjit::Status::invalid_argument, "tensors[{}]: unknown type {}", i,
-                           static_cast<int>(t.type));
+                           type);
     }
     spec.signature.tensors.push_back(
         {name_or_throw(t.name, "tensors", i),
-         t.type == ATTNJIT_TENSOR_INT32 ? attnjit::expr::TensorElemType::int32
-                                        : attnjit::expr::TensorElemType::float32,
+         type == ATTNJIT_TENSOR_INT32 ? attnjit::expr::TensorElemType::int32
+                                      : attnjit::expr::TensorElemType::float32,
          t.rank});
   }
   return spec;
 }
 
-attnjit::Strides strides_or_layout(const int64_t (&explicit_strides)[3], attnjit_layout layout,
-                                   int heads, int len, int head_dim) {
+attnjit::Strides strides_or_layout(const int64_t (&explicit_strides)[3], int layout, int heads,
+                                   int len, int head_dim) {
   if (explicit_strides[0] != 0 || explicit_strides[1] != 0 || explicit_strides[2] != 0) {
     return {explicit_strides[0], explicit_strides[1], explicit_strides[2]};
   }
   if (layout != ATTNJIT_LAYOUT_BHLD && layout != ATTNJIT_LAYOUT_BLHD) {
-    attnjit::throw_error(attnjit::Status::invalid_argument, "unknown layout {}",
-                         static_cast<int>(layout));
+    attnjit::throw_error(attnjit::Status::invalid_argument, "unknown layout {}", layout);
   }
   return attnjit::layout_strides(
       layout == ATTNJIT_LAYOUT_BHLD ? attnjit::Layout::bhld : attnjit::Layout::blhd, heads, len,
@@ -162,13 +171,14 @@ attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   b.v = a.v;
   b.out = a.out;
   b.lse = a.lse;
-  b.q_dtype = to_dtype(a.q_dtype, "q");
-  b.k_dtype = to_dtype(a.k_dtype, "k");
-  b.v_dtype = to_dtype(a.v_dtype, "v");
-  b.q_strides = strides_or_layout(a.q_strides, a.layout, a.num_heads_q, a.q_len, head_dim);
-  b.k_strides = strides_or_layout(a.k_strides, a.layout, a.num_heads_kv, a.kv_len, head_dim);
-  b.v_strides = strides_or_layout(a.v_strides, a.layout, a.num_heads_kv, a.kv_len, head_dim);
-  b.out_strides = strides_or_layout(a.out_strides, a.layout, a.num_heads_q, a.q_len, head_dim);
+  b.q_dtype = to_dtype(enum_value(a.q_dtype), "q");
+  b.k_dtype = to_dtype(enum_value(a.k_dtype), "k");
+  b.v_dtype = to_dtype(enum_value(a.v_dtype), "v");
+  const int layout = enum_value(a.layout);
+  b.q_strides = strides_or_layout(a.q_strides, layout, a.num_heads_q, a.q_len, head_dim);
+  b.k_strides = strides_or_layout(a.k_strides, layout, a.num_heads_kv, a.kv_len, head_dim);
+  b.v_strides = strides_or_layout(a.v_strides, layout, a.num_heads_kv, a.kv_len, head_dim);
+  b.out_strides = strides_or_layout(a.out_strides, layout, a.num_heads_q, a.q_len, head_dim);
   b.scale = a.scale;
   if (a.num_params < 0 || a.num_tensors < 0 || (a.num_params > 0 && !a.params) ||
       (a.num_tensors > 0 && !a.tensors)) {
@@ -192,8 +202,9 @@ const char* attnjit_version(void) { return ATTNJIT_VERSION_STRING; }
 int attnjit_version_number(void) { return ATTNJIT_VERSION_NUMBER; }
 
 const char* attnjit_status_string(attnjit_status status) {
-  if (status < ATTNJIT_OK || status > ATTNJIT_ERROR_INTERNAL) return "unknown status";
-  return attnjit::status_name(static_cast<attnjit::Status>(status));
+  const int value = enum_value(status);
+  if (value < ATTNJIT_OK || value > ATTNJIT_ERROR_INTERNAL) return "unknown status";
+  return attnjit::status_name(static_cast<attnjit::Status>(value));
 }
 
 const char* attnjit_last_error(void) { return last_error.c_str(); }
@@ -214,10 +225,10 @@ attnjit_status attnjit_runtime_create(attnjit_runtime** out, const attnjit_runti
     attnjit_runtime_options_init(&defaults);
     const attnjit_runtime_options& o = opts != nullptr ? *opts : defaults;
     require_version(o.version, ATTNJIT_RUNTIME_OPTIONS_VERSION, "attnjit_runtime_options");
-    apply_log_level(o.log_level);
+    apply_log_level(enum_value(o.log_level));
     attnjit::RuntimeOptions options;
     options.cache_dir = o.cache_dir != nullptr ? o.cache_dir : "";
-    options.backend = to_backend(o.backend);
+    options.backend = to_backend(enum_value(o.backend));
     *out = new attnjit_runtime(options);
   });
 }

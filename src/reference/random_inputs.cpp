@@ -65,10 +65,36 @@ void fill_nan(void* data, DType dtype, std::int64_t count) {
 }
 
 Strides padded_strides(Layout layout, int heads, int len, int head_dim, int row_padding) {
+  // Note: in 64 bits from the first product; heads * len alone can overflow int.
   const std::int64_t row = static_cast<std::int64_t>(head_dim) + row_padding;
-  if (layout == Layout::bhld) return {heads * len * row, len * row, row};
-  return {len * heads * row, row, heads * row};
+  const std::int64_t h = heads, rows = len;
+  if (layout == Layout::bhld) return {h * rows * row, rows * row, row};
+  return {rows * h * row, row, h * row};
 }
+
+namespace {
+
+// Refuses negative sizes, and sizes whose byte count overflows (where the strides themselves
+// would), before anything is computed from them.
+void check_host_tensor_size(DType dtype, int batch, int heads, int len, int head_dim,
+                            int row_padding) {
+  if (batch < 0 || heads < 0 || len < 0 || head_dim < 0 || row_padding < 0) {
+    throw_error(Status::invalid_argument,
+                "host tensor: negative size [{}, {}, {}, {}] or row padding {}", batch, heads, len,
+                head_dim, row_padding);
+  }
+  std::int64_t bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  for (const std::int64_t factor : {std::int64_t{batch}, std::int64_t{heads}, std::int64_t{len},
+                                    std::int64_t{head_dim} + row_padding}) {
+    if (__builtin_mul_overflow(bytes, factor, &bytes)) {
+      throw_error(Status::out_of_memory,
+                  "host tensor [{}, {}, {}, {}] (row padding {}) is too large to allocate", batch,
+                  heads, len, head_dim, row_padding);
+    }
+  }
+}
+
+}  // namespace
 
 HostTensor::HostTensor(DType dtype, Layout layout, int batch, int heads, int len, int head_dim,
                        int row_padding)
@@ -77,12 +103,8 @@ HostTensor::HostTensor(DType dtype, Layout layout, int batch, int heads, int len
       heads_(heads),
       len_(len),
       head_dim_(head_dim),
-      strides_(padded_strides(layout, heads, len, head_dim, row_padding)) {
-  if (batch < 0 || heads < 0 || len < 0 || head_dim < 0 || row_padding < 0) {
-    throw_error(Status::invalid_argument,
-                "host tensor: negative size [{}, {}, {}, {}] or row padding {}", batch, heads, len,
-                head_dim, row_padding);
-  }
+      strides_((check_host_tensor_size(dtype, batch, heads, len, head_dim, row_padding),
+                padded_strides(layout, heads, len, head_dim, row_padding))) {
   storage_.resize(static_cast<std::size_t>(batch * strides_.batch) * dtype_size(dtype));
 }
 

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <functional>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -104,9 +106,52 @@ TEST_CASE("ages parse from 45s, 30m, 12h, 7d, 2w", "[cache][admin]") {
   CHECK(cache::parse_age("12h") == std::chrono::hours(12));
   CHECK(cache::parse_age("7d") == std::chrono::hours(24 * 7));
   CHECK(cache::parse_age("2w") == std::chrono::hours(24 * 14));
-  for (const char* bad : {"", "7", "d", "7x", "-1d", "7dd"}) {
+  for (const char* bad : {"", "7", "d", "7x", "-1d", "7dd", "9223372036854775807w"}) {
     CHECK_THROWS_AS(cache::parse_age(bad), Error);
   }
   CHECK(cache::format_age(std::chrono::hours(49)) == "2d");
   CHECK(cache::format_age(std::chrono::seconds(59)) == "59s");
+}
+
+TEST_CASE("a cache root that is a file is an error, not an empty cache", "[cache][admin]") {
+  TempDir dir;
+  const fs::path file = dir.path() / "not-a-dir";
+  std::ofstream(file) << "x";
+  for (const auto& call : std::initializer_list<std::function<void()>>{
+           [&] { cache::list_entries(file); }, [&] { cache::verify_entries(file); },
+           [&] { cache::clear_entries(file, {}); }}) {
+    try {
+      call();
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK(e.status() == Status::io);
+      CHECK_THAT(e.what(), Catch::Contains("is not a directory"));
+    }
+  }
+}
+
+TEST_CASE("sidecars with fields of the wrong type are listed and cleared, not thrown on",
+          "[cache][admin]") {
+  PopulatedCache populated;
+  const fs::path root = populated.dir.path();
+  const auto entries = cache::list_entries(root);
+  auto sidecar = nlohmann::json::parse(cache::read_file(entries[0].sidecar).value());
+  sidecar["file"] = 42;
+  sidecar["created_unix"] = std::numeric_limits<std::int64_t>::min();
+  sidecar["variant"]["mask"] = nlohmann::json::array();
+  sidecar["variant"]["head_dim"] = "big";
+  std::ofstream(entries[0].sidecar) << sidecar.dump(2);
+  sidecar["file"] = "..";
+  sidecar["created_unix"] = std::numeric_limits<std::uint64_t>::max();
+  std::ofstream(entries[1].sidecar) << sidecar.dump(2);
+
+  const auto listed = cache::list_entries(root);
+  REQUIRE(listed.size() == 3);
+  CHECK(listed[0].binary.empty());
+  CHECK(listed[1].binary.empty());
+  CHECK(listed[0].summary.find("mask='' ") != std::string::npos);
+  CHECK(listed[1].age == std::chrono::seconds(0));
+  CHECK(cache::verify_entries(root).size() == 2);
+  CHECK(cache::clear_entries(root, {}).entries == 3);
+  CHECK(cache::list_entries(root).empty());
 }

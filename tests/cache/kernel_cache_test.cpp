@@ -292,6 +292,22 @@ TEST_CASE("a corrupted entry warns once, is recompiled and replaced", "[cache]")
     CHECK(capture.count("unreadable sidecar") == 1);
     CHECK(nlohmann::json::parse(slurp(sidecar))["key"] == key);
   }
+  SECTION("sidecar config out of int range, or nested without end") {
+    overwrite(binary, original);
+    const fs::path sidecar = probe.sidecar_path("sm_90", nvrtc::nvrtc_version(), key);
+    auto json = nlohmann::json::parse(slurp(sidecar));
+    json["config"]["smem_bytes"] = 1e300;
+    // Deep enough to overflow the stack if it were kept and copied; dropped while parsing.
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    std::string text = json.dump();
+    text.insert(text.size() - 1, ", \"junk\": " + deep);
+    overwrite(sidecar, text);
+    KernelCache cache(dir.path());
+    const auto found = lookup(cache, source);
+    CHECK(found.compiles == 1);
+    CHECK(capture.count("'smem_bytes' is not an int") == 1);
+    CHECK(nlohmann::json::parse(slurp(sidecar))["config"]["smem_bytes"].is_number_integer());
+  }
 }
 
 // Note: tests run as root, which chmod 0555 does not stop. A cache root whose parent is a

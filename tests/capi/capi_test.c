@@ -208,8 +208,61 @@ static void test_runtime_options(void) {
   CHECK(attnjit_runtime_create(NULL, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
 }
 
+/* C lets a caller store any int in an enum field; each is refused with a status, not used. */
+static void test_out_of_range_enums(void) {
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CPU;
+  options.log_level = (attnjit_log_level)77;
+  attnjit_runtime* runtime = NULL;
+  CHECK(attnjit_runtime_create(&runtime, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  options.log_level = ATTNJIT_LOG_DEFAULT;
+  CHECK(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.head_dim = 16;
+  desc.dtype = (attnjit_dtype)-5;
+  attnjit_variant* variant = NULL;
+  CHECK(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(attnjit_last_error(), "unknown dtype -5") != NULL);
+  desc.dtype = ATTNJIT_DTYPE_FP32;
+  attnjit_param_decl param = {"W", (attnjit_param_type)9};
+  desc.params = &param;
+  desc.num_params = 1;
+  CHECK(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  attnjit_tensor_decl tensor = {"doc", (attnjit_tensor_type)1000, 1};
+  desc.num_params = 0;
+  desc.tensors = &tensor;
+  desc.num_tensors = 1;
+  CHECK(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  desc.num_tensors = 0;
+  CHECK(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+
+  float data[16] = {0};
+  attnjit_forward_args args;
+  attnjit_forward_args_init(&args);
+  args.q = args.k = args.v = args.out = data;
+  args.q_len = args.kv_len = 1;
+  args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_FP32;
+  args.layout = (attnjit_layout)3;
+  CHECK(attnjit_forward(variant, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(attnjit_last_error(), "unknown layout 3") != NULL);
+  args.layout = ATTNJIT_LAYOUT_BHLD;
+  args.k_dtype = (attnjit_dtype)12345;
+  CHECK(attnjit_forward(variant, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  args.k_dtype = ATTNJIT_DTYPE_FP32;
+  CHECK(attnjit_forward(variant, &args) == ATTNJIT_OK);
+
+  CHECK(strcmp(attnjit_status_string((attnjit_status)-1), "unknown status") == 0);
+  CHECK(strcmp(attnjit_status_string((attnjit_status)4096), "unknown status") == 0);
+  attnjit_variant_destroy(variant);
+  attnjit_runtime_destroy(runtime);
+}
+
 int main(void) {
   test_versions();
+  test_out_of_range_enums();
   test_forward_matches_naive();
   test_bad_expressions();
   test_runtime_options();

@@ -16,6 +16,17 @@ TEST_CASE("layout strides are contiguous for both layouts") {
   CHECK(blhd.row == 4 * 64);
 }
 
+TEST_CASE("layout strides do not overflow int for long sequences") {
+  // 64 heads x 2^30 rows overflows a 32-bit product; the strides are 64-bit all the way.
+  const std::int64_t heads = 64, len = std::int64_t{1} << 30, d = 128;
+  const Strides bhld = layout_strides(Layout::bhld, 64, 1 << 30, 128);
+  CHECK(bhld.batch == heads * len * d);
+  CHECK(bhld.head == len * d);
+  const Strides blhd = layout_strides(Layout::blhd, 64, 1 << 30, 128);
+  CHECK(blhd.batch == len * heads * d);
+  CHECK(blhd.row == heads * d);
+}
+
 TEST_CASE("validate_problem rejects bad shapes and buffers with a reason") {
   AttentionShape shape{1, 4, 2, 8, 8, 64};
   float dummy = 0;

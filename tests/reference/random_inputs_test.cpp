@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "common/error.hpp"
 #include "common/half.hpp"
 
 using namespace attnjit;
@@ -70,6 +72,19 @@ TEST_CASE("host tensors have the layout's strides, with optional row padding") {
     }
     CHECK(nans == 36 - 24);
   }
+}
+
+TEST_CASE("host tensors too large to address are refused before any arithmetic overflows") {
+  // 2^31-1 rows of 8 heads overflow a 32-bit product; all four at INT_MAX overflow 64 bits.
+  const int big = std::numeric_limits<int>::max();
+  try {
+    HostTensor tensor(DType::bf16, Layout::bhld, big, big, big, big);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.status() == Status::out_of_memory);
+    CHECK_THAT(e.what(), Catch::Contains("too large"));
+  }
+  CHECK(padded_strides(Layout::bhld, 8, big, 64, 0).batch == std::int64_t{8} * big * 64);
 }
 
 TEST_CASE("make_problem builds random inputs and poisoned outputs") {

@@ -68,6 +68,14 @@ void run_prewarm(const PrewarmOptions& options) {
     for (const auto& arch : arches) jobs.push_back({&variant, arch});
   }
   KernelCache cache{std::filesystem::path(options.cache_dir)};
+  // Prewarming exists to fill the cache: a root that cannot hold it fails now, not after every
+  // kernel was compiled into memory only.
+  std::error_code ec;
+  std::filesystem::create_directories(cache.root(), ec);
+  if (ec || !std::filesystem::is_directory(cache.root(), ec)) {
+    throw_error(Status::io, "cannot use {} as the cache directory: {}", cache.root().string(),
+                ec ? ec.message() : "not a directory");
+  }
   const int workers = std::clamp(
       options.jobs > 0 ? options.jobs : static_cast<int>(std::thread::hardware_concurrency()), 1,
       std::max<int>(1, static_cast<int>(jobs.size())));
@@ -126,7 +134,7 @@ void add_prewarm_command(CLI::App& app) {
                       "(default: the local GPU's)")
       ->delimiter(',');
   command->add_option("--jobs,-j", options->jobs, "parallel compiles (default: number of cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 4096));
   command->add_option("--cache-dir", options->cache_dir,
                       "cache root (default: ATTNJIT_CACHE_DIR, $XDG_CACHE_HOME/attnjit, "
                       "~/.cache/attnjit)");

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <random>
+
+#include <unistd.h>
 
 #include <fmt/core.h>
 
@@ -52,7 +55,7 @@ std::vector<HostTensorData> make_tensors(const expr::Signature& sig, const Atten
       t.dims[0] = std::max(shape.q_len, shape.kv_len);
     } else {
       t.dims[0] = shape.num_heads_q;
-      t.dims[1] = shape.q_len + shape.kv_len;
+      t.dims[1] = std::int64_t{shape.q_len} + shape.kv_len;
     }
     t.words.resize(static_cast<std::size_t>(t.dims[0] * t.dims[1]));
     if (decl.elem == expr::TensorElemType::int32) {
@@ -72,11 +75,37 @@ std::span<const std::byte> bytes_of(const void* data, std::size_t size) {
   return {static_cast<const std::byte*>(data), size};
 }
 
+// Refuses a problem whose host buffers cannot fit in this machine's memory, before allocating
+// them, so a huge --q-len gets a clear message instead of a failed multi-terabyte allocation.
+void check_host_memory(const AttentionShape& shape, DType dtype) {
+  const auto tensor_bytes = [&](int heads, int len) {
+    return static_cast<long double>(shape.batch) * heads * len * shape.head_dim *
+           static_cast<long double>(dtype_size(dtype));
+  };
+  const long double needed =
+      2 * tensor_bytes(shape.num_heads_q, shape.q_len) +
+      2 * tensor_bytes(shape.num_heads_kv, shape.kv_len) +
+      static_cast<long double>(shape.batch) * shape.num_heads_q * shape.q_len * sizeof(float);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+  const long double available = pages > 0 && page_size > 0
+                                    ? static_cast<long double>(pages) * page_size
+                                    : static_cast<long double>(1ull << 62);
+  if (needed > available) {
+    throw_error(Status::out_of_memory,
+                "the problem needs {:.1f} GiB of host memory for q, k, v, out and lse; this "
+                "machine has {:.1f} GiB (use smaller --batch, --heads, --q-len, --kv-len or "
+                "--head-dim)",
+                static_cast<double>(needed / (1ull << 30)),
+                static_cast<double>(available / (1ull << 30)));
+  }
+}
+
 void run(const RunOptions& o) {
   const VariantSpec spec = o.variant.spec();
   const std::vector<std::int32_t> param_values = o.variant.param_values();
   AttentionShape shape{o.batch, o.heads, o.kv_heads > 0 ? o.kv_heads : o.heads, o.q_len,
                        o.kv_len > 0 ? o.kv_len : o.q_len, spec.head_dim};
+  check_host_memory(shape, spec.dtype);
   reference::ProblemOptions problem_options;
   problem_options.dtype = spec.dtype;
   problem_options.layout = o.layout == "blhd" ? Layout::blhd : Layout::bhld;
@@ -240,12 +269,16 @@ void add_run_command(CLI::App& app) {
   command->add_option("--layout", o->layout, "bhld or blhd")
       ->check(CLI::IsMember({"bhld", "blhd"}))
       ->capture_default_str();
-  command->add_option("--batch", o->batch)->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--heads", o->heads, "query heads")->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--kv-heads", o->kv_heads, "key/value heads (default: --heads)");
-  command->add_option("--q-len", o->q_len)->capture_default_str()->check(CLI::PositiveNumber);
-  command->add_option("--kv-len", o->kv_len, "(default: --q-len)");
-  command->add_option("--repeat", o->repeat)->capture_default_str();
+  // Note: CLI::PositiveNumber reports its range as 0 to DBL_MAX; explicit int ranges read well.
+  const CLI::Range positive(1, std::numeric_limits<int>::max());
+  const CLI::Range zero_or_more(0, std::numeric_limits<int>::max());
+  command->add_option("--batch", o->batch)->capture_default_str()->check(positive);
+  command->add_option("--heads", o->heads, "query heads")->capture_default_str()->check(positive);
+  command->add_option("--kv-heads", o->kv_heads, "key/value heads (default: --heads)")
+      ->check(zero_or_more);
+  command->add_option("--q-len", o->q_len)->capture_default_str()->check(positive);
+  command->add_option("--kv-len", o->kv_len, "(default: --q-len)")->check(zero_or_more);
+  command->add_option("--repeat", o->repeat)->capture_default_str()->check(positive);
   command->add_option("--seed", o->seed)->capture_default_str();
   command->add_flag("!--no-check", o->check, "skip the check against the naive reference");
   command->callback([o] { run(*o); });

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <new>
+
 #include "attnjit/attnjit.h"
 #include "commands.hpp"
 #include "common/error.hpp"
@@ -30,6 +32,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const attnjit::Error& e) {
     fmt::print(stderr, "attnjit: {}: {}\n", attnjit::status_name(e.status()), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "attnjit: out of memory: out of host memory\n");
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "attnjit: internal error: {}\n", e.what());

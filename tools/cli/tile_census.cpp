@@ -25,10 +25,14 @@ TileCensus count_tiles(const expr::Expression& mask, const VariantArgs& args,
   census.total_pairs = std::int64_t{shape.batch} * shape.num_heads_q * shape.q_len * shape.kv_len;
   for (int b = 0; b < shape.batch; ++b) {
     for (int h = 0; h < shape.num_heads_q; ++h) {
-      for (int q0 = 0; q0 < shape.q_len; q0 += tile_q) {
-        for (int k0 = 0; k0 < shape.kv_len; k0 += tile_kv) {
-          const TileBounds tile{b, h, q0, std::min(q0 + tile_q, shape.q_len),
-                                k0, std::min(k0 + tile_kv, shape.kv_len),
+      // Note: tile starts step in 64 bits; q0 + tile_q overflows int when q_len is near INT_MAX.
+      for (std::int64_t q_start = 0; q_start < shape.q_len; q_start += tile_q) {
+        for (std::int64_t kv_start = 0; kv_start < shape.kv_len; kv_start += tile_kv) {
+          const int q0 = static_cast<int>(q_start), k0 = static_cast<int>(kv_start);
+          const TileBounds tile{b, h, q0,
+                                static_cast<int>(std::min<std::int64_t>(q_start + tile_q, shape.q_len)),
+                                k0,
+                                static_cast<int>(std::min<std::int64_t>(kv_start + tile_kv, shape.kv_len)),
                                 shape.q_len, shape.kv_len, shape.num_heads_q};
           ++census.tiles;
           switch (expr::classify_tile(mask, with_summaries, tile)) {

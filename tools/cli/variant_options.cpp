@@ -66,7 +66,8 @@ std::vector<std::int32_t> VariantOptions::param_values() const {
     const auto [decl_text, value_text] = split_value(text);
     const expr::ParamDecl decl = expr::parse_param_decl(decl_text);
     if (value_text.empty()) {
-      throw_error(Status::invalid_argument, "--param {}: give a value, e.g. {}=256", text, text);
+      throw_error(Status::invalid_argument, "--param {}: give a value, e.g. {}=256", text,
+                  decl_text);
     }
     if (decl.type == expr::ValueType::integer) {
       values.push_back(parse_number<std::int32_t>(value_text, decl.name));
