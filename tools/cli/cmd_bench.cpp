@@ -21,6 +21,8 @@
 #include "reference/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
+#include "example_inputs.hpp"
+#include "tile_census.hpp"
 
 namespace attnjit::cli {
 namespace {
@@ -36,119 +38,6 @@ struct BenchOptions {
   int warmup = 5;
   int iterations = 30;
 };
-
-// Per-call values of one variant: the manifest's "example", else fixed defaults.
-struct VariantInputs {
-  VariantArgs host{};  // tensors point into `tensor_data`
-  std::vector<std::vector<std::int32_t>> tensor_data;
-};
-
-VariantInputs example_inputs(const ManifestVariant& variant, int seq_len, int heads) {
-  VariantInputs inputs;
-  const nlohmann::json& example = variant.example;
-  const expr::Signature& signature = variant.signature;
-  for (std::size_t i = 0; i < signature.params.size(); ++i) {
-    const expr::ParamDecl& decl = signature.params[i];
-    const nlohmann::json* value = nullptr;
-    if (example.is_object() && example.contains("params") &&
-        example["params"].contains(decl.name)) {
-      value = &example["params"][decl.name];
-    }
-    if (decl.type == expr::ValueType::floating) {
-      const float f = value != nullptr ? value->get<float>() : 30.0f;
-      inputs.host.scalars[i] = std::bit_cast<std::int32_t>(f);
-    } else {
-      inputs.host.scalars[i] = value != nullptr ? value->get<int>() : 1024;
-    }
-  }
-  inputs.tensor_data.resize(signature.tensors.size());
-  for (std::size_t i = 0; i < signature.tensors.size(); ++i) {
-    const expr::TensorDecl& decl = signature.tensors[i];
-    std::vector<std::int32_t>& data = inputs.tensor_data[i];
-    TensorArg& arg = inputs.host.tensors[i];
-    arg.rank = decl.rank;
-    if (decl.rank == 1) {
-      // Rank 1: document ids in `documents` equal runs (the manifest's example, else 4).
-      int documents = 4;
-      if (example.is_object() && example.contains("tensors") &&
-          example["tensors"].contains(decl.name)) {
-        documents = example["tensors"][decl.name].value("documents", 4);
-      }
-      data.resize(static_cast<std::size_t>(seq_len));
-      for (int j = 0; j < seq_len; ++j) {
-        data[j] = static_cast<std::int32_t>(static_cast<std::int64_t>(j) * documents / seq_len);
-      }
-      arg.dims[0] = seq_len;
-      arg.dims[1] = 1;
-    } else {
-      // Rank 2: a [heads, seq_len] table of small values (e.g. a bias).
-      data.assign(static_cast<std::size_t>(heads) * seq_len, 0);
-      for (std::size_t j = 0; j < data.size(); ++j) {
-        data[j] = decl.elem == expr::TensorElemType::float32
-                      ? std::bit_cast<std::int32_t>(static_cast<float>(j % 7) * 0.1f)
-                      : static_cast<std::int32_t>(j % 7);
-      }
-      arg.dims[0] = heads;
-      arg.dims[1] = seq_len;
-    }
-    arg.elem = decl.elem == expr::TensorElemType::int32 ? kTensorInt32 : kTensorFloat32;
-    arg.data = data.data();
-  }
-  return inputs;
-}
-
-struct PairCount {
-  double unmasked_pairs = 0;
-  double skipped_fraction = 0;
-};
-
-// Exact: the block analysis on every tile, per-element evaluation only on partial tiles.
-PairCount count_unmasked(const expr::Expression& mask, VariantArgs args, const AttentionShape& s,
-                         int block_m, int block_n) {
-  std::vector<expr::HostSummary> summaries;
-  summaries.reserve(2 * kMaxTensors);
-  for (const expr::SummaryRequest& request : expr::summary_requests(mask)) {
-    const bool q_axis = request.axis == expr::SummaryAxis::q;
-    TensorArg& tensor = args.tensors[request.tensor];
-    summaries.push_back(
-        expr::build_summary(tensor, q_axis ? block_m : block_n, q_axis ? s.q_len : s.kv_len));
-    (q_axis ? tensor.q_summary : tensor.kv_summary) = summaries.back().view();
-  }
-  std::int64_t tiles = 0, empty = 0;
-  double pairs = 0;
-  for (int b = 0; b < s.batch; ++b) {
-    for (int h = 0; h < s.num_heads_q; ++h) {
-      for (int q0 = 0; q0 < s.q_len; q0 += block_m) {
-        for (int k0 = 0; k0 < s.kv_len; k0 += block_n) {
-          const TileBounds tile{b,
-                                h,
-                                q0,
-                                std::min(q0 + block_m, s.q_len),
-                                k0,
-                                std::min(k0 + block_n, s.kv_len),
-                                s.q_len,
-                                s.kv_len,
-                                s.num_heads_q};
-          ++tiles;
-          const TileClass cls = expr::classify_tile(mask, args, tile);
-          if (cls == kTileEmpty) {
-            ++empty;
-          } else if (cls == kTileFull) {
-            pairs += static_cast<double>(tile.q_end - tile.q_begin) * (tile.kv_end - tile.kv_begin);
-          } else {
-            for (int i = tile.q_begin; i < tile.q_end; ++i) {
-              for (int j = tile.kv_begin; j < tile.kv_end; ++j) {
-                const expr::ElementIndex at{b, h, i, j, s.q_len, s.kv_len, s.num_heads_q};
-                if (expr::evaluate_mask(mask, args, at)) pairs += 1;
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  return {pairs, tiles == 0 ? 0.0 : static_cast<double>(empty) / static_cast<double>(tiles)};
-}
 
 struct InputSet {
   cuda::DeviceBuffer q, k, v, out;
@@ -256,13 +145,13 @@ void run_bench(const BenchOptions& options) {
                      times.end());
     const double median_ms = times[times.size() / 2];
 
-    const PairCount count =
-        count_unmasked(mask, inputs.host, shape, kernel.config.block_m, kernel.config.block_n);
+    const TileCensus count =
+        count_tiles(mask, inputs.host, shape, kernel.config.block_m, kernel.config.block_n);
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
-    const double flops = 4.0 * options.head_dim * count.unmasked_pairs;
+    const double flops = 4.0 * options.head_dim * static_cast<double>(count.kept_pairs);
     fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}%\n", variant.name, median_ms,
-               flops / (median_ms * 1e-3) / 1e12, count.unmasked_pairs,
-               100.0 * count.skipped_fraction);
+               flops / (median_ms * 1e-3) / 1e12, static_cast<double>(count.kept_pairs),
+               100.0 * count.skipped_fraction());
   }
   if (benchmarked == 0) {
     throw_error(Status::invalid_argument, "no variant of {} matches --variant", manifest.source);

@@ -8,6 +8,7 @@
 #include "cache/kernel_cache.hpp"
 #include "cache/manifest.hpp"
 #include "commands.hpp"
+#include "example_inputs.hpp"
 #include "common/error.hpp"
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
@@ -32,43 +33,6 @@ const char* origin_name(KernelOrigin origin) {
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
-}
-
-// Per-call values from the manifest's "example": params by name; a rank-1 int32 tensor given as
-// {"documents": N} holds sorted ids of N equal documents.
-struct ExampleValues {
-  std::vector<std::int32_t> scalars;
-  std::vector<std::vector<std::int32_t>> tensors;
-};
-
-ExampleValues example_values(const ManifestVariant& variant, int len) {
-  ExampleValues values;
-  const auto& example = variant.example;
-  for (const auto& param : variant.signature.params) {
-    if (example.is_null() || !example.contains("params") || !example["params"].contains(param.name)) {
-      throw_error(Status::invalid_argument, "variant '{}': no example value for parameter '{}'",
-                  variant.name, param.name);
-    }
-    const auto& value = example["params"][param.name];
-    values.scalars.push_back(param.type == expr::ValueType::integer
-                                 ? value.get<std::int32_t>()
-                                 : std::bit_cast<std::int32_t>(value.get<float>()));
-  }
-  for (const auto& tensor : variant.signature.tensors) {
-    const auto spec = example.is_null() ? nlohmann::json() : example["tensors"][tensor.name];
-    if (tensor.rank != 1 || tensor.elem != expr::TensorElemType::int32 || !spec.is_object() ||
-        !spec.contains("documents")) {
-      throw_error(Status::invalid_argument,
-                  "variant '{}': the demo can only fill rank-1 int32 tensors given as "
-                  "{{\"documents\": N}} (tensor '{}')",
-                  variant.name, tensor.name);
-    }
-    const int documents = std::max(1, spec["documents"].get<int>());
-    std::vector<std::int32_t> ids(static_cast<std::size_t>(len));
-    for (int i = 0; i < len; ++i) ids[static_cast<std::size_t>(i)] = i * documents / len;
-    values.tensors.push_back(std::move(ids));
-  }
-  return values;
 }
 
 void demo(const std::string& cache_dir, int len_option) {
@@ -97,7 +61,7 @@ void demo(const std::string& cache_dir, int len_option) {
     const double compile_ms = ms_since(compile_start);
 
     Variant variant(runtime, spec);
-    const ExampleValues values = example_values(mv, len);
+    const VariantInputs inputs = example_inputs(mv, len, heads);
     AttentionShape shape{1, heads, heads, len, len, head_dim};
     reference::ProblemOptions problem_options;
     problem_options.dtype = dtype;
@@ -107,7 +71,7 @@ void demo(const std::string& cache_dir, int len_option) {
     ForwardCall call;
     call.shape = shape;
     call.buffers = host;
-    call.scalars = values.scalars;
+    call.scalars.assign(inputs.host.scalars, inputs.host.scalars + mv.signature.params.size());
     std::vector<cuda::DeviceBuffer> device;
     auto place = [&](const void* data, std::size_t size) -> void* {
       if (!on_gpu) return const_cast<void*>(data);
@@ -122,8 +86,10 @@ void demo(const std::string& cache_dir, int len_option) {
       call.buffers.out = place(host.out, problem.out.storage_bytes());
       call.buffers.lse = static_cast<float*>(place(host.lse, problem.lse.size() * 4));
     }
-    for (const auto& ids : values.tensors) {
-      call.tensors.push_back({place(ids.data(), ids.size() * 4), {std::int64_t{len}, 1}});
+    for (std::size_t i = 0; i < inputs.tensor_data.size(); ++i) {
+      const auto& data = inputs.tensor_data[i];
+      const TensorArg& arg = inputs.host.tensors[i];
+      call.tensors.push_back({place(data.data(), data.size() * 4), {arg.dims[0], arg.dims[1]}});
     }
 
     const auto run_start = std::chrono::steady_clock::now();
@@ -137,8 +103,8 @@ void demo(const std::string& cache_dir, int len_option) {
 
     ForwardCall host_call = call;
     host_call.buffers = host;
-    for (std::size_t i = 0; i < values.tensors.size(); ++i) {
-      host_call.tensors[i].data = values.tensors[i].data();
+    for (std::size_t i = 0; i < inputs.tensor_data.size(); ++i) {
+      host_call.tensors[i].data = inputs.tensor_data[i].data();
     }
     const VariantArgs host_args = variant.pack_args(host_call);
     const TileCensus census = count_tiles(variant.mask(), host_args, shape, 64, 64);
