@@ -43,6 +43,10 @@ if [[ -n "$deps_dir" ]]; then
   done
 fi
 export PATH="/usr/local/cuda/bin:$PATH"
+# libnvrtc from the toolkit, whatever rpath the carried binaries have.
+for cuda_lib in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [[ -d "$cuda_lib" ]] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_lib"
+done
 export ATTNJIT_CACHE_DIR="${ATTNJIT_CACHE_DIR:-$(mktemp -d /tmp/attnjit-cache.XXXXXX)}"
 export ATTNJIT_LOG_LEVEL="${ATTNJIT_LOG_LEVEL:-warn}"
 
