@@ -1,10 +1,12 @@
 #include "cache/kernel_cache.hpp"
 
 #include <catch2/catch.hpp>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -199,6 +201,38 @@ TEST_CASE("concurrent processes compile a key once and leave one valid entry", "
   const fs::path entry_dir = dir.path() / "v1" / "sm_90" / ("cuda-" + nvrtc::nvrtc_version());
   CHECK(files_in(entry_dir, ".json").size() == 1);
   CHECK(files_in(entry_dir, ".cubin").size() == 1);
+  CHECK(cache::list_entries(dir.path()).size() == 1);
+  CHECK(cache::verify_entries(dir.path()).empty());
+}
+
+TEST_CASE("a process killed while it compiles under the key's lock blocks nobody",
+          "[cache][process]") {
+  TempDir dir;
+  const std::string worker = ATTNJIT_CACHE_WORKER;
+  const std::string root = dir.path().string();
+  const std::string marker = (dir.path() / "marker").string();
+  std::vector<char*> argv = {const_cast<char*>(worker.c_str()), const_cast<char*>(root.c_str()),
+                             const_cast<char*>("8"), const_cast<char*>(marker.c_str()),
+                             const_cast<char*>("hang"), nullptr};
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, worker.c_str(), nullptr, nullptr, argv.data(), environ) == 0);
+  // The worker writes the marker from inside its compile callback, i.e. holding the lock.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (slurp(marker) != "compiling" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(slurp(marker) == "compiling");
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+
+  // The kernel released the dead process's lock: this process compiles and stores the entry.
+  KernelCache cache(dir.path());
+  const auto start = std::chrono::steady_clock::now();
+  const auto found = lookup(cache, test_source(8));
+  CHECK(found.compiles == 1);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
   CHECK(cache::list_entries(dir.path()).size() == 1);
   CHECK(cache::verify_entries(dir.path()).empty());
 }
