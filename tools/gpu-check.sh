@@ -11,6 +11,9 @@
 # --quick      small sizes for compare_flex.py and bench
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
 # bench.txt, compare-flex.txt, compare-flex.json, summary.txt. The summary is printed last.
+# The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
+# each step has its own timeout (test_gpu 180, memcheck 75, racecheck 75, ctypes 30,
+# compare_flex 150, then bench 6 x 60, all cut to what is left of the budget).
 set -uo pipefail
 
 build_dir=build
@@ -22,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir="$2"; shift 2 ;;
     --deps) deps_dir="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
@@ -51,57 +54,71 @@ export ATTNJIT_CACHE_DIR="${ATTNJIT_CACHE_DIR:-$(mktemp -d /tmp/attnjit-cache.XX
 export ATTNJIT_LOG_LEVEL="${ATTNJIT_LOG_LEVEL:-warn}"
 
 summary="$out_dir/summary.txt"
-: > "$summary"
+# Note: the device tool allows 10 minutes per call, so the whole check runs against one deadline
+# (GPU_CHECK_BUDGET seconds, default 560) and every step has its own cap besides: a hung step is
+# killed (SIGTERM, SIGKILL 10 s later) and recorded as TIMEOUT, and later steps still run. Every
+# step writes its log straight into OUTDIR, so a killed step leaves its partial log behind.
+budget=${GPU_CHECK_BUDGET:-560}
+start_time=$SECONDS
+printf 'gpu-check started %s, budget %ss\n' "$(date -u +%FT%TZ)" "$budget" > "$summary"
 status=0
 record() {  # record NAME RC [note]
   local verdict=PASS
-  if [[ "$2" == 77 ]]; then verdict=SKIP; elif [[ "$2" != 0 ]]; then verdict="FAIL (rc $2)"; status=1; fi
-  printf '%-22s %s %s\n' "$1" "$verdict" "${3:-}" >> "$summary"
+  case "$2" in
+    0) verdict=PASS ;;
+    # Note: on the lent GPU machine a skip means the GPU was not usable: that is a failure here.
+    77) verdict="FAIL (skipped: no usable GPU)"; status=1 ;;
+    124|137) verdict="TIMEOUT (rc $2)"; status=1 ;;
+    *) verdict="FAIL (rc $2)"; status=1 ;;
+  esac
+  printf '%-22s %s %s  [%ss elapsed]\n' "$1" "$verdict" "${3:-}" "$((SECONDS - start_time))" >> "$summary"
+}
+# step_timeout CAP: the smaller of CAP and what is left of the budget (at least 1 s).
+step_timeout() {
+  local left=$((budget - (SECONDS - start_time)))
+  local cap=$1
+  (( left < cap )) && cap=$left
+  (( cap < 1 )) && cap=1
+  echo "$cap"
+}
+# run_step CAP LOG COMMAND...: runs COMMAND under a timeout, output appended to LOG.
+run_step() {
+  local cap log
+  cap=$(step_timeout "$1"); log=$2; shift 2
+  echo "== $* (timeout ${cap}s)" >> "$log"
+  timeout -k 10 "$cap" "$@" >> "$log" 2>&1
 }
 find_binary() {  # find_binary NAME: first match under the build dir
   find "$build_dir" -type f -name "$1" -perm -u+x 2>/dev/null | head -n 1
 }
 
-nvidia-smi > "$out_dir/nvidia-smi.txt" 2>&1
-record nvidia-smi $? "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n1)"
+: > "$out_dir/nvidia-smi.txt"
+run_step 20 "$out_dir/nvidia-smi.txt" nvidia-smi
+record nvidia-smi $? "$(timeout 10 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n1)"
 
 test_gpu=$(find_binary test_gpu)
 if [[ -z "$test_gpu" ]]; then
   echo "test_gpu not found under $build_dir" > "$out_dir/test-gpu.log"
   record test_gpu 1 "binary missing"
 else
-  "$test_gpu" "[gpu]" --durations yes > "$out_dir/test-gpu.log" 2>&1
+  # Budget (H100): ~110 kernels at ~0.4 s of NVRTC each plus the CPU reference: about 2 min.
+  : > "$out_dir/test-gpu.log"
+  run_step 180 "$out_dir/test-gpu.log" "$test_gpu" "[gpu]" --durations yes
   rc=$?
   record test_gpu "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
 
-  # Sanitizers over the reduced set: the kernels are slow under instrumentation.
-  compute-sanitizer --tool memcheck --error-exitcode 3 --leak-check full \
-    "$test_gpu" "[sanitize]" > "$out_dir/memcheck.log" 2>&1
+  # Sanitizers over the reduced set: the kernels are slow under instrumentation. The cubins come
+  # from the cache the full run filled (ATTNJIT_CACHE_DIR), so no time goes to NVRTC here.
+  : > "$out_dir/memcheck.log"
+  run_step 75 "$out_dir/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 3 \
+    --leak-check full "$test_gpu" "[sanitize]"
   rc=$?
   record memcheck "$rc" "$(grep -E 'ERROR SUMMARY' "$out_dir/memcheck.log" | tail -n1)"
-  compute-sanitizer --tool racecheck --racecheck-report analysis --error-exitcode 3 \
-    "$test_gpu" "[sanitize]" > "$out_dir/racecheck.log" 2>&1
+  : > "$out_dir/racecheck.log"
+  run_step 75 "$out_dir/racecheck.log" compute-sanitizer --tool racecheck \
+    --racecheck-report analysis --error-exitcode 3 "$test_gpu" "[sanitize]"
   rc=$?
   record racecheck "$rc" "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out_dir/racecheck.log" | tail -n1)"
-fi
-
-cli=$(find_binary attnjit)
-if [[ -z "$cli" ]]; then
-  echo "attnjit CLI not found under $build_dir" > "$out_dir/bench.txt"
-  record bench 1 "binary missing"
-else
-  {
-    for d in 64 128; do
-      if [[ $quick == 1 ]]; then
-        "$cli" bench --seq-len 2048 --batch 2 --heads 8 --head-dim "$d" --iters 10 || exit $?
-      else
-        for l in 4096 16384; do
-          "$cli" bench --seq-len "$l" --batch $((65536 / l)) --heads 16 --head-dim "$d" || exit $?
-        done
-      fi
-    done
-  } > "$out_dir/bench.txt" 2>&1
-  record bench $?
 fi
 
 lib=$(find "$build_dir" -name 'libattnjit.so*' -type f 2>/dev/null | head -n 1)
@@ -110,13 +127,40 @@ if [[ -z "$lib" ]]; then
   record compare_flex 1 "library missing"
 else
   # The ctypes bindings against the C header and the library, before trusting any comparison.
-  python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib" > "$out_dir/compare-flex.txt" 2>&1
+  : > "$out_dir/compare-flex.txt"
+  run_step 30 "$out_dir/compare-flex.txt" python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib"
   record ctypes_bindings $?
   quick_flag=()
   [[ $quick == 1 ]] && quick_flag=(--quick)
-  python3 "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" "${quick_flag[@]}" \
-    --json "$out_dir/compare-flex.json" >> "$out_dir/compare-flex.txt" 2>&1
+  # Before the bench: correctness first. At most 150 s (torch.compile of FlexAttention is slow).
+  run_step 150 "$out_dir/compare-flex.txt" python3 "$repo_dir/tools/bench/compare_flex.py" \
+    --lib "$lib" "${quick_flag[@]}" --json "$out_dir/compare-flex.json"
   record compare_flex $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
+fi
+
+# Last, with whatever is left of the budget.
+cli=$(find_binary attnjit)
+if [[ -z "$cli" ]]; then
+  echo "attnjit CLI not found under $build_dir" > "$out_dir/bench.txt"
+  record bench 1 "binary missing"
+else
+  # B * L = 64K tokens per call at every length; 64K gets fewer timed calls (each is ~0.1 s).
+  : > "$out_dir/bench.txt"
+  bench_rc=0
+  for d in 64 128; do
+    if [[ $quick == 1 ]]; then
+      run_step 60 "$out_dir/bench.txt" "$cli" bench --seq-len 2048 --batch 2 --heads 8 \
+        --head-dim "$d" --iters 10 || bench_rc=$?
+    else
+      for l in 4096 16384 65536; do
+        iters=(--warmup 3 --iters 20)
+        [[ $l == 65536 ]] && iters=(--warmup 1 --iters 5)
+        run_step 60 "$out_dir/bench.txt" "$cli" bench --seq-len "$l" --batch $((65536 / l)) \
+          --heads 16 --head-dim "$d" "${iters[@]}" || bench_rc=$?
+      done
+    fi
+  done
+  record bench "$bench_rc" "$(grep -c '^== ' "$out_dir/bench.txt") runs"
 fi
 
 echo "== logs in $out_dir"

@@ -34,36 +34,53 @@ DeviceInfo cached_device(CUdevice device) {
 }
 
 // Where a pointer lives, as the driver sees it. Unregistered host memory gets all zeros:
-// cuPointerGetAttributes reports no error for pointers it does not know.
+// cuPointerGetAttributes reports no error for pointers it does not know (cuda.h, unlike
+// cuPointerGetAttribute, which answers CUDA_ERROR_INVALID_VALUE).
 struct PointerInfo {
   unsigned memory_type = 0;  // CUmemorytype, 0 when unknown to the driver
   bool managed = false;
   int device_ordinal = -1;
+  CUcontext context = nullptr;  // null for memory not tied to a context (pools, VMM, managed)
   std::uintptr_t range_start = 0;
   std::size_t range_bytes = 0;
 };
 
-PointerInfo pointer_info(const void* pointer) {
+PointerInfo pointer_info(const char* what, const void* pointer) {
   unsigned memory_type = 0;
   unsigned managed = 0;  // Note: the driver writes a bool; a zeroed word reads the same
   int ordinal = -1;
+  CUcontext context = nullptr;
   CUdeviceptr range_start = 0;
   std::size_t range_bytes = 0;
   CUpointer_attribute attributes[] = {
-      CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-      CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-  void* values[] = {&memory_type, &managed, &ordinal, &range_start, &range_bytes};
-  ATTNJIT_CU(cuPointerGetAttributes, static_cast<unsigned>(std::size(attributes)), attributes,
-             values, static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(pointer)));
-  return {memory_type, managed != 0, ordinal, static_cast<std::uintptr_t>(range_start),
+      CU_POINTER_ATTRIBUTE_MEMORY_TYPE,      CU_POINTER_ATTRIBUTE_IS_MANAGED,
+      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,   CU_POINTER_ATTRIBUTE_CONTEXT,
+      CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* values[] = {&memory_type, &managed, &ordinal, &context, &range_start, &range_bytes};
+  const driver::DriverApi& d = driver::api();
+  if (d.cuPointerGetAttributes == nullptr) driver::throw_missing_symbol("cuPointerGetAttributes");
+  const CUresult result =
+      d.cuPointerGetAttributes(static_cast<unsigned>(std::size(attributes)), attributes, values,
+                               static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(pointer)));
+  if (result == CUDA_ERROR_INVALID_VALUE || result == CUDA_ERROR_INVALID_CONTEXT) {
+    throw_error(Status::invalid_argument,
+                "{} pointer {} is not memory the CUDA driver can describe ({}); the cuda backend "
+                "needs buffers from cudaMalloc / cuMemAlloc or managed memory",
+                what, pointer, driver::describe_result(result));
+  }
+  driver::check(result, "cuPointerGetAttributes");
+  return {memory_type, managed != 0, ordinal, context, static_cast<std::uintptr_t>(range_start),
           range_bytes};
 }
 
-// Throws Error(invalid_argument) unless `pointer` is device or managed memory usable on
-// `device`, aligned to `alignment` and with `bytes` bytes from it inside its allocation.
+// Throws Error(invalid_argument) unless `pointer` is device or managed memory usable in
+// `context`, aligned to `alignment` and with `bytes` bytes from it inside its allocation.
+// Note: the range check is only as tight as the driver's range: for pool (cudaMallocAsync) and
+// VMM allocations RANGE_SIZE is the reserved address range, which may be larger than the
+// allocation, so an overrun there is not always caught.
 void check_device_buffer(const char* what, const void* pointer, std::size_t bytes,
-                         std::uintptr_t alignment, const DeviceInfo& device) {
+                         std::uintptr_t alignment, const DeviceInfo& device,
+                         const ContextRef& context) {
   const auto address = reinterpret_cast<std::uintptr_t>(pointer);
   if (address % alignment != 0) {
     throw_error(Status::invalid_argument,
@@ -71,7 +88,7 @@ void check_device_buffer(const char* what, const void* pointer, std::size_t byte
                 "loads",
                 what, pointer, alignment);
   }
-  const PointerInfo info = pointer_info(pointer);
+  const PointerInfo info = pointer_info(what, pointer);
   if (!info.managed && info.memory_type != CU_MEMORYTYPE_DEVICE) {
     throw_error(Status::invalid_argument,
                 "{} pointer {} is not device memory ({}); the cuda backend needs buffers from "
@@ -84,6 +101,15 @@ void check_device_buffer(const char* what, const void* pointer, std::size_t byte
     throw_error(Status::invalid_argument,
                 "{} pointer {} is memory of device {} but the current context is on device {}",
                 what, pointer, info.device_ordinal, device.ordinal);
+  }
+  // Note: contexts have separate address spaces; memory of another context on the same device
+  // is not mapped in this one, and a kernel reading it faults.
+  if (!info.managed && info.context != nullptr && info.context != context.context) {
+    throw_error(Status::invalid_argument,
+                "{} pointer {} was allocated in another CUDA context than the current one "
+                "(context {} vs {}); make the allocating context current first",
+                what, pointer, static_cast<const void*>(info.context),
+                static_cast<const void*>(context.context));
   }
   if (info.range_bytes != 0 && address >= info.range_start) {
     const std::size_t available = info.range_start + info.range_bytes - address;
@@ -135,7 +161,7 @@ void check_dtypes(const AttentionBuffers& b) {
 }
 
 void check_tensor_args(const expr::Signature& signature, const VariantArgs& args,
-                       const DeviceInfo& device) {
+                       const DeviceInfo& device, const ContextRef& context) {
   for (std::size_t i = 0; i < signature.tensors.size(); ++i) {
     const expr::TensorDecl& decl = signature.tensors[i];
     const TensorArg& arg = args.tensors[i];
@@ -158,11 +184,12 @@ void check_tensor_args(const expr::Signature& signature, const VariantArgs& args
     const std::string what = fmt::format("tensor '{}'", decl.name);
     check_device_buffer(what.c_str(), arg.data,
                         static_cast<std::size_t>(arg.dims[0]) * static_cast<std::size_t>(cols) * 4,
-                        4, device);
+                        4, device, context);
   }
 }
 
-void check_buffers(const AttentionShape& s, const AttentionBuffers& b, const DeviceInfo& device) {
+void check_buffers(const AttentionShape& s, const AttentionBuffers& b, const DeviceInfo& device,
+                   const ContextRef& context) {
   const std::size_t element = dtype_size(b.q_dtype);
   const struct {
     const char* name;
@@ -179,11 +206,11 @@ void check_buffers(const AttentionShape& s, const AttentionBuffers& b, const Dev
     check_device_buffer(
         buffer.name, buffer.pointer,
         view_bytes(buffer.strides, s.batch, buffer.heads, buffer.len, s.head_dim, element),
-        kVectorAlignment, device);
+        kVectorAlignment, device, context);
   }
   if (b.lse != nullptr) {
     const std::size_t rows = static_cast<std::size_t>(s.batch) * s.num_heads_q * s.q_len;
-    check_device_buffer("lse", b.lse, rows * sizeof(float), alignof(float), device);
+    check_device_buffer("lse", b.lse, rows * sizeof(float), alignof(float), device, context);
   }
 }
 
@@ -214,14 +241,51 @@ void launch(const char* name, CUfunction function, unsigned grid_x, unsigned gri
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// Launches the summary kernel for each request into the workspace and points the copies of the
-// tensor args at the results. The workspace stays locked until the forward kernel is queued.
-std::unique_lock<std::mutex> attach_summaries(const ContextRef& context, CUstream stream,
-                                              const LoadedKernel& loaded,
-                                              const codegen::KernelConfig& config,
-                                              const std::vector<expr::SummaryRequest>& requests,
-                                              const AttentionShape& shape, VariantArgs& args) {
-  if (requests.empty()) return {};
+// Device scratch for one call's tensor summaries, held until the forward kernel is queued.
+// Outside stream capture it is the (context, stream) workspace, kept locked. During capture it is
+// graph-owned memory (cuMemAllocAsync / cuMemFreeAsync on the capturing stream, which become
+// allocation and free nodes): the cached workspace cannot be used there, because growing it
+// needs cuStreamSynchronize (illegal during capture) and frees a buffer the graph would still
+// point at, and graph replays would race with direct calls writing the same buffer.
+class SummaryScratch {
+ public:
+  SummaryScratch() = default;
+  SummaryScratch(const SummaryScratch&) = delete;
+  SummaryScratch& operator=(const SummaryScratch&) = delete;
+  ~SummaryScratch() {
+    // Note: queued after the forward launch (destruction order in forward()), or after a failed
+    // one; stream order makes the free wait for every reader.
+    if (graph_owned_ != 0 && driver::api().cuMemFreeAsync != nullptr) {
+      driver::api().cuMemFreeAsync(graph_owned_, stream_);
+    }
+  }
+
+  CUdeviceptr acquire(const ContextRef& context, CUstream stream, std::size_t bytes) {
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    ATTNJIT_CU(cuStreamIsCapturing, stream, &capture);
+    if (capture == CU_STREAM_CAPTURE_STATUS_NONE) {
+      auto [workspace, lock] = acquire_workspace(context, stream, bytes);
+      lock_ = std::move(lock);
+      return workspace->data;
+    }
+    ATTNJIT_CU(cuMemAllocAsync, &graph_owned_, bytes, stream);
+    stream_ = stream;
+    return graph_owned_;
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  CUdeviceptr graph_owned_ = 0;
+  CUstream stream_ = nullptr;
+};
+
+// Launches the summary kernel for each request into `scratch` and points the copies of the
+// tensor args at the results.
+void attach_summaries(const ContextRef& context, CUstream stream, const LoadedKernel& loaded,
+                      const codegen::KernelConfig& config,
+                      const std::vector<expr::SummaryRequest>& requests,
+                      const AttentionShape& shape, VariantArgs& args, SummaryScratch& scratch) {
+  if (requests.empty()) return;
   if (loaded.summary == nullptr) {
     throw_error(Status::internal,
                 "the mask needs tensor summaries but the kernel module has no "
@@ -243,10 +307,10 @@ std::unique_lock<std::mutex> attach_summaries(const ContextRef& context, CUstrea
     plan.push_back({request, index_len, granularity, num_blocks, total});
     total += 2 * static_cast<std::size_t>(num_blocks);
   }
-  auto [workspace, lock] = acquire_workspace(context, stream, total * sizeof(int));
+  const CUdeviceptr data_base = scratch.acquire(context, stream, total * sizeof(int));
   for (const Planned& p : plan) {
     TensorArg& tensor = args.tensors[p.request.tensor];
-    const CUdeviceptr base = workspace->data + p.offset * sizeof(int);
+    const CUdeviceptr base = data_base + p.offset * sizeof(int);
     const CUdeviceptr min_ptr = base;
     const CUdeviceptr max_ptr = base + static_cast<std::size_t>(p.num_blocks) * sizeof(int);
     const int* data = static_cast<const int*>(tensor.data);
@@ -267,7 +331,6 @@ std::unique_lock<std::mutex> attach_summaries(const ContextRef& context, CUstrea
                                 reinterpret_cast<const int*>(max_ptr), p.granularity, p.num_blocks};
     (p.request.axis == expr::SummaryAxis::q ? tensor.q_summary : tensor.kv_summary) = summary;
   }
-  return std::move(lock);
 }
 
 }  // namespace
@@ -285,8 +348,8 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
 
   const ContextRef context = current_context();
   const DeviceInfo device = cached_device(context.device);
-  check_buffers(shape, buffers, device);
-  check_tensor_args(mask.signature(), args, device);
+  check_buffers(shape, buffers, device, context);
+  check_tensor_args(mask.signature(), args, device, context);
 
   const LoadedKernel& loaded = load_kernel(context, device, kernel);
   const codegen::KernelConfig& config = kernel.config;
@@ -315,10 +378,16 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   params.scale = effective_scale(shape, buffers);
   params.args = args;
 
-  const std::unique_lock workspace_lock = attach_summaries(
-      context, stream, loaded, config, expr::summary_requests(mask), shape, params.args);
+  // Note: destroyed after the launch below, so the scratch is released (unlocked, or freed in
+  // stream order) only once the forward kernel that reads it is queued.
+  SummaryScratch scratch;
+  attach_summaries(context, stream, loaded, config, expr::summary_requests(mask), shape,
+                   params.args, scratch);
 
-  void* launch_params[] = {&params};
+  static_assert(std::is_trivially_copyable_v<FwdParams> && std::is_standard_layout_v<FwdParams>,
+                "FwdParams is copied into the kernel's parameter buffer byte for byte");
+  static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
+  void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
   launch(codegen::kForwardEntry, loaded.forward,
          static_cast<unsigned>(ceil_div(shape.q_len, config.block_m)),
          static_cast<unsigned>(shape.batch * shape.num_heads_q),

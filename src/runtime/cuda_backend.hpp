@@ -27,11 +27,17 @@ struct DeviceInfo {
 // capability below 8.0.
 DeviceInfo current_device();
 
-// Runs the forward pass asynchronously on `stream` (a CUstream; null is the legacy default
-// stream). `args` holds device pointers for tensors; summaries the mask needs are computed here
-// on the GPU, on the same stream. Everything is checked before the first launch: dtypes,
-// shapes, that every buffer is device (or managed) memory of the current device, large enough
-// and 16-byte aligned, and that the kernel fits the device. Throws Error with the reason.
+// Runs the forward pass asynchronously on `stream` (a CUstream; null and CU_STREAM_LEGACY are the
+// legacy default stream, CU_STREAM_PER_THREAD the calling thread's per-thread stream; the driver
+// entry points are the legacy-stream ones whatever the host was compiled with). `args` holds
+// device pointers for tensors; summaries the mask needs are computed here on the GPU, on the same
+// stream, in a workspace kept per (context, stream) or, while `stream` is being captured into a
+// CUDA graph, in graph-owned memory (so a captured call needs no synchronization and the graph
+// does not point at a workspace later calls reuse). Note: the first call of a kernel in a context
+// loads its module; make it (or Variant::prepare plus one call) before starting a capture.
+// Everything is checked before the first launch: dtypes, shapes, that every buffer is device (or
+// managed) memory of the current device and context, large enough and 16-byte aligned, and that the
+// kernel fits the device. Throws Error with the reason.
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
              const AttentionShape& shape, const AttentionBuffers& buffers, void* stream);
 

@@ -5,9 +5,11 @@
 #include <functional>
 #include <map>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "attnjit/fwd_params.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -16,12 +18,20 @@
 namespace attnjit::cuda {
 namespace {
 
+// Note: CU_STREAM_PER_THREAD is one handle for a different stream in every thread, so its
+// workspaces are per thread too; every other handle names one stream whichever thread uses it.
+using WorkspaceKey = std::pair<CUstream, std::thread::id>;
+
+WorkspaceKey workspace_key(CUstream stream) {
+  return {stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id()};
+}
+
 struct ContextState {
   CUcontext context = nullptr;
   std::mutex mutex;  // guards the maps, not the workspaces' contents
   std::map<std::string, std::unique_ptr<LoadedKernel>> kernels;
   std::map<std::string, CUmodule> modules;
-  std::map<CUstream, std::unique_ptr<Workspace>> workspaces;
+  std::map<WorkspaceKey, std::unique_ptr<Workspace>> workspaces;
 };
 
 // Note: never destroyed before exit; its destructor (release_resources) runs while the driver
@@ -41,17 +51,15 @@ class Registry {
     return *slot;
   }
 
-  void retain_primary(CUdevice device, CUcontext context) {
+  // Device `device`'s primary context, retained once per process under the lock so that two
+  // threads racing here retain it once.
+  CUcontext primary(CUdevice device) {
     std::lock_guard lock(mutex_);
+    if (const auto found = primary_.find(device); found != primary_.end()) return found->second;
+    CUcontext context = nullptr;
+    ATTNJIT_CU(cuDevicePrimaryCtxRetain, &context, device);
     primary_.emplace(device, context);
-  }
-
-  bool has_primary(CUdevice device, CUcontext* context) {
-    std::lock_guard lock(mutex_);
-    const auto found = primary_.find(device);
-    if (found == primary_.end()) return false;
-    *context = found->second;
-    return true;
+    return context;
   }
 
   void release() noexcept {
@@ -65,7 +73,7 @@ class Registry {
       if (d.cuCtxSetCurrent == nullptr || d.cuCtxSetCurrent(state->context) != CUDA_SUCCESS) {
         continue;
       }
-      for (auto& [stream, workspace] : state->workspaces) {
+      for (auto& [key, workspace] : state->workspaces) {
         if (workspace->data != 0 && d.cuMemFree != nullptr) d.cuMemFree(workspace->data);
       }
       for (auto& [key, module] : state->modules) {
@@ -93,6 +101,57 @@ int device_attribute(CUdevice device, CUdevice_attribute attribute) {
   return value;
 }
 
+struct ParamSlot {
+  std::size_t offset;
+  std::size_t size;
+};
+
+// Note: the host fills kernelParams from these types, so they must be the kernel's exact
+// parameter list: attnjit_fwd(const FwdParams), attnjit_tensor_summary(const int*, int, int, int,
+// int*, int*).
+constexpr ParamSlot kForwardParams[] = {{0, sizeof(FwdParams)}};
+constexpr ParamSlot kSummaryParams[] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
+static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
+
+// The kernel's parameter list as the driver sees it (cuFuncGetParamInfo, CUDA 12.4+) against the
+// host's: a mismatch (a FwdParams laid out differently by NVRTC and the host compiler, a changed
+// entry signature) becomes an internal error instead of a kernel reading garbage.
+template <std::size_t N>
+void check_parameter_layout(const std::string& key, CUfunction function,
+                            const ParamSlot (&expected)[N]) {
+  const driver::DriverApi& d = driver::api();
+  if (d.cuFuncGetParamInfo == nullptr) return;  // older driver: nothing to ask
+  for (std::size_t i = 0; i <= N; ++i) {
+    std::size_t offset = 0;
+    std::size_t size = 0;
+    const CUresult result = d.cuFuncGetParamInfo(function, i, &offset, &size);
+    if (i == N) {
+      if (result == CUDA_SUCCESS) {
+        throw_error(Status::internal, "kernel {} has more than the {} parameter(s) the host passes",
+                    key, N);
+      }
+      return;
+    }
+    if (result != CUDA_SUCCESS && i == 0) {
+      // Note: treated as "no parameter information" (a driver or image without it), not as a
+      // mismatch: the check is a guard, never the reason a correct kernel cannot run.
+      log().debug("kernel {}: cuFuncGetParamInfo: {}", key, driver::describe_result(result));
+      return;
+    }
+    if (result != CUDA_SUCCESS) {
+      throw_error(Status::internal,
+                  "kernel {}: parameter {} is missing ({}); the host passes {} parameter(s)", key,
+                  i, driver::describe_result(result), N);
+    }
+    if (offset != expected[i].offset || size != expected[i].size) {
+      throw_error(Status::internal,
+                  "kernel {}: parameter {} is {} bytes at offset {} but the host passes {} bytes "
+                  "at offset {}",
+                  key, i, size, offset, expected[i].size, expected[i].offset);
+    }
+  }
+}
+
 // Cubins and PTX images are cached by key; an image without one is keyed by its bytes.
 std::string module_key(const KernelBinary& kernel) {
   if (!kernel.key.empty()) return kernel.arch + "/" + kernel.key;
@@ -112,11 +171,7 @@ ContextRef current_context() {
     ATTNJIT_CU(cuDeviceGetCount, &count);
     if (count == 0) throw_error(Status::no_device, "no CUDA device: cuDeviceGetCount returned 0");
     ATTNJIT_CU(cuDeviceGet, &ref.device, 0);
-    CUcontext primary = nullptr;
-    if (!registry().has_primary(ref.device, &primary)) {
-      ATTNJIT_CU(cuDevicePrimaryCtxRetain, &primary, ref.device);
-      registry().retain_primary(ref.device, primary);
-    }
+    const CUcontext primary = registry().primary(ref.device);
     ATTNJIT_CU(cuCtxSetCurrent, primary);
     ref.context = primary;
   } else {
@@ -184,20 +239,42 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
     ptx.push_back('\0');
     image = ptx.data();
   }
-  CUmodule module = nullptr;
   const driver::DriverApi& d = driver::api();
-  if (d.cuModuleLoadData == nullptr) driver::throw_missing_symbol("cuModuleLoadData");
-  if (const CUresult result = d.cuModuleLoadData(&module, image); result != CUDA_SUCCESS) {
-    throw Error(driver::status_for_result(result),
-                fmt::format("cuModuleLoadData failed for kernel {} ({}) on {} (sm_{}): {}", key,
-                            kernel.arch, device.name, device.sm, driver::describe_result(result)));
+  // Note: a module whose set-up failed below stays loaded and owned by `state.modules`; a retry
+  // reuses it instead of loading (and leaking) a second copy.
+  CUmodule module = nullptr;
+  if (const auto found = state.modules.find(key); found != state.modules.end()) {
+    module = found->second;
+  } else {
+    if (d.cuModuleLoadData == nullptr) driver::throw_missing_symbol("cuModuleLoadData");
+    if (const CUresult result = d.cuModuleLoadData(&module, image); result != CUDA_SUCCESS) {
+      throw Error(
+          driver::status_for_result(result),
+          fmt::format("cuModuleLoadData failed for kernel {} ({}) on {} (sm_{}): {}", key,
+                      kernel.arch, device.name, device.sm, driver::describe_result(result)));
+    }
+    state.modules.emplace(key, module);
   }
-  state.modules.emplace(key, module);  // owned from here on, even if the lookups below fail
 
   auto loaded = std::make_unique<LoadedKernel>();
   ATTNJIT_CU(cuModuleGetFunction, &loaded->forward, module, codegen::kForwardEntry);
   if (d.cuModuleGetFunction(&loaded->summary, module, codegen::kSummaryEntry) != CUDA_SUCCESS) {
     loaded->summary = nullptr;
+  }
+  check_parameter_layout(key, loaded->forward, kForwardParams);
+  if (loaded->summary != nullptr) check_parameter_layout(key, loaded->summary, kSummaryParams);
+
+  // Static and dynamic shared memory share the opt-in limit; cuFuncSetAttribute would only say
+  // CUDA_ERROR_INVALID_VALUE.
+  int static_smem = 0;
+  ATTNJIT_CU(cuFuncGetAttribute, &static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+             loaded->forward);
+  if (static_smem + config.smem_bytes > device.smem_optin_bytes) {
+    throw_error(Status::unsupported,
+                "kernel {} needs {} bytes of dynamic and {} of static shared memory per block; {} "
+                "(sm_{}) allows {} in all",
+                key, config.smem_bytes, static_smem, device.name, device.sm,
+                device.smem_optin_bytes);
   }
   ATTNJIT_CU(cuFuncSetAttribute, loaded->forward, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
              config.smem_bytes);
@@ -220,7 +297,7 @@ std::pair<Workspace*, std::unique_lock<std::mutex>> acquire_workspace(const Cont
   Workspace* workspace = nullptr;
   {
     std::lock_guard lock(state.mutex);
-    auto& slot = state.workspaces[stream];
+    auto& slot = state.workspaces[workspace_key(stream)];
     if (!slot) slot = std::make_unique<Workspace>();
     workspace = slot.get();
   }

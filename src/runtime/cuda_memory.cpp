@@ -8,9 +8,13 @@
 
 namespace attnjit::cuda {
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+DeviceBuffer::DeviceBuffer(std::size_t bytes, MemoryKind kind) : bytes_(bytes) {
   current_context();  // makes a context current when the caller has none
-  ATTNJIT_CU(cuMemAlloc, &ptr_, bytes == 0 ? 1 : bytes);
+  if (kind == MemoryKind::managed) {
+    ATTNJIT_CU(cuMemAllocManaged, &ptr_, bytes == 0 ? 1 : bytes, CU_MEM_ATTACH_GLOBAL);
+  } else {
+    ATTNJIT_CU(cuMemAlloc, &ptr_, bytes == 0 ? 1 : bytes);
+  }
 }
 
 DeviceBuffer::~DeviceBuffer() {
@@ -51,12 +55,27 @@ void DeviceBuffer::fill_u32(unsigned value) {
   if (bytes_ >= 4) ATTNJIT_CU(cuMemsetD32, ptr_, value, bytes_ / 4);
 }
 
+Stream::Stream() {
+  current_context();
+  ATTNJIT_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
+}
+
+Stream::~Stream() {
+  if (stream_ != nullptr && driver::driver_available() &&
+      driver::api().cuStreamDestroy != nullptr) {
+    driver::api().cuStreamDestroy(stream_);
+  }
+}
+
+void Stream::synchronize() { ATTNJIT_CU(cuStreamSynchronize, stream_); }
+
 EventTimer::EventTimer() {
+  current_context();  // events belong to the current context
   ATTNJIT_CU(cuEventCreate, &start_, CU_EVENT_DEFAULT);
   try {
     ATTNJIT_CU(cuEventCreate, &stop_, CU_EVENT_DEFAULT);
   } catch (...) {
-    driver::api().cuEventDestroy(start_);
+    if (driver::api().cuEventDestroy != nullptr) driver::api().cuEventDestroy(start_);
     throw;
   }
 }

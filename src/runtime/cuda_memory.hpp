@@ -8,11 +8,14 @@
 
 namespace attnjit::cuda {
 
-// cuMemAlloc'ed device memory, freed on destruction (errors at that point are ignored).
+enum class MemoryKind { device, managed };
+
+// cuMemAlloc'ed device memory (or cuMemAllocManaged'ed, CU_MEM_ATTACH_GLOBAL), in the current
+// context (made current when there is none), freed on destruction (errors then are ignored).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
+  explicit DeviceBuffer(std::size_t bytes, MemoryKind kind = MemoryKind::device);
   ~DeviceBuffer();
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
@@ -30,6 +33,21 @@ class DeviceBuffer {
  private:
   CUdeviceptr ptr_ = 0;
   std::size_t bytes_ = 0;
+};
+
+// A stream of the current context (CU_STREAM_NON_BLOCKING), destroyed with the object.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  CUstream get() const { return stream_; }
+  void synchronize();
+
+ private:
+  CUstream stream_ = nullptr;
 };
 
 // A pair of events timing work queued on one stream.

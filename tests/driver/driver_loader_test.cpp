@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "common/error.hpp"
 #include "driver/cuda_driver.hpp"
@@ -91,6 +92,30 @@ TEST_CASE("symbols the driver lacks stay null and calling them is an error", "[d
       [&] { driver::call_checked(table->cuMemAlloc, "cuMemAlloc", &pointer, std::size_t{16}); });
   CHECK(e.status() == Status::cuda);
   CHECK_THAT(e.what(), Catch::Contains("does not export cuMemAlloc"));
+}
+
+TEST_CASE("entry points are asked for by base name at their pinned ABI version", "[driver]") {
+  const auto table = driver::load_driver(ATTNJIT_FAKE_CUDA_PATH);
+  CHECK(table->used_get_proc_address);
+  // The fake's cuGetProcAddress knows cuCtxSynchronize only at the (void) ABI, before 13000.
+  CHECK(table->cuCtxSynchronize != nullptr);
+  CHECK(table->cuCtxSynchronize() == CUDA_SUCCESS);
+
+  void* fake = dlopen(ATTNJIT_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  using Requests = const char* (*)();
+  const auto requests = reinterpret_cast<Requests>(dlsym(fake, "fake_proc_requests"));
+  REQUIRE(requests != nullptr);
+  const std::string asked = requests();
+  dlclose(fake);
+  const std::string legacy = std::to_string(CU_GET_PROC_ADDRESS_LEGACY_STREAM);
+  // Note: CUDA 13.0's newest cuCtxSynchronize takes a CUcontext; the table must not ask for it.
+  CHECK_THAT(asked, Catch::Contains("cuCtxSynchronize@2000/" + legacy + ";"));
+  CHECK_THAT(asked, Catch::Contains("cuCtxGetDevice@2000/" + legacy + ";"));
+  CHECK_THAT(asked, Catch::Contains("cuMemAlloc@3020/" + legacy + ";"));
+  CHECK_THAT(asked, Catch::Contains("cuLaunchKernel@4000/" + legacy + ";"));
+  CHECK_THAT(asked, Catch::Contains("cuDevicePrimaryCtxRelease@11000/" + legacy + ";"));
+  CHECK_THAT(asked, !Catch::Contains("_v2@"));
 }
 
 TEST_CASE("CUDA results map to statuses and messages", "[driver]") {

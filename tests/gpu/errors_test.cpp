@@ -105,14 +105,35 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     CHECK(e.status() == Status::invalid_argument);
   }
   SECTION("a buffer too small for the shape") {
+    // Note: 16 MiB per view, past any rounding of the 16 KiB allocation's range (2 MiB pages).
     AttentionShape s = f.shape;
-    s.q_len = s.kv_len = 4096;
+    s.q_len = s.kv_len = 65536;
     AttentionBuffers b = f.buffers;
     b.q_strides = b.k_strides = b.v_strides = b.out_strides =
-        layout_strides(Layout::bhld, 2, 4096, 64);
+        layout_strides(Layout::bhld, 2, 65536, 64);
     const Error e = capture([&] { f.run(b, s); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("too small"));
+  }
+  SECTION("a pointer CUDA has never seen, inside the alignment") {
+    alignas(16) static std::uint16_t stack_like[2 * 64 * 64];
+    AttentionBuffers b = f.buffers;
+    b.out = stack_like;
+    const Error e = capture([&] { f.run(b, f.shape); });
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("output pointer") && Catch::Contains("not device memory"));
+  }
+  SECTION("a freed device pointer") {
+    const void* freed = nullptr;
+    {
+      cuda::DeviceBuffer gone(Fixture::bytes());
+      freed = gone.get();
+    }
+    AttentionBuffers b = f.buffers;
+    b.v = freed;
+    const Error e = capture([&] { f.run(b, f.shape); });
+    CHECK(e.status() == Status::invalid_argument);
+    CHECK_THAT(e.what(), Catch::Contains("value pointer"));
   }
   SECTION("a declared tensor that is not passed") {
     GpuCase c;

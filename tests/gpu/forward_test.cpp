@@ -4,9 +4,13 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "common/error.hpp"
 #include "gpu_harness.hpp"
+#include "runtime/cuda_memory.hpp"
 
 using namespace attnjit;
 using namespace attnjit::gpu_test;
@@ -223,6 +227,55 @@ TEST_CASE("changing parameters and tensors needs no recompilation", "[gpu]") {
     const CaseResult result = run_case(doc);
     INFO(doc.name() << ": " << result.describe());
     CHECK(result.passed());
+  }
+}
+
+TEST_CASE("managed memory, streams and threads give the same results", "[gpu]") {
+  GpuCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(300, 4, false, 9)};
+  doc.shape = shape(1, 2, 2, 300, 300);
+
+  SECTION("managed memory") {
+    GpuCase c = doc;
+    c.managed = true;
+    check_cases({c});
+  }
+  SECTION("CU_STREAM_PER_THREAD, CU_STREAM_LEGACY and a created stream") {
+    cuda::Stream created;
+    std::vector<GpuCase> cases;
+    for (void* stream : {static_cast<void*>(CU_STREAM_PER_THREAD),
+                         static_cast<void*>(CU_STREAM_LEGACY), static_cast<void*>(created.get())}) {
+      GpuCase c = doc;
+      c.stream = stream;
+      cases.push_back(c);
+    }
+    check_cases(cases);
+  }
+  SECTION("two threads on their per-thread streams, summaries in separate workspaces") {
+    // Note: different document counts per thread, so a workspace shared between the two
+    // per-thread streams would hand one thread the other's summaries.
+    std::vector<std::string> failures[2];
+    auto worker = [&](int index) {
+      for (int round = 0; round < 3; ++round) {
+        GpuCase c = doc;
+        c.tensors = {document_ids(300, index == 0 ? 2 : 30, index == 0, 17 + round)};
+        c.seed = static_cast<std::uint64_t>(100 * index + round);
+        c.stream = CU_STREAM_PER_THREAD;
+        try {
+          const CaseResult result = run_case(c);
+          if (!result.passed()) failures[index].push_back(c.name() + ": " + result.describe());
+        } catch (const std::exception& error) {
+          failures[index].push_back(c.name() + ": " + error.what());
+        }
+      }
+    };
+    std::thread first(worker, 0), second(worker, 1);
+    first.join();
+    second.join();
+    for (const auto& list : failures) {
+      for (const std::string& failure : list) FAIL_CHECK(failure);
+    }
   }
 }
 

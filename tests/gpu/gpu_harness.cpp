@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -20,6 +21,36 @@
 
 namespace attnjit::gpu_test {
 namespace {
+
+using reference::HostTensor;
+
+// Elements of `tensor`'s storage outside its [batch, heads, len, head_dim] view whose bytes differ
+// from `before`: the kernel wrote where it must not (row padding, past the last row).
+std::int64_t writes_outside_view(const HostTensor& tensor, const std::vector<std::byte>& before,
+                                 const AttentionShape& shape, int heads, int len) {
+  const std::size_t element = dtype_size(tensor.dtype());
+  const auto count = static_cast<std::size_t>(tensor.storage_elements());
+  std::vector<bool> in_view(count, false);
+  const Strides& s = tensor.strides();
+  for (int b = 0; b < shape.batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      for (int row = 0; row < len; ++row) {
+        const std::int64_t first = b * s.batch + h * s.head + row * s.row;
+        for (int d = 0; d < shape.head_dim; ++d)
+          in_view[static_cast<std::size_t>(first + d)] = true;
+      }
+    }
+  }
+  const auto* after = static_cast<const std::byte*>(tensor.data());
+  std::int64_t changed = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!in_view[i] &&
+        std::memcmp(after + i * element, before.data() + i * element, element) != 0) {
+      ++changed;
+    }
+  }
+  return changed;
+}
 
 std::span<const std::byte> bytes_of(const void* data, std::size_t size) {
   return {static_cast<const std::byte*>(data), size};
@@ -50,17 +81,23 @@ std::string GpuCase::name() const {
 }
 
 bool CaseResult::passed() const {
-  return reference::within(out, out_limit) && (lse.count == 0 || reference::within(lse, lse_limit));
+  return reference::within(out, out_limit) &&
+         (lse.count == 0 || reference::within(lse, lse_limit)) && padding_writes == 0;
 }
 
 std::string CaseResult::describe() const {
-  return fmt::format("out: {} (limit max_abs {:.1e} nmse {:.1e}); lse: {}",
-                     reference::describe(out), out_limit.max_abs_error, out_limit.nmse,
-                     lse.count == 0 ? std::string("off") : reference::describe(lse));
+  return fmt::format(
+      "out: {} (limit max_abs {:.1e} nmse {:.1e}); lse: {}; writes outside the "
+      "output view: {}",
+      reference::describe(out), out_limit.max_abs_error, out_limit.nmse,
+      lse.count == 0 ? std::string("off") : reference::describe(lse), padding_writes);
 }
 
 KernelCache& test_cache() {
-  static const std::filesystem::path dir = [] {
+  static const std::filesystem::path dir = []() -> std::filesystem::path {
+    if (const char* env = std::getenv("ATTNJIT_CACHE_DIR"); env != nullptr && *env != '\0') {
+      return env;
+    }
     auto path = std::filesystem::temp_directory_path() /
                 fmt::format("attnjit-gpu-test-{}", static_cast<long>(::getpid()));
     std::filesystem::create_directories(path);
@@ -107,8 +144,11 @@ CaseResult run_case(const GpuCase& c) {
   const AttentionBuffers host = problem.buffers();
 
   // Device copies; out and lse start as NaN (the host problem poisons them, padding included).
-  cuda::DeviceBuffer q(problem.q.storage_bytes()), k(problem.k.storage_bytes()),
-      v(problem.v.storage_bytes()), out(problem.out.storage_bytes());
+  const cuda::MemoryKind kind = c.managed ? cuda::MemoryKind::managed : cuda::MemoryKind::device;
+  cuda::DeviceBuffer q(problem.q.storage_bytes(), kind), k(problem.k.storage_bytes(), kind),
+      v(problem.v.storage_bytes(), kind), out(problem.out.storage_bytes(), kind);
+  const auto* poisoned_out = static_cast<const std::byte*>(problem.out.data());
+  const std::vector<std::byte> poisoned(poisoned_out, poisoned_out + problem.out.storage_bytes());
   q.upload(bytes_of(problem.q.data(), problem.q.storage_bytes()));
   k.upload(bytes_of(problem.k.data(), problem.k.storage_bytes()));
   v.upload(bytes_of(problem.v.data(), problem.v.storage_bytes()));
@@ -116,7 +156,7 @@ CaseResult run_case(const GpuCase& c) {
   std::unique_ptr<cuda::DeviceBuffer> lse;
   if (c.with_lse) {
     std::vector<float> poison(problem.lse.size(), std::numeric_limits<float>::quiet_NaN());
-    lse = std::make_unique<cuda::DeviceBuffer>(poison.size() * sizeof(float));
+    lse = std::make_unique<cuda::DeviceBuffer>(poison.size() * sizeof(float), kind);
     lse->upload(bytes_of(poison));
   }
 
@@ -132,7 +172,7 @@ CaseResult run_case(const GpuCase& c) {
     const bool is_int = decl.elem == expr::TensorElemType::int32;
     const void* data = is_int ? static_cast<const void*>(input.ints.data()) : input.floats.data();
     const std::size_t bytes = (is_int ? input.ints.size() : input.floats.size()) * 4;
-    tensor_buffers.emplace_back(bytes);
+    tensor_buffers.emplace_back(bytes, kind);
     tensor_buffers.back().upload(bytes_of(data, bytes));
     TensorArg arg{};
     arg.dims[0] = input.dims[0];
@@ -151,7 +191,7 @@ CaseResult run_case(const GpuCase& c) {
   device.v = v.get();
   device.out = out.get();
   device.lse = lse ? static_cast<float*>(lse->get()) : nullptr;
-  cuda::forward(kernel, mask, device_args, shape, device, nullptr);
+  cuda::forward(kernel, mask, device_args, shape, device, c.stream);
   cuda::synchronize_context();
 
   out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
@@ -168,6 +208,8 @@ CaseResult run_case(const GpuCase& c) {
   result.out_limit = {base.max_abs_error * c.tolerance_factor, base.nmse * c.tolerance_factor};
   result.lse_limit = reference::lse_tolerance();
   if (lse) result.lse = reference::compare_lse(shape, lse_result.data(), expected_lse);
+  result.padding_writes =
+      writes_outside_view(problem.out, poisoned, shape, shape.num_heads_q, shape.q_len);
   return result;
 }
 

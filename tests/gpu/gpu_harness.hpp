@@ -34,6 +34,8 @@ struct GpuCase {
   std::uint64_t seed = 1;
   float scale = 0.0f;
   double tolerance_factor = 1.0;  // multiplies output_tolerance(dtype)
+  bool managed = false;           // q, k, v, out, lse and tensors in managed memory
+  void* stream = nullptr;         // CUstream for the launch; null: the legacy default stream
 
   std::string name() const;  // every parameter spelled out, for test output
 };
@@ -43,6 +45,7 @@ struct CaseResult {
   reference::ErrorStats lse;
   reference::Tolerance out_limit{};
   reference::Tolerance lse_limit{};
+  std::int64_t padding_writes = 0;  // output elements outside the view that changed (must be 0)
   KernelOrigin origin = KernelOrigin::compiled;
   bool passed() const;
   std::string describe() const;
@@ -50,7 +53,8 @@ struct CaseResult {
 
 std::int32_t float_bits(float value);
 
-// The kernel cache every GPU test shares: a fresh temporary directory per process.
+// The kernel cache every GPU test shares: $ATTNJIT_CACHE_DIR when set (so the sanitizer runs of
+// tools/gpu-check.sh reuse what the full run compiled), else a fresh temporary directory.
 KernelCache& test_cache();
 std::string device_arch();  // "sm_90"
 VariantSpec make_spec(const GpuCase& test_case);

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,6 +47,9 @@ struct InputSet {
 void run_bench(const BenchOptions& options) {
   if (options.seq_len <= 0 || options.batch <= 0 || options.heads <= 0) {
     throw_error(Status::invalid_argument, "--seq-len, --batch and --heads must be positive");
+  }
+  if (options.iterations <= 0 || options.warmup < 0) {
+    throw_error(Status::invalid_argument, "--iters must be positive and --warmup not negative");
   }
   const cuda::DeviceInfo device = cuda::current_device();  // throws without a GPU
   const std::string arch = fmt::format("sm_{}", device.sm);
@@ -132,15 +136,22 @@ void run_bench(const BenchOptions& options) {
       cuda::forward(kernel, mask, device_args, shape, buffers_for(sets[i % num_sets]), nullptr);
     }
     cuda::synchronize_context();
-    std::vector<float> times;
-    cuda::EventTimer timer;
+    // Note: every timed call gets its own pair of events and nothing waits until all are queued,
+    // so while the GPU runs call i the host already checks and queues call i + 1: the events
+    // bracket the kernels (summaries included), not the host-side checks and launch latency that
+    // a wait after every call would put between the start event and the kernel.
+    std::vector<std::unique_ptr<cuda::EventTimer>> timers;
+    for (int i = 0; i < options.iterations; ++i) {
+      timers.push_back(std::make_unique<cuda::EventTimer>());
+    }
     for (int i = 0; i < options.iterations; ++i) {
       const AttentionBuffers b = buffers_for(sets[i % num_sets]);
-      timer.start(nullptr);
+      timers[static_cast<std::size_t>(i)]->start(nullptr);
       cuda::forward(kernel, mask, device_args, shape, b, nullptr);
-      timer.stop(nullptr);
-      times.push_back(timer.elapsed_ms());
+      timers[static_cast<std::size_t>(i)]->stop(nullptr);
     }
+    std::vector<float> times;
+    for (const auto& timer : timers) times.push_back(timer->elapsed_ms());
     std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2),
                      times.end());
     const double median_ms = times[times.size() / 2];
