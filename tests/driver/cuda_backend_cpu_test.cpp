@@ -3,23 +3,16 @@
 #include <catch2/catch.hpp>
 
 #include "common/error.hpp"
+#include "support/capture_error.hpp"
 #include "driver_test_env.hpp"
 #include "expr/expression.hpp"
 #include "runtime/cuda_backend.hpp"
 
 using namespace attnjit;
+using attnjit::test::capture_error;
 
 namespace {
 
-template <typename F>
-Error capture(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    return error;
-  }
-  return Error(Status::ok, "no error");
-}
 
 struct Call {
   AttentionShape shape{1, 1, 1, 16, 16, 64};
@@ -40,7 +33,7 @@ struct Call {
 
 TEST_CASE("current_device without a driver is Error(no_device)", "[driver]") {
   test_env::use_missing_driver();
-  const Error e = capture([] { cuda::current_device(); });
+  const Error e = capture_error([] { cuda::current_device(); });
   CHECK(e.status() == Status::no_device);
   CHECK_THAT(e.what(), Catch::StartsWith(std::string("CUDA driver not found: dlopen(") +
                                          test_env::kMissingDriver + ") failed: "));
@@ -53,7 +46,7 @@ TEST_CASE("forward checks dtypes and shapes before it needs a driver", "[driver]
 
   SECTION("float32 is unsupported") {
     call.buffers.q_dtype = call.buffers.k_dtype = call.buffers.v_dtype = DType::fp32;
-    const Error e = capture(
+    const Error e = capture_error(
         [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, nullptr); });
     CHECK(e.status() == Status::unsupported);
     CHECK_THAT(e.what(),
@@ -61,7 +54,7 @@ TEST_CASE("forward checks dtypes and shapes before it needs a driver", "[driver]
   }
   SECTION("mismatched dtypes") {
     call.buffers.v_dtype = DType::fp16;
-    const Error e = capture(
+    const Error e = capture_error(
         [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, nullptr); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("same dtype"));
@@ -69,20 +62,20 @@ TEST_CASE("forward checks dtypes and shapes before it needs a driver", "[driver]
   SECTION("bad shapes") {
     call.shape.num_heads_q = 3;
     call.shape.num_heads_kv = 2;
-    const Error e = capture(
+    const Error e = capture_error(
         [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, nullptr); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("multiple"));
   }
   SECTION("a grid too tall for the kernel") {
     call.shape.batch = 70000;
-    const Error e = capture(
+    const Error e = capture_error(
         [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, nullptr); });
     CHECK(e.status() == Status::unsupported);
     CHECK_THAT(e.what(), Catch::Contains("65535"));
   }
   SECTION("a valid call needs the driver") {
-    const Error e = capture(
+    const Error e = capture_error(
         [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, nullptr); });
     CHECK(e.status() == Status::no_device);
   }

@@ -7,28 +7,21 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "support/capture_error.hpp"
 #include "driver/cuda_driver.hpp"
 #include "driver_test_env.hpp"
 
 using namespace attnjit;
+using attnjit::test::capture_error;
 
 namespace {
 
-template <typename F>
-Error capture(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    return error;
-  }
-  return Error(Status::ok, "no error");
-}
 
 }  // namespace
 
 TEST_CASE("a missing driver library is Error(no_device) naming the path and the way out",
           "[driver]") {
-  const Error e = capture([] { driver::load_driver("/nonexistent/libcuda.so.1"); });
+  const Error e = capture_error([] { driver::load_driver("/nonexistent/libcuda.so.1"); });
   CHECK(e.status() == Status::no_device);
   CHECK_THAT(e.what(), Catch::StartsWith("CUDA driver not found: dlopen(/nonexistent/libcuda.so.1) "
                                          "failed: /nonexistent/libcuda.so.1: cannot open"));
@@ -55,7 +48,7 @@ TEST_CASE("without libcuda.so.1 the message is the documented one", "[driver]") 
     CHECK_NOTHROW(driver::load_driver("libcuda.so.1"));
     return;
   }
-  const Error e = capture([] { driver::load_driver("libcuda.so.1"); });
+  const Error e = capture_error([] { driver::load_driver("libcuda.so.1"); });
   CHECK(e.status() == Status::no_device);
   CHECK_THAT(e.what(), Catch::StartsWith("CUDA driver not found: dlopen(libcuda.so.1) failed: "));
   CHECK_THAT(e.what(), Catch::Contains("use backend cpu or auto"));
@@ -64,8 +57,8 @@ TEST_CASE("without libcuda.so.1 the message is the documented one", "[driver]") 
 TEST_CASE("the process driver remembers its failure and reports it again", "[driver]") {
   test_env::use_missing_driver();
   CHECK_FALSE(driver::driver_available());
-  const Error first = capture([] { driver::api(); });
-  const Error second = capture([] { driver::api(); });
+  const Error first = capture_error([] { driver::api(); });
+  const Error second = capture_error([] { driver::api(); });
   CHECK(first.status() == Status::no_device);
   CHECK(std::string(first.what()) == second.what());
   CHECK_THAT(first.what(), Catch::Contains(test_env::kMissingDriver));
@@ -74,7 +67,7 @@ TEST_CASE("the process driver remembers its failure and reports it again", "[dri
 TEST_CASE("a driver whose cuInit fails is Error(no_device) with the driver's error name",
           "[driver]") {
   setenv("ATTNJIT_FAKE_CUINIT", "100", 1);
-  const Error e = capture([] { driver::load_driver(ATTNJIT_FAKE_CUDA_PATH); });
+  const Error e = capture_error([] { driver::load_driver(ATTNJIT_FAKE_CUDA_PATH); });
   unsetenv("ATTNJIT_FAKE_CUINIT");
   CHECK(e.status() == Status::no_device);
   CHECK_THAT(e.what(), Catch::StartsWith("cuInit failed: CUDA_ERROR_NO_DEVICE: no CUDA-capable "
@@ -88,7 +81,7 @@ TEST_CASE("symbols the driver lacks stay null and calling them is an error", "[d
   CHECK(table->cuMemAlloc == nullptr);
   CHECK(table->cuLaunchKernel == nullptr);
   CUdeviceptr pointer = 0;
-  const Error e = capture(
+  const Error e = capture_error(
       [&] { driver::call_checked(table->cuMemAlloc, "cuMemAlloc", &pointer, std::size_t{16}); });
   CHECK(e.status() == Status::cuda);
   CHECK_THAT(e.what(), Catch::Contains("does not export cuMemAlloc"));
@@ -124,7 +117,7 @@ TEST_CASE("CUDA results map to statuses and messages", "[driver]") {
   CHECK(driver::status_for_result(CUDA_ERROR_NO_DEVICE) == Status::no_device);
   CHECK(driver::status_for_result(CUDA_ERROR_LAUNCH_FAILED) == Status::cuda);
   CHECK(driver::status_for_result(CUDA_ERROR_INVALID_VALUE) == Status::cuda);
-  const Error oom = capture([] { driver::check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc"); });
+  const Error oom = capture_error([] { driver::check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc"); });
   CHECK(oom.status() == Status::out_of_memory);
   // Without a driver there is no error text to ask for: the number stands in.
   CHECK_THAT(oom.what(), Catch::StartsWith("cuMemAlloc failed: CUresult 2"));

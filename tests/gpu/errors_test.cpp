@@ -4,12 +4,14 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "support/capture_error.hpp"
 #include "expr/expression.hpp"
 #include "gpu_harness.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
 
 using namespace attnjit;
+using attnjit::test::capture_error;
 using namespace attnjit::gpu_test;
 
 namespace {
@@ -52,15 +54,6 @@ struct Fixture {
   }
 };
 
-template <typename F>
-Error capture(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    return error;
-  }
-  return Error(Status::ok, "no error");
-}
 
 }  // namespace
 
@@ -71,14 +64,14 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     std::vector<std::uint16_t> host(2 * 64 * 64);
     AttentionBuffers b = f.buffers;
     b.q = host.data();
-    const Error e = capture([&] { f.run(b, f.shape); });
+    const Error e = capture_error([&] { f.run(b, f.shape); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("query pointer") && Catch::Contains("not device memory"));
   }
   SECTION("a misaligned pointer") {
     AttentionBuffers b = f.buffers;
     b.k = static_cast<const char*>(b.k) + 2;
-    const Error e = capture([&] { f.run(b, f.shape); });
+    const Error e = capture_error([&] { f.run(b, f.shape); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("key pointer") && Catch::Contains("aligned to 16"));
   }
@@ -86,14 +79,14 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     AttentionBuffers b = f.buffers;
     b.v_strides.row = 68;
     b.v_strides.head = 68 * 64;
-    const Error e = capture([&] { f.run(b, f.shape); });
+    const Error e = capture_error([&] { f.run(b, f.shape); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("value row stride"));
   }
   SECTION("float32 inputs") {
     AttentionBuffers b = f.buffers;
     b.q_dtype = b.k_dtype = b.v_dtype = DType::fp32;
-    const Error e = capture([&] { f.run(b, f.shape); });
+    const Error e = capture_error([&] { f.run(b, f.shape); });
     CHECK(e.status() == Status::unsupported);
     CHECK_THAT(e.what(),
                Catch::StartsWith("query, key and value must be bfloat16 or float16; got float32"));
@@ -101,7 +94,7 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
   SECTION("mixed dtypes") {
     AttentionBuffers b = f.buffers;
     b.k_dtype = DType::fp16;
-    const Error e = capture([&] { f.run(b, f.shape); });
+    const Error e = capture_error([&] { f.run(b, f.shape); });
     CHECK(e.status() == Status::invalid_argument);
   }
   SECTION("a buffer too small for the shape") {
@@ -111,7 +104,7 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     AttentionBuffers b = f.buffers;
     b.q_strides = b.k_strides = b.v_strides = b.out_strides =
         layout_strides(Layout::bhld, 2, 65536, 64);
-    const Error e = capture([&] { f.run(b, s); });
+    const Error e = capture_error([&] { f.run(b, s); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("too small"));
   }
@@ -119,7 +112,7 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     alignas(16) static std::uint16_t stack_like[2 * 64 * 64];
     AttentionBuffers b = f.buffers;
     b.out = stack_like;
-    const Error e = capture([&] { f.run(b, f.shape); });
+    const Error e = capture_error([&] { f.run(b, f.shape); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("output pointer") && Catch::Contains("not device memory"));
   }
@@ -131,7 +124,7 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     }
     AttentionBuffers b = f.buffers;
     b.v = freed;
-    const Error e = capture([&] { f.run(b, f.shape); });
+    const Error e = capture_error([&] { f.run(b, f.shape); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("value pointer"));
   }
@@ -144,7 +137,7 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     const expr::Expression mask =
         expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature);
     const Error e =
-        capture([&] { cuda::forward(kernel, mask, VariantArgs{}, f.shape, f.buffers, nullptr); });
+        capture_error([&] { cuda::forward(kernel, mask, VariantArgs{}, f.shape, f.buffers, nullptr); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("tensor 'doc'"));
   }

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "support/capture_error.hpp"
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
 #include "reference/random_inputs.hpp"
@@ -31,13 +32,9 @@ VariantSpec sliding_window_spec() {
   return spec;
 }
 
-Status status_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  return Status::ok;
+template <typename F>
+Status status_of(F&& fn) {
+  return test::capture_error(std::forward<F>(fn)).status();
 }
 
 }  // namespace
