@@ -111,6 +111,13 @@ VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, 
     if (const auto it = program.resources.find(codegen::kForwardEntry);
         it != program.resources.end()) {
       compiled.binary.forward_resources = it->second;
+      const ResourceUsage& usage = it->second;
+      if (usage.spill_store_bytes > 0 || usage.spill_load_bytes > 0) {
+        // Note: a spilling kernel is still correct; the user should know why it is slow.
+        log().warn("kernel {} for {} spills ({} bytes stored, {} loaded, {} registers): expect "
+                   "lower speed; a simpler score expression or a smaller head dim avoids it",
+                   key, arch, usage.spill_store_bytes, usage.spill_load_bytes, usage.registers);
+      }
     }
     nlohmann::json resources = nlohmann::json::object();
     for (const auto& [entry, usage] : program.resources) resources[entry] = cache::to_json(usage);

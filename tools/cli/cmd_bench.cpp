@@ -188,11 +188,10 @@ void add_bench_command(CLI::App& app) {
     try {
       run_bench(*options);
     } catch (const Error& error) {
-      if (error.status() == Status::no_device || error.status() == Status::unsupported) {
-        fmt::print(stderr, "attnjit bench needs a CUDA GPU (compute capability 8.0+): {}\n",
-                   error.what());
-      }
-      throw;
+      if (error.status() != Status::no_device && error.status() != Status::unsupported) throw;
+      fmt::print(stderr, "attnjit bench needs a CUDA GPU (compute capability 8.0+): {}\n",
+                 error.what());
+      throw CLI::RuntimeError(1);
     }
   });
 }
