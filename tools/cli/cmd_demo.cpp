@@ -13,7 +13,7 @@
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
 #include "reference/random_inputs.hpp"
-#include "runtime/cuda_memory.hpp"
+#include "problem_placement.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/variant.hpp"
 #include "tile_census.hpp"
@@ -68,37 +68,21 @@ void demo(const std::string& cache_dir, int len_option) {
     reference::HostProblem problem = reference::make_problem(shape, problem_options);
     AttentionBuffers host = problem.buffers();
 
+    ProblemPlacement placement(problem, on_gpu);
     ForwardCall call;
     call.shape = shape;
-    call.buffers = host;
+    call.buffers = placement.buffers();
     call.scalars.assign(inputs.host.scalars, inputs.host.scalars + mv.signature.params.size());
-    std::vector<cuda::DeviceBuffer> device;
-    auto place = [&](const void* data, std::size_t size) -> void* {
-      if (!on_gpu) return const_cast<void*>(data);
-      device.emplace_back(size);
-      device.back().upload({static_cast<const std::byte*>(data), size});
-      return device.back().get();
-    };
-    if (on_gpu) {
-      call.buffers.q = place(host.q, problem.q.storage_bytes());
-      call.buffers.k = place(host.k, problem.k.storage_bytes());
-      call.buffers.v = place(host.v, problem.v.storage_bytes());
-      call.buffers.out = place(host.out, problem.out.storage_bytes());
-      call.buffers.lse = static_cast<float*>(place(host.lse, problem.lse.size() * 4));
-    }
     for (std::size_t i = 0; i < inputs.tensor_data.size(); ++i) {
       const auto& data = inputs.tensor_data[i];
       const TensorArg& arg = inputs.host.tensors[i];
-      call.tensors.push_back({place(data.data(), data.size() * 4), {arg.dims[0], arg.dims[1]}});
+      call.tensors.push_back(
+          {placement.place(data.data(), data.size() * 4), {arg.dims[0], arg.dims[1]}});
     }
 
     const auto run_start = std::chrono::steady_clock::now();
     variant.forward(call);
-    if (on_gpu) {
-      cuda::synchronize_context();
-      device[3].download({reinterpret_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
-      device[4].download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
-    }
+    placement.fetch_results();
     const double run_ms = ms_since(run_start);
 
     ForwardCall host_call = call;

@@ -17,6 +17,7 @@
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
 #include "reference/random_inputs.hpp"
+#include "problem_placement.hpp"
 #include "runtime/cuda_memory.hpp"
 #include "tile_census.hpp"
 #include "variant_options.hpp"
@@ -69,10 +70,6 @@ std::vector<HostTensorData> make_tensors(const expr::Signature& sig, const Atten
     out.push_back(std::move(t));
   }
   return out;
-}
-
-std::span<const std::byte> bytes_of(const void* data, std::size_t size) {
-  return {static_cast<const std::byte*>(data), size};
 }
 
 // Refuses a problem whose host buffers cannot fit in this machine's memory, before allocating
@@ -158,29 +155,23 @@ void run(const RunOptions& o) {
                                 std::chrono::steady_clock::now() - prepare_start)
                                 .count();
 
-  AttentionBuffers host = problem.buffers();
-  // On the GPU every buffer gets a device copy; the output comes back for the check.
-  std::vector<cuda::DeviceBuffer> device;
-  auto place = [&](const void* data, std::size_t size) -> void* {
-    if (!on_gpu) return const_cast<void*>(data);
-    device.emplace_back(size);
-    device.back().upload(bytes_of(data, size));
-    return device.back().get();
-  };
+  const AttentionBuffers host = problem.buffers();
+  ProblemPlacement placement(problem, on_gpu);
+  const AttentionBuffers& placed = placement.buffers();
   std::vector<attnjit_scalar> params(param_values.size());
   for (std::size_t i = 0; i < params.size(); ++i) params[i].i = param_values[i];
 
   attnjit_forward_args args;
   attnjit_forward_args_init(&args);
-  args.q = place(host.q, problem.q.storage_bytes());
-  args.k = place(host.k, problem.k.storage_bytes());
-  args.v = place(host.v, problem.v.storage_bytes());
-  args.out = place(host.out, problem.out.storage_bytes());
-  args.lse = static_cast<float*>(place(host.lse, problem.lse.size() * sizeof(float)));
-  // Note: q, k, v, out, lse are placed first: device[3] and device[4] are read back below.
+  args.q = placed.q;
+  args.k = placed.k;
+  args.v = placed.v;
+  args.out = placed.out;
+  args.lse = placed.lse;
   std::vector<attnjit_tensor_arg> tensor_args;
   for (const auto& t : tensors) {
-    tensor_args.push_back({place(t.words.data(), t.words.size() * 4), {t.dims[0], t.dims[1]}});
+    tensor_args.push_back(
+        {placement.place(t.words.data(), t.words.size() * 4), {t.dims[0], t.dims[1]}});
   }
   args.q_dtype = args.k_dtype = args.v_dtype = dtype;
   args.batch = shape.batch;
@@ -204,10 +195,7 @@ void run(const RunOptions& o) {
                         .count());
   }
   std::sort(times.begin(), times.end());
-  if (on_gpu) {
-    device[3].download({reinterpret_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
-    device[4].download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
-  }
+  placement.fetch_results();
 
   // Host view of the variant's values, for the census and the reference check.
   const auto mask = expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature);
