@@ -113,13 +113,11 @@ struct ForwardLayout {
   }
 };
 
+#if ATTNJIT_KERNEL_CODE
+
 #if ATTNJIT_DEVICE_COMPILE
-
 extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
-
-struct alignas(16) Bytes16 {
-  unsigned x, y, z, w;
-};
+#endif
 
 template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
           int NUM_STAGES>
@@ -475,8 +473,10 @@ struct AttentionForward {
         if (params.lse != nullptr && tig == 0 && q_idx < params.q_len) {
           const float lse =
               sum > 0.0f ? (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2 : neg_infinity();
-          params.lse[(static_cast<long long>(b) * params.num_heads_q + h) * params.q_len +
-                     q_idx] = lse;
+          store_global_f32(
+              params.lse + (static_cast<long long>(b) * params.num_heads_q + h) * params.q_len +
+                  q_idx,
+              lse);
         }
       }
     }
@@ -491,8 +491,8 @@ struct AttentionForward {
         const int o_lane = Layout::o_lane(lane, r);
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) {
-          *reinterpret_cast<unsigned*>(smem_warp + Layout::o_stage(o_lane, mt, j)) =
-              ElemTraits<ELEM>::pack2(acc_o[mt][j][2 * r], acc_o[mt][j][2 * r + 1]);
+          store_shared_32(smem_warp + Layout::o_stage(o_lane, mt, j),
+                          ElemTraits<ELEM>::pack2(acc_o[mt][j][2 * r], acc_o[mt][j][2 * r + 1]));
         }
       }
     }
@@ -505,9 +505,8 @@ struct AttentionForward {
       const int chunk = Layout::o_read_chunk(lane, i);
       const int q_idx = q0 + Layout::warp_row0(warp) + Layout::o_read_row(lane, i);
       if (q_idx < params.q_len) {
-        const Bytes16 value =
-            *reinterpret_cast<const Bytes16*>(smem_warp + Layout::o_read(lane, i));
-        *reinterpret_cast<Bytes16*>(o_base + q_idx * params.o_stride[2] + chunk * 8) = value;
+        store_global_16(o_base + q_idx * params.o_stride[2] + chunk * 8,
+                        load_shared_16(smem_warp + Layout::o_read(lane, i)));
       }
     }
   }
@@ -521,6 +520,6 @@ ATTNJIT_DEVICE void attention_forward(const FwdParams& params) {
   kernel.run();
 }
 
-#endif  // ATTNJIT_DEVICE_COMPILE
+#endif  // ATTNJIT_KERNEL_CODE
 
 }  // namespace attnjit

@@ -2,7 +2,7 @@
 // XOR-swizzled shared-memory layout of a [ROWS][HEAD_DIM] tile of 16-bit elements.
 #pragma once
 
-#include "attnjit/hd.cuh"
+#include "attnjit/numeric.cuh"
 
 namespace attnjit {
 
@@ -102,6 +102,8 @@ struct TileLoadPlan {
   }
 };
 
+// Note: the SIMT emulator (tests/simt) defines the primitives below for host runs, with the same
+// signatures, and checks every shared-memory access and cp.async group on the way.
 #if ATTNJIT_DEVICE_COMPILE
 
 ATTNJIT_DEVICE unsigned smem_address(const void* ptr) {
@@ -118,6 +120,19 @@ ATTNJIT_DEVICE void cp_async_16(unsigned smem_addr, const void* global_ptr, bool
                : "memory");
 }
 
+// Plain stores and loads, named so that every shared- and global-memory access of the kernels
+// outside cp.async / ldmatrix goes through one place the emulator can check.
+ATTNJIT_DEVICE void store_shared_32(unsigned char* smem, unsigned value) {
+  *reinterpret_cast<unsigned*>(smem) = value;
+}
+ATTNJIT_DEVICE Bytes16 load_shared_16(const unsigned char* smem) {
+  return *reinterpret_cast<const Bytes16*>(smem);
+}
+ATTNJIT_DEVICE void store_global_16(unsigned short* global, Bytes16 value) {
+  *reinterpret_cast<Bytes16*>(global) = value;
+}
+ATTNJIT_DEVICE void store_global_f32(float* global, float value) { *global = value; }
+
 ATTNJIT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Waits until at most N of this thread's committed groups are still in flight.
@@ -125,6 +140,10 @@ template <int N>
 ATTNJIT_DEVICE void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+
+#endif  // ATTNJIT_DEVICE_COMPILE
+
+#if ATTNJIT_KERNEL_CODE
 
 // Issues the cp.async copies of rows [row0, row0 + ROWS) of one (batch, head) slice into a
 // swizzled tile (chunk assignment: TileLoadPlan); rows at or past `num_rows` are zero-filled
@@ -152,6 +171,6 @@ ATTNJIT_DEVICE void load_tile_async(unsigned smem_tile, const unsigned short* ba
   }
 }
 
-#endif  // ATTNJIT_DEVICE_COMPILE
+#endif  // ATTNJIT_KERNEL_CODE
 
 }  // namespace attnjit

@@ -14,6 +14,10 @@ struct bf16_t {
 struct fp16_t {
   unsigned short bits;
 };
+// 16 bytes moved as one vector (an 8-element row chunk of a tile).
+struct alignas(16) Bytes16 {
+  unsigned x, y, z, w;
+};
 
 #if ATTNJIT_DEVICE_COMPILE
 

@@ -7,7 +7,7 @@
 
 namespace attnjit {
 
-#if ATTNJIT_DEVICE_COMPILE
+#if ATTNJIT_KERNEL_CODE
 
 ATTNJIT_DEVICE float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -67,6 +67,6 @@ struct OnlineSoftmax {
   }
 };
 
-#endif  // ATTNJIT_DEVICE_COMPILE
+#endif  // ATTNJIT_KERNEL_CODE
 
 }  // namespace attnjit

@@ -9,7 +9,7 @@
 
 namespace attnjit {
 
-#if ATTNJIT_DEVICE_COMPILE
+#if ATTNJIT_KERNEL_CODE
 
 // One thread per summary block, grid-stride, so any launch shape is correct; O(index_len) work
 // in total. Reads within a block are sequential per thread (the tensor is small: one int per
@@ -34,6 +34,6 @@ ATTNJIT_DEVICE void tensor_summary(const int* data, int len, int index_len, int 
   }
 }
 
-#endif  // ATTNJIT_DEVICE_COMPILE
+#endif  // ATTNJIT_KERNEL_CODE
 
 }  // namespace attnjit

@@ -13,12 +13,12 @@
 #include "driver/cuda_driver.hpp"
 #include "expr/block_analysis.hpp"
 #include "runtime/cuda_context.hpp"
+#include "runtime/forward_plan.hpp"
 
 namespace attnjit::cuda {
 namespace {
 
 constexpr std::uintptr_t kVectorAlignment = 16;  // the kernels load rows with 16-byte cp.async
-constexpr int kSummaryThreads = 256;
 constexpr unsigned kMaxGridY = 65535;
 
 DeviceInfo cached_device(CUdevice device) {
@@ -239,8 +239,6 @@ void launch(const char* name, CUfunction function, unsigned grid_x, unsigned gri
   }
 }
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
 // Device scratch for one call's tensor summaries, held until the forward kernel is queued.
 // Outside stream capture it is the (context, stream) workspace, kept locked. During capture it is
 // graph-owned memory (cuMemAllocAsync / cuMemFreeAsync on the capturing stream, which become
@@ -282,54 +280,27 @@ class SummaryScratch {
 // Launches the summary kernel for each request into `scratch` and points the copies of the
 // tensor args at the results.
 void attach_summaries(const ContextRef& context, CUstream stream, const LoadedKernel& loaded,
-                      const codegen::KernelConfig& config,
-                      const std::vector<expr::SummaryRequest>& requests,
-                      const AttentionShape& shape, VariantArgs& args, SummaryScratch& scratch) {
-  if (requests.empty()) return;
+                      const SummaryPlan& plan, VariantArgs& args, SummaryScratch& scratch) {
+  if (plan.launches.empty()) return;
   if (loaded.summary == nullptr) {
     throw_error(Status::internal,
                 "the mask needs tensor summaries but the kernel module has no "
                 "{} entry",
                 codegen::kSummaryEntry);
   }
-  struct Planned {
-    expr::SummaryRequest request;
-    int index_len, granularity, num_blocks;
-    std::size_t offset;  // in ints
-  };
-  std::vector<Planned> plan;
-  std::size_t total = 0;
-  for (const expr::SummaryRequest& request : requests) {
-    const bool q_axis = request.axis == expr::SummaryAxis::q;
-    const int index_len = q_axis ? shape.q_len : shape.kv_len;
-    const int granularity = q_axis ? config.block_m : config.block_n;
-    const int num_blocks = ceil_div(index_len, granularity);
-    plan.push_back({request, index_len, granularity, num_blocks, total});
-    total += 2 * static_cast<std::size_t>(num_blocks);
-  }
-  const CUdeviceptr data_base = scratch.acquire(context, stream, total * sizeof(int));
-  for (const Planned& p : plan) {
-    TensorArg& tensor = args.tensors[p.request.tensor];
-    const CUdeviceptr base = data_base + p.offset * sizeof(int);
-    const CUdeviceptr min_ptr = base;
-    const CUdeviceptr max_ptr = base + static_cast<std::size_t>(p.num_blocks) * sizeof(int);
-    const int* data = static_cast<const int*>(tensor.data);
-    int len = tensor.dims[0];
-    int index_len = p.index_len;
-    int granularity = p.granularity;
-    void* params[] = {&data,
-                      &len,
-                      &index_len,
-                      &granularity,
-                      const_cast<CUdeviceptr*>(&min_ptr),
-                      const_cast<CUdeviceptr*>(&max_ptr)};
-    // Note: one thread per summary block (see docs/KERNELS.md).
-    launch(codegen::kSummaryEntry, loaded.summary,
-           static_cast<unsigned>(ceil_div(p.num_blocks, kSummaryThreads)), 1, kSummaryThreads, 0,
-           stream, params);
-    const TensorSummary summary{reinterpret_cast<const int*>(min_ptr),
-                                reinterpret_cast<const int*>(max_ptr), p.granularity, p.num_blocks};
-    (p.request.axis == expr::SummaryAxis::q ? tensor.q_summary : tensor.kv_summary) = summary;
+  const CUdeviceptr data_base = scratch.acquire(context, stream, plan.total_ints * sizeof(int));
+  const auto* scratch_ints = reinterpret_cast<const int*>(data_base);
+  for (const SummaryLaunch& summary : plan.launches) {
+    const int* data = static_cast<const int*>(args.tensors[summary.request.tensor].data);
+    int len = summary.len;
+    int index_len = summary.index_len;
+    int granularity = summary.granularity;
+    const int* min_ptr = scratch_ints + summary.offset;
+    const int* max_ptr = min_ptr + summary.num_blocks;
+    void* params[] = {&data, &len, &index_len, &granularity, &min_ptr, &max_ptr};
+    launch(codegen::kSummaryEntry, loaded.summary, summary.grid.grid_x, summary.grid.grid_y,
+           summary.grid.threads, summary.grid.smem_bytes, stream, params);
+    attach_summary(summary, scratch_ints, args);
   }
 }
 
@@ -355,44 +326,22 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   const codegen::KernelConfig& config = kernel.config;
   auto stream = static_cast<CUstream>(stream_handle);
 
-  FwdParams params{};
-  params.q = buffers.q;
-  params.k = buffers.k;
-  params.v = buffers.v;
-  params.o = buffers.out;
-  params.lse = buffers.lse;
-  const std::pair<long long*, const Strides*> strides[] = {{params.q_stride, &buffers.q_strides},
-                                                           {params.k_stride, &buffers.k_strides},
-                                                           {params.v_stride, &buffers.v_strides},
-                                                           {params.o_stride, &buffers.out_strides}};
-  for (const auto& [out, in] : strides) {
-    out[0] = in->batch;
-    out[1] = in->head;
-    out[2] = in->row;
-  }
-  params.batch = shape.batch;
-  params.num_heads_q = shape.num_heads_q;
-  params.num_heads_kv = shape.num_heads_kv;
-  params.q_len = shape.q_len;
-  params.kv_len = shape.kv_len;
-  params.scale = effective_scale(shape, buffers);
-  params.args = args;
+  FwdParams params = make_forward_params(shape, buffers, args);
 
   // Note: destroyed after the launch below, so the scratch is released (unlocked, or freed in
   // stream order) only once the forward kernel that reads it is queued.
   SummaryScratch scratch;
-  attach_summaries(context, stream, loaded, config, expr::summary_requests(mask), shape,
-                   params.args, scratch);
+  attach_summaries(context, stream, loaded,
+                   plan_summaries(expr::summary_requests(mask), shape, config, args), params.args,
+                   scratch);
 
   static_assert(std::is_trivially_copyable_v<FwdParams> && std::is_standard_layout_v<FwdParams>,
                 "FwdParams is copied into the kernel's parameter buffer byte for byte");
   static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
   void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
-  launch(codegen::kForwardEntry, loaded.forward,
-         static_cast<unsigned>(ceil_div(shape.q_len, config.block_m)),
-         static_cast<unsigned>(shape.batch * shape.num_heads_q),
-         static_cast<unsigned>(config.num_warps * 32), static_cast<unsigned>(config.smem_bytes),
-         stream, launch_params);
+  const LaunchGrid grid = forward_grid(shape, config);
+  launch(codegen::kForwardEntry, loaded.forward, grid.grid_x, grid.grid_y, grid.threads,
+         grid.smem_bytes, stream, launch_params);
 }
 
 }  // namespace attnjit::cuda
