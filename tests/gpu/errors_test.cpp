@@ -13,6 +13,7 @@
 using namespace attnjit;
 using attnjit::test::capture_error;
 using namespace attnjit::gpu_test;
+using namespace attnjit::kernel_test;
 
 namespace {
 
@@ -41,8 +42,8 @@ struct Fixture {
     buffers.q_strides = buffers.k_strides = buffers.v_strides = buffers.out_strides = strides;
   }
 
-  static GpuCase causal_case() {
-    GpuCase c;
+  static KernelCase causal_case() {
+    KernelCase c;
     c.mask = "q_idx >= kv_idx";
     c.head_dim = 64;
     return c;
@@ -129,7 +130,7 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     CHECK_THAT(e.what(), Catch::Contains("value pointer"));
   }
   SECTION("a declared tensor that is not passed") {
-    GpuCase c;
+    KernelCase c;
     c.mask = "doc[q_idx] == doc[kv_idx]";
     c.tensors = {TensorInput{"doc:int32[1]", {}, {}, {64, 1}}};
     const VariantSpec spec = make_spec(c);

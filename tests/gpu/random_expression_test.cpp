@@ -1,90 +1,23 @@
 // Randomly generated masks and scores, run on the GPU and checked against the reference; the
 // seed and the expressions are in each case's name, so a failure reproduces from the log.
-#include <fmt/format.h>
-
 #include <catch2/catch.hpp>
 #include <random>
 #include <string>
 
 #include "common/error.hpp"
 #include "gpu_harness.hpp"
+#include "support/expression_generator.hpp"
 
 using namespace attnjit;
 using namespace attnjit::gpu_test;
-
-namespace {
-
-class ExpressionGenerator {
- public:
-  explicit ExpressionGenerator(std::uint64_t seed) : rng_(seed) {}
-
-  // integer := atom | integer op integer | abs(integer) | min/max(integer, integer)
-  std::string integer(int depth) {
-    const int choice = pick(depth <= 0 ? 2 : 6);
-    switch (choice) {
-      case 0: {
-        static const char* atoms[] = {"q_idx", "kv_idx", "h", "b", "q_len", "kv_len"};
-        return atoms[pick(6)];
-      }
-      case 1:
-        return std::to_string(pick(40) - 8);
-      case 2: {
-        static const char* ops[] = {"+", "-", "*", "/", "%"};
-        return fmt::format("({} {} {})", integer(depth - 1), ops[pick(5)], integer(depth - 1));
-      }
-      case 3:
-        return fmt::format("abs({})", integer(depth - 1));
-      case 4:
-        return fmt::format("{}({}, {})", pick(2) == 0 ? "min" : "max", integer(depth - 1),
-                           integer(depth - 1));
-      default:
-        return fmt::format("(q_idx - kv_idx) {} {}", pick(2) == 0 ? "/" : "%", pick(9) + 1);
-    }
-  }
-
-  // boolean := integer cmp integer | boolean && boolean | boolean || boolean | !boolean
-  std::string boolean(int depth) {
-    static const char* comparisons[] = {"<", "<=", ">", ">=", "==", "!="};
-    const int choice = pick(depth <= 0 ? 1 : 4);
-    switch (choice) {
-      case 0:
-        return fmt::format("{} {} {}", integer(2), comparisons[pick(6)], integer(2));
-      case 1:
-        return fmt::format("({}) && ({})", boolean(depth - 1), boolean(depth - 1));
-      case 2:
-        return fmt::format("({}) || ({})", boolean(depth - 1), boolean(depth - 1));
-      default:
-        return fmt::format("!({})", boolean(depth - 1));
-    }
-  }
-
-  std::string score() {
-    switch (pick(4)) {
-      case 0:
-        return "score";
-      case 1:
-        return fmt::format("score + 0.01 * float({})", integer(2));
-      case 2:
-        return fmt::format("where({}, score * 0.5, score)", boolean(1));
-      default:
-        return fmt::format("4.0 * tanh(score / 4.0) - 0.001 * float(abs({}))", integer(1));
-    }
-  }
-
-  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
-
- private:
-  std::mt19937_64 rng_;
-};
-
-}  // namespace
+using namespace attnjit::kernel_test;
 
 TEST_CASE("random expressions match the reference", "[gpu]") {
   constexpr int kCases = 40;
   for (int i = 0; i < kCases; ++i) {
     const auto seed = static_cast<std::uint64_t>(1000 + i);
     ExpressionGenerator generator(seed);
-    GpuCase c;
+    KernelCase c;
     c.mask = generator.boolean(2);
     c.score = generator.score();
     c.seed = seed;

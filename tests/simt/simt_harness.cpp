@@ -1,0 +1,103 @@
+#include "simt_harness.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "codegen/variant_source.hpp"
+#include "expr/block_analysis.hpp"
+#include "runtime/forward_plan.hpp"
+#include "simt_module.hpp"
+
+namespace attnjit::simt {
+namespace {
+
+using kernel_test::KernelCase;
+using kernel_test::PreparedCase;
+
+std::filesystem::path fresh_work_dir() {
+  static std::atomic<int> counter{0};
+  return std::filesystem::temp_directory_path() /
+         fmt::format("attnjit-simt-{}-{}", static_cast<long>(::getpid()), counter++);
+}
+
+SimtRegion region(const void* data, std::size_t bytes, bool writable) {
+  return SimtRegion{data, bytes, writable ? 1 : 0};
+}
+
+// The CUDA backend's forward() with the emulator in place of the driver.
+void run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
+                  PreparedCase& prepared) {
+  reference::HostProblem& problem = prepared.problem;
+  const AttentionBuffers buffers = problem.buffers();
+  std::vector<SimtRegion> regions = {
+      region(problem.q.data(), problem.q.storage_bytes(), false),
+      region(problem.k.data(), problem.k.storage_bytes(), false),
+      region(problem.v.data(), problem.v.storage_bytes(), false),
+      region(problem.out.data(), problem.out.storage_bytes(), true)};
+  if (!problem.lse.empty()) {
+    regions.push_back(region(problem.lse.data(), problem.lse.size() * sizeof(float), true));
+  }
+
+  VariantArgs args = prepared.host_args;
+  const SummaryPlan plan =
+      plan_summaries(expr::summary_requests(prepared.mask), prepared.shape, config, args);
+  std::vector<int> scratch(plan.total_ints);
+  for (const SummaryLaunch& launch : plan.launches) {
+    const TensorArg& tensor = args.tensors[launch.request.tensor];
+    int* min = scratch.data() + launch.offset;
+    const SimtSummaryArgs summary_args{static_cast<const int*>(tensor.data), launch.len,
+                                       launch.index_len, launch.granularity, min,
+                                       min + launch.num_blocks};
+    module.run_summary(module.summary_entry(kernel), summary_args, launch.grid, regions);
+    attach_summary(launch, scratch.data(), args);
+  }
+  const FwdParams params = make_forward_params(prepared.shape, buffers, args);
+  module.run_forward(module.forward_entry(kernel), params, forward_grid(prepared.shape, config),
+                     regions);
+}
+
+}  // namespace
+
+std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases, int sm) {
+  std::vector<std::unique_ptr<PreparedCase>> prepared;
+  std::vector<std::string> sources;
+  std::map<std::string, int> kernel_of_source;
+  std::vector<int> kernel_of_case;
+  std::vector<codegen::KernelConfig> configs;
+  for (const KernelCase& c : cases) {
+    prepared.push_back(std::make_unique<PreparedCase>(c));
+    const codegen::GeneratedKernel generated = codegen::generate_kernel_source(
+        prepared.back()->mask, prepared.back()->score, c.dtype, c.head_dim, sm);
+    const auto [it, inserted] =
+        kernel_of_source.emplace(generated.source, static_cast<int>(sources.size()));
+    if (inserted) sources.push_back(generated.source);
+    kernel_of_case.push_back(it->second);
+    configs.push_back(generated.config);
+  }
+  const std::filesystem::path work_dir = fresh_work_dir();
+  const SimtModule module(sources, work_dir);
+
+  std::vector<SimtOutcome> outcomes;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    SimtOutcome outcome;
+    outcome.name = fmt::format("{} sm_{}", cases[i].name(), sm);
+    try {
+      run_emulated(module, kernel_of_case[i], configs[i], *prepared[i]);
+      outcome.result = prepared[i]->check(prepared[i]->problem.lse);
+    } catch (const std::exception& error) {
+      outcome.error = error.what();
+    }
+    outcomes.push_back(std::move(outcome));
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(work_dir, ignored);
+  return outcomes;
+}
+
+}  // namespace attnjit::simt

@@ -1,0 +1,103 @@
+#include "simt_module.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace attnjit::simt {
+namespace {
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+SimtLaunch make_launch(const LaunchGrid& grid, std::span<const SimtRegion> regions) {
+  return SimtLaunch{grid.grid_x,    grid.grid_y, grid.threads, grid.smem_bytes, regions.data(),
+                    static_cast<int>(regions.size())};
+}
+
+}  // namespace
+
+SimtModule::SimtModule(const std::vector<std::string>& sources,
+                       const std::filesystem::path& work_dir) {
+  std::filesystem::create_directories(work_dir);
+  // Note: each kernel's names get its index, so many variants share one shared object (one
+  // compiler run); the templates' include guards make every later #include a no-op.
+  std::string wrapper = "#include \"attnjit_simt/emulator.hpp\"\n";
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const std::string file = fmt::format("kernel_{}.cu", i);
+    write_file(work_dir / file, sources[i]);
+    wrapper += fmt::format(
+        "#define AttnjitVariant AttnjitVariant_{0}\n#define attnjit_fwd attnjit_fwd_{0}\n"
+        "#define attnjit_tensor_summary attnjit_tensor_summary_{0}\n#include \"{1}\"\n"
+        "#undef AttnjitVariant\n#undef attnjit_fwd\n#undef attnjit_tensor_summary\n",
+        i, file);
+  }
+  write_file(work_dir / "module.cpp", wrapper);
+  const std::filesystem::path library = work_dir / "module.so";
+  const std::filesystem::path log = work_dir / "compile.log";
+  const std::string command = fmt::format(
+      "'{}' -std=c++20 -O1 -fPIC -shared -w -I'{}/kernels_templates' -I'{}/tests/simt/include' "
+      "-I'{}/src' -I'{}' '{}' -o '{}' > '{}' 2>&1",
+      ATTNJIT_SIMT_CXX, ATTNJIT_SOURCE_DIR, ATTNJIT_SOURCE_DIR, ATTNJIT_SOURCE_DIR,
+      work_dir.string(), (work_dir / "module.cpp").string(), library.string(), log.string());
+  if (std::system(command.c_str()) != 0) {
+    throw std::runtime_error(fmt::format("compiling the emulated kernels failed:\n{}\n{}", command,
+                                         read_file(log)));
+  }
+  handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle_ == nullptr) throw std::runtime_error(fmt::format("dlopen: {}", dlerror()));
+  run_forward_ = reinterpret_cast<SimtRunForward>(const_cast<void*>(symbol("attnjit_simt_run_forward")));
+  run_summary_ = reinterpret_cast<SimtRunSummary>(const_cast<void*>(symbol("attnjit_simt_run_summary")));
+}
+
+SimtModule::~SimtModule() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+const void* SimtModule::symbol(const std::string& name) const {
+  void* address = dlsym(handle_, name.c_str());
+  if (address == nullptr) throw std::runtime_error("the emulated module has no " + name);
+  return address;
+}
+
+const void* SimtModule::forward_entry(int kernel) const {
+  return symbol(fmt::format("attnjit_fwd_{}", kernel));
+}
+
+const void* SimtModule::summary_entry(int kernel) const {
+  return symbol(fmt::format("attnjit_tensor_summary_{}", kernel));
+}
+
+void SimtModule::run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
+                             std::span<const SimtRegion> regions) const {
+  const SimtLaunch launch = make_launch(grid, regions);
+  char error[1024] = {};
+  if (run_forward_(entry, &params, &launch, error, sizeof error) != 0) {
+    throw std::runtime_error(error);
+  }
+}
+
+void SimtModule::run_summary(const void* entry, const SimtSummaryArgs& args,
+                             const LaunchGrid& grid, std::span<const SimtRegion> regions) const {
+  const SimtLaunch launch = make_launch(grid, regions);
+  char error[1024] = {};
+  if (run_summary_(entry, &args, &launch, error, sizeof error) != 0) {
+    throw std::runtime_error(error);
+  }
+}
+
+}  // namespace attnjit::simt

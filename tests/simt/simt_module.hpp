@@ -1,0 +1,42 @@
+// Generated kernel sources compiled with the host C++ compiler into one shared object under the
+// SIMT emulator (include/attnjit_simt/emulator.hpp), loaded with dlopen, and launched on host
+// memory. Kernel i of the sources gets entry points attnjit_fwd_i and attnjit_tensor_summary_i.
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "attnjit/fwd_params.cuh"
+#include "attnjit_simt/launch_abi.hpp"
+#include "runtime/forward_plan.hpp"
+
+namespace attnjit::simt {
+
+class SimtModule {
+ public:
+  // Throws std::runtime_error with the compiler's output when the build fails.
+  SimtModule(const std::vector<std::string>& sources, const std::filesystem::path& work_dir);
+  ~SimtModule();
+  SimtModule(const SimtModule&) = delete;
+  SimtModule& operator=(const SimtModule&) = delete;
+
+  const void* symbol(const std::string& name) const;  // throws when absent
+  const void* forward_entry(int kernel) const;
+  const void* summary_entry(int kernel) const;
+
+  // Run a whole grid; throw std::runtime_error with the emulator's first error (block, thread,
+  // reason).
+  void run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
+                   std::span<const SimtRegion> regions) const;
+  void run_summary(const void* entry, const SimtSummaryArgs& args, const LaunchGrid& grid,
+                   std::span<const SimtRegion> regions) const;
+
+ private:
+  void* handle_ = nullptr;
+  SimtRunForward run_forward_ = nullptr;
+  SimtRunSummary run_summary_ = nullptr;
+};
+
+}  // namespace attnjit::simt

@@ -1,0 +1,106 @@
+#include "case_tables.hpp"
+
+#include <algorithm>
+#include <random>
+
+namespace attnjit::kernel_test {
+
+AttentionShape shape(int batch, int hq, int hkv, int lq, int lkv) {
+  AttentionShape s;
+  s.batch = batch;
+  s.num_heads_q = hq;
+  s.num_heads_kv = hkv;
+  s.q_len = lq;
+  s.kv_len = lkv;
+  return s;
+}
+
+KernelCase with(KernelCase c, DType dtype, Layout layout, int head_dim) {
+  c.dtype = dtype;
+  c.layout = layout;
+  c.head_dim = head_dim;
+  return c;
+}
+
+// Document ids over `len` positions in `documents` runs, sorted or shuffled.
+TensorInput document_ids(int len, int documents, bool sorted, std::uint64_t seed) {
+  TensorInput t;
+  t.decl = "doc:int32[1]";
+  t.dims[0] = len;
+  t.ints.resize(len);
+  for (int i = 0; i < len; ++i)
+    t.ints[i] = static_cast<int>(static_cast<long>(i) * documents / len);
+  if (!sorted) {
+    std::mt19937_64 rng(seed);
+    std::shuffle(t.ints.begin(), t.ints.end(), rng);
+  }
+  return t;
+}
+
+// The standard variants at one shape.
+std::vector<KernelCase> mask_families(const AttentionShape& s) {
+  std::vector<KernelCase> cases;
+  KernelCase base;
+  base.shape = s;
+  auto add = [&](KernelCase c) { cases.push_back(std::move(c)); };
+  add(base);  // no mask
+  {
+    KernelCase c = base;
+    c.mask = "q_idx >= kv_idx";
+    add(c);
+  }
+  {
+    KernelCase c = base;
+    c.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+    c.params = {"W:int"};
+    c.scalars = {37};
+    add(c);
+  }
+  {
+    KernelCase c = base;
+    c.mask = "kv_idx < prefix || q_idx >= kv_idx";
+    c.params = {"prefix:int"};
+    c.scalars = {19};
+    add(c);
+  }
+  {
+    const int len = std::max(s.q_len, s.kv_len);
+    for (const bool sorted : {true, false}) {
+      KernelCase c = base;
+      c.mask = "doc[q_idx] == doc[kv_idx]";
+      c.tensors = {document_ids(len, 3, sorted, 7)};
+      add(c);
+    }
+  }
+  {
+    KernelCase c = base;
+    c.score = "score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)";
+    c.tolerance_factor = 2.0;
+    add(c);
+  }
+  {
+    KernelCase c = base;
+    c.score = "cap * tanh(score / cap)";
+    c.params = {"cap:float"};
+    c.scalars = {float_bits(3.0f)};
+    add(c);
+  }
+  {
+    // A relative-position bias read from a 2-D tensor [num_heads, 64].
+    KernelCase c = base;
+    c.score = "score + bias[h, min(abs(q_idx - kv_idx), 63)]";
+    TensorInput bias;
+    bias.decl = "bias:float32[2]";
+    bias.dims[0] = s.num_heads_q;
+    bias.dims[1] = 64;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+    bias.floats.resize(static_cast<std::size_t>(bias.dims[0]) * 64);
+    for (float& value : bias.floats) value = uniform(rng);
+    c.tensors = {bias};
+    add(c);
+  }
+  return cases;
+}
+
+}  // namespace attnjit::kernel_test

@@ -1,0 +1,80 @@
+// One forward-kernel test case, described by its parameters, with fresh random inputs, outputs
+// poisoned with NaN, and the check against the CPU reference (naive_attention). Executors run
+// the kernel in between: the GPU (tests/gpu) or the SIMT emulator on the host (tests/simt).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnjit/variant_args.cuh"
+#include "common/attention_problem.hpp"
+#include "compile/variant_compiler.hpp"
+#include "expr/expression.hpp"
+#include "reference/compare.hpp"
+#include "reference/random_inputs.hpp"
+
+namespace attnjit::kernel_test {
+
+struct TensorInput {
+  std::string decl;                // "doc:int32[1]"
+  std::vector<std::int32_t> ints;  // int32 tensors
+  std::vector<float> floats;       // float32 tensors
+  int dims[2] = {0, 1};
+};
+
+struct KernelCase {
+  std::string mask;                   // empty: "true"
+  std::string score;                  // empty: "score"
+  std::vector<std::string> params;    // "W:int"
+  std::vector<std::int32_t> scalars;  // one per param, floats as bit patterns
+  std::vector<TensorInput> tensors;
+  DType dtype = DType::bf16;
+  Layout layout = Layout::bhld;
+  int head_dim = 64;
+  AttentionShape shape;  // head_dim is overwritten with `head_dim`
+  int row_padding = 0;
+  bool with_lse = true;
+  std::uint64_t seed = 1;
+  float scale = 0.0f;
+  double tolerance_factor = 1.0;  // multiplies output_tolerance(dtype)
+  bool managed = false;           // GPU only: buffers in managed memory
+  void* stream = nullptr;         // GPU only: CUstream of the launch; null: legacy default
+
+  std::string name() const;  // every parameter spelled out, for test output
+};
+
+struct CaseResult {
+  reference::ErrorStats out;
+  reference::ErrorStats lse;
+  reference::Tolerance out_limit{};
+  reference::Tolerance lse_limit{};
+  std::int64_t padding_writes = 0;  // output elements outside the view that changed (must be 0)
+  KernelOrigin origin = KernelOrigin::compiled;
+  bool passed() const;
+  std::string describe() const;
+};
+
+std::int32_t float_bits(float value);
+VariantSpec make_spec(const KernelCase& test_case);
+
+// A case made concrete: expressions, host inputs (out and lse poisoned) and host args (tensor
+// data in host memory). Holds pointers into itself: not copyable or movable.
+struct PreparedCase {
+  explicit PreparedCase(const KernelCase& test_case);
+  PreparedCase(const PreparedCase&) = delete;
+  PreparedCase& operator=(const PreparedCase&) = delete;
+
+  const KernelCase& test_case;
+  VariantSpec spec;
+  expr::Expression mask, score;
+  AttentionShape shape;
+  reference::HostProblem problem;
+  std::vector<std::byte> poisoned_out;  // problem.out's bytes before the call
+  VariantArgs host_args{};
+
+  // Compares what the executor left in problem.out and `lse` (when the case asks for it).
+  CaseResult check(const std::vector<float>& lse);
+};
+
+}  // namespace attnjit::kernel_test
