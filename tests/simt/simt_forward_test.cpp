@@ -1,5 +1,6 @@
 // The forward kernels of every tile configuration, run under the SIMT emulator on the host and
-// checked against the CPU reference: the same case tables as the GPU tests, at smaller sizes.
+// checked against the CPU reference: the case tables of the GPU tests (tests/gpu), at sizes a
+// CPU emulates in seconds. Each TEST_CASE builds one shared object for all its kernels.
 #include <catch2/catch.hpp>
 
 #include "simt_harness.hpp"
@@ -10,6 +11,10 @@ using namespace attnjit;
 using namespace attnjit::kernel_test;
 
 namespace {
+
+// sm_80 (163 KB of shared memory: 3 stages), sm_86 (99 KB: 2 stages, and key tiles of 32 at head
+// dim 256) and sm_90 (227 KB): every distinct tile configuration of codegen/kernel_config.cpp.
+constexpr int kArches[] = {80, 86, 90};
 
 void check_simt(const std::vector<KernelCase>& cases, int sm) {
   for (const simt::SimtOutcome& outcome : simt::run_simt_cases(cases, sm)) {
@@ -24,6 +29,132 @@ void check_simt(const std::vector<KernelCase>& cases, int sm) {
 TEST_CASE("emulated: the standard variants match the reference", "[simt]") {
   std::vector<KernelCase> cases;
   for (const KernelCase& c : mask_families(shape(1, 2, 1, 70, 150))) {
+    cases.push_back(c);
+    cases.push_back(with(c, DType::fp16, Layout::blhd, 64));
+  }
+  check_simt(cases, 80);
+}
+
+TEST_CASE("emulated: odd and unequal lengths match the reference", "[simt]") {
+  const std::pair<int, int> lengths[] = {{1, 1},   {17, 17},  {129, 129}, {1, 129},
+                                         {17, 300}, {300, 17}, {129, 1}};
+  std::vector<KernelCase> cases;
+  for (const auto& [lq, lkv] : lengths) {
+    for (KernelCase c : mask_families(shape(1, 1, 1, lq, lkv))) {
+      c.seed = static_cast<std::uint64_t>(lq * 7919 + lkv);
+      cases.push_back(c);
+    }
+  }
+  check_simt(cases, 90);
+}
+
+TEST_CASE("emulated: every head dim and tile configuration matches the reference", "[simt]") {
+  for (const int sm : kArches) {
+    std::vector<KernelCase> cases;
+    for (const int head_dim : {32, 64, 96, 128, 256}) {
+      for (const DType dtype : {DType::bf16, DType::fp16}) {
+        KernelCase causal;
+        causal.mask = "q_idx >= kv_idx";
+        causal.shape = shape(1, 1, 1, 150, 233);
+        KernelCase noop;
+        noop.shape = shape(2, 1, 1, 40, 65);
+        KernelCase doc;
+        doc.mask = "doc[q_idx] == doc[kv_idx]";
+        doc.tensors = {document_ids(140, 3, false, 5)};
+        doc.shape = shape(1, 1, 1, 140, 140);
+        cases.push_back(with(causal, dtype, Layout::bhld, head_dim));
+        cases.push_back(with(noop, dtype, Layout::blhd, head_dim));
+        cases.push_back(with(doc, dtype, Layout::bhld, head_dim));
+      }
+    }
+    check_simt(cases, sm);
+  }
+}
+
+TEST_CASE("emulated: GQA and MQA head grouping matches the reference", "[simt]") {
+  std::vector<KernelCase> cases;
+  for (const int hkv : {8, 4, 2, 1}) {
+    KernelCase c;
+    c.mask = "q_idx >= kv_idx";
+    c.score = "score + float(h % 3)";  // makes a wrong q-head to kv-head mapping visible
+    c.shape = shape(1, 8, hkv, 20, 40);
+    cases.push_back(c);
+    cases.push_back(with(c, DType::fp16, Layout::blhd, 128));
+  }
+  check_simt(cases, 80);
+}
+
+TEST_CASE("emulated: padded rows, explicit scale and lse on/off match the reference", "[simt]") {
+  std::vector<KernelCase> cases;
+  for (const bool lse : {true, false}) {
+    KernelCase c;
+    c.mask = "q_idx >= kv_idx";
+    c.shape = shape(2, 2, 2, 77, 91);
+    c.row_padding = 8;  // poisoned with NaN: reading it would show
+    c.with_lse = lse;
+    c.scale = 0.3f;
+    cases.push_back(c);
+    cases.push_back(with(c, DType::fp16, Layout::blhd, 96));
+  }
+  check_simt(cases, 86);
+}
+
+TEST_CASE("emulated: fully masked rows give zeros and an lse of -inf", "[simt]") {
+  KernelCase c;
+  c.mask = "kv_idx + 20 <= q_idx";  // rows 0..19 keep nothing
+  c.shape = shape(1, 1, 1, 150, 150);
+  KernelCase none;
+  none.mask = "q_idx < 0";  // no tile at all: the epilogue runs straight after the prologue
+  none.shape = shape(1, 1, 1, 33, 70);
+  KernelCase odd_rows;
+  odd_rows.mask = "q_idx % 2 == 0 && kv_idx <= q_idx";
+  odd_rows.shape = shape(1, 1, 1, 129, 129);
+  for (const int sm : {80, 90}) {
+    check_simt({c, none, odd_rows, with(c, DType::fp16, Layout::blhd, 128),
+                with(none, DType::bf16, Layout::blhd, 256), with(c, DType::fp16, Layout::bhld, 256)},
+               sm);
+  }
+}
+
+TEST_CASE("emulated: per-call parameters and tensors with one kernel", "[simt]") {
+  std::vector<KernelCase> cases;
+  KernelCase window;
+  window.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+  window.params = {"W:int"};
+  window.shape = shape(1, 1, 1, 200, 200);
+  for (const int w : {1, 17, 64, 1000}) {
+    window.scalars = {w};
+    window.seed = static_cast<std::uint64_t>(w);
+    cases.push_back(window);
+  }
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.shape = shape(1, 1, 1, 257, 257);
+  for (const int documents : {1, 5, 40}) {
+    doc.tensors = {document_ids(257, documents, documents != 5, 3)};
+    cases.push_back(doc);
+  }
+  check_simt(cases, 90);
+}
+
+TEST_CASE("emulated: random expressions match the reference", "[simt]") {
+  std::vector<KernelCase> cases;
+  for (int i = 0; i < 24; ++i) {
+    const auto seed = static_cast<std::uint64_t>(2000 + i);
+    ExpressionGenerator generator(seed);
+    KernelCase c;
+    c.mask = generator.boolean(2);
+    c.score = generator.score();
+    c.seed = seed;
+    c.dtype = generator.pick(2) == 0 ? DType::bf16 : DType::fp16;
+    c.layout = generator.pick(2) == 0 ? Layout::bhld : Layout::blhd;
+    c.head_dim = generator.pick(2) == 0 ? 64 : 128;
+    c.shape.batch = 1;
+    c.shape.num_heads_kv = 1;
+    c.shape.num_heads_q = 1 + generator.pick(2);
+    c.shape.q_len = 1 + generator.pick(160);
+    c.shape.kv_len = 1 + generator.pick(160);
+    c.tolerance_factor = 2.0;
     cases.push_back(c);
   }
   check_simt(cases, 80);

@@ -50,7 +50,7 @@ SimtModule::SimtModule(const std::vector<std::string>& sources,
   const std::filesystem::path library = work_dir / "module.so";
   const std::filesystem::path log = work_dir / "compile.log";
   const std::string command = fmt::format(
-      "'{}' -std=c++20 -O1 -fPIC -shared -w -I'{}/kernels_templates' -I'{}/tests/simt/include' "
+      "'{}' -std=c++20 -O1 -fPIC -shared -w -fvisibility=hidden -fno-gnu-unique -I'{}/kernels_templates' -I'{}/tests/simt/include' "
       "-I'{}/src' -I'{}' '{}' -o '{}' > '{}' 2>&1",
       ATTNJIT_SIMT_CXX, ATTNJIT_SOURCE_DIR, ATTNJIT_SOURCE_DIR, ATTNJIT_SOURCE_DIR,
       work_dir.string(), (work_dir / "module.cpp").string(), library.string(), log.string());

@@ -56,6 +56,8 @@ inline int run_grid(const SimtLaunch& launch, std::function<void()> body, char* 
       run_block(Dim3{x, y, 1});
     }
   }
+  e.body = nullptr;
+  e.regions.clear();
   if (e.failed) {
     std::snprintf(error, error_size, "%s", e.error.c_str());
     return 1;

@@ -23,7 +23,7 @@ inline Dim3 thread_index() { return Dim3{static_cast<unsigned>(this_thread().tid
 #define blockDim (::attnjit::simt::emulator().block_dim)
 #define gridDim (::attnjit::simt::emulator().grid)
 #define attnjit_dynamic_smem (::attnjit::simt::emulator().smem->base())
-#define __global__
+#define __global__ __attribute__((visibility("default")))
 #define __launch_bounds__(...)
 
 inline void __syncthreads() { attnjit::simt::block_barrier(); }

@@ -92,6 +92,8 @@ struct Emulator {
   std::string error;
 };
 
+// Note: one instance per shared object. The module is built with -fno-gnu-unique and hidden
+// visibility, so two loaded modules never share (or unload) each other's state.
 inline Emulator& emulator() {
   static Emulator instance;
   return instance;
