@@ -34,16 +34,27 @@ std::span<const std::byte> bytes_of(const std::vector<T>& values) {
 }  // namespace
 
 KernelCache& test_cache() {
-  static const std::filesystem::path dir = []() -> std::filesystem::path {
-    if (const char* env = std::getenv("ATTNJIT_CACHE_DIR"); env != nullptr && *env != '\0') {
-      return env;
+  // A temporary directory of this process, removed at exit (after the cache, constructed later,
+  // is destroyed); $ATTNJIT_CACHE_DIR is the caller's and stays.
+  struct CacheDir {
+    std::filesystem::path path;
+    bool temporary = false;
+    ~CacheDir() {
+      std::error_code ignored;
+      if (temporary) std::filesystem::remove_all(path, ignored);
     }
-    auto path = std::filesystem::temp_directory_path() /
-                fmt::format("attnjit-gpu-test-{}", static_cast<long>(::getpid()));
-    std::filesystem::create_directories(path);
-    return path;
+  };
+  static const CacheDir dir = []() {
+    if (const char* env = std::getenv("ATTNJIT_CACHE_DIR"); env != nullptr && *env != '\0') {
+      return CacheDir{env, false};
+    }
+    CacheDir temporary{std::filesystem::temp_directory_path() /
+                           fmt::format("attnjit-gpu-test-{}", static_cast<long>(::getpid())),
+                       true};
+    std::filesystem::create_directories(temporary.path);
+    return temporary;
   }();
-  static KernelCache cache(dir);
+  static KernelCache cache(dir.path);
   return cache;
 }
 

@@ -80,8 +80,7 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases, in
     kernel_of_case.push_back(it->second);
     configs.push_back(generated.config);
   }
-  const std::filesystem::path work_dir = fresh_work_dir();
-  const SimtModule module(sources, work_dir);
+  const SimtModule module(sources, fresh_work_dir());
 
   std::vector<SimtOutcome> outcomes;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -95,8 +94,6 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases, in
     }
     outcomes.push_back(std::move(outcome));
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(work_dir, ignored);
   return outcomes;
 }
 

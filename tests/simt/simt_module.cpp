@@ -32,7 +32,8 @@ SimtLaunch make_launch(const LaunchGrid& grid, std::span<const SimtRegion> regio
 }  // namespace
 
 SimtModule::SimtModule(const std::vector<std::string>& sources,
-                       const std::filesystem::path& work_dir) {
+                       const std::filesystem::path& work_dir)
+    : work_dir_(work_dir) {
   std::filesystem::create_directories(work_dir);
   // Note: each kernel's names get its index, so many variants share one shared object (one
   // compiler run); the templates' include guards make every later #include a no-op.
@@ -66,6 +67,8 @@ SimtModule::SimtModule(const std::vector<std::string>& sources,
 
 SimtModule::~SimtModule() {
   if (handle_ != nullptr) dlclose(handle_);
+  std::error_code ignored;
+  std::filesystem::remove_all(work_dir_, ignored);
 }
 
 const void* SimtModule::symbol(const std::string& name) const {

@@ -16,7 +16,8 @@ namespace attnjit::simt {
 
 class SimtModule {
  public:
-  // Throws std::runtime_error with the compiler's output when the build fails.
+  // Builds in `work_dir`, which the module owns and removes when destroyed. Throws
+  // std::runtime_error with the compiler's output when the build fails.
   SimtModule(const std::vector<std::string>& sources, const std::filesystem::path& work_dir);
   ~SimtModule();
   SimtModule(const SimtModule&) = delete;
@@ -34,6 +35,7 @@ class SimtModule {
                    std::span<const SimtRegion> regions) const;
 
  private:
+  std::filesystem::path work_dir_;
   void* handle_ = nullptr;
   SimtRunForward run_forward_ = nullptr;
   SimtRunSummary run_summary_ = nullptr;

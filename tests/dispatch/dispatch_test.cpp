@@ -1,0 +1,304 @@
+// The CUDA backend end to end without a GPU: the fake libcuda (tests/fake_driver) stands in for the
+// driver, and each launch it receives runs under the SIMT emulator from the kernel source the
+// backend compiled. So these tests check what the GPU tests check, through the same harness
+// (tests/gpu/gpu_harness.cpp): the checks before launch, the pointers, strides, grid, shared-memory
+// opt-in, summary launches and the FwdParams the backend passes, the C API's cuda backend, and
+// results against the CPU reference. What they cannot check is the real driver and hardware.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attnjit/attnjit.h"
+#include "codegen/variant_source.hpp"
+#include "common/error.hpp"
+#include "driver/cuda_driver.hpp"
+#include "fake_cuda.h"
+#include "gpu_harness.hpp"
+#include "reference/naive.hpp"
+#include "runtime/cuda_backend.hpp"
+#include "runtime/cuda_memory.hpp"
+#include "simt_module.hpp"
+#include "support/capture_error.hpp"
+#include "support/case_tables.hpp"
+
+using namespace attnjit;
+using namespace attnjit::kernel_test;
+
+namespace {
+
+// Runs the fake driver's launches with kernel `kernel` of `module`.
+class EmulatedDevice {
+ public:
+  EmulatedDevice() {
+    // Note: the same path the backend dlopens, so the same (already loaded) library.
+    void* handle = dlopen(driver::driver_library_path().c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) throw std::runtime_error("cannot load the fake CUDA driver");
+    set_launcher_ = reinterpret_cast<AttnjitFakeSetLauncher>(
+        dlsym(handle, "attnjit_fake_cuda_set_launcher"));
+    allocations_ =
+        reinterpret_cast<AttnjitFakeAllocations>(dlsym(handle, "attnjit_fake_cuda_allocations"));
+    launch_count_ =
+        reinterpret_cast<AttnjitFakeLaunchCount>(dlsym(handle, "attnjit_fake_cuda_launch_count"));
+    if (set_launcher_ == nullptr || allocations_ == nullptr || launch_count_ == nullptr) {
+      throw std::runtime_error(driver::driver_library_path() + " is not the fake CUDA driver");
+    }
+    set_launcher_(&EmulatedDevice::launch, this);
+  }
+  ~EmulatedDevice() { set_launcher_(nullptr, nullptr); }
+
+  void use(const simt::SimtModule* module, int kernel) {
+    module_ = module;
+    kernel_ = kernel;
+    error_.clear();
+  }
+  const std::string& error() const { return error_; }
+  int launch_count() const { return launch_count_(); }
+
+ private:
+  static int launch(const AttnjitFakeLaunch* launch, void* user) {
+    auto& self = *static_cast<EmulatedDevice*>(user);
+    try {
+      self.run(*launch);
+      return 0;
+    } catch (const std::exception& error) {
+      self.error_ = error.what();
+      return 1;
+    }
+  }
+
+  void run(const AttnjitFakeLaunch& launch) {
+    if (module_ == nullptr) throw std::runtime_error("a launch with no emulated module in use");
+    // Every live allocation of the fake is "device memory" the kernels may read and write.
+    std::vector<AttnjitFakeRange> ranges(static_cast<std::size_t>(allocations_(nullptr, 0)));
+    allocations_(ranges.data(), static_cast<int>(ranges.size()));
+    std::vector<SimtRegion> regions;
+    for (const AttnjitFakeRange& range : ranges) regions.push_back({range.data, range.bytes, 1});
+    LaunchGrid grid;
+    grid.grid_x = launch.grid_x;
+    grid.grid_y = launch.grid_y;
+    grid.threads = launch.threads;
+    grid.smem_bytes = launch.smem_bytes;
+    void** p = launch.params;
+    if (std::strcmp(launch.function, "attnjit_fwd") == 0) {
+      module_->run_forward(module_->forward_entry(kernel_), *static_cast<const FwdParams*>(p[0]),
+                           grid, regions);
+    } else {
+      const SimtSummaryArgs args{*static_cast<const int* const*>(p[0]), *static_cast<int*>(p[1]),
+                                 *static_cast<int*>(p[2]), *static_cast<int*>(p[3]),
+                                 *static_cast<int* const*>(p[4]),
+                                 *static_cast<int* const*>(p[5])};
+      module_->run_summary(module_->summary_entry(kernel_), args, grid, regions);
+    }
+  }
+
+  AttnjitFakeSetLauncher set_launcher_ = nullptr;
+  AttnjitFakeAllocations allocations_ = nullptr;
+  AttnjitFakeLaunchCount launch_count_ = nullptr;
+  const simt::SimtModule* module_ = nullptr;
+  int kernel_ = 0;
+  std::string error_;
+};
+
+EmulatedDevice& device() {
+  static EmulatedDevice instance;
+  return instance;
+}
+
+std::filesystem::path work_dir(const char* what) {
+  static int counter = 0;
+  return std::filesystem::temp_directory_path() /
+         fmt::format("attnjit-dispatch-{}-{}-{}", static_cast<long>(::getpid()), what, counter++);
+}
+
+// The kernel sources the backend compiles for the fake device, in one emulated module.
+std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>& cases) {
+  const int sm = cuda::current_device().sm;
+  std::vector<std::string> sources;
+  for (const KernelCase& c : cases) {
+    const PreparedCase prepared(c);
+    sources.push_back(codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype,
+                                                      c.head_dim, sm)
+                          .source);
+  }
+  return std::make_unique<simt::SimtModule>(sources, work_dir("module"));
+}
+
+void check_through_backend(const std::vector<KernelCase>& cases) {
+  const auto module = emulated_module(cases);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO(cases[i].name());
+    device().use(module.get(), static_cast<int>(i));
+    try {
+      const CaseResult result = gpu_test::run_case(cases[i]);
+      INFO(result.describe());
+      CHECK(result.passed());
+    } catch (const Error& error) {
+      FAIL_CHECK(error.what() << "; emulator: " << device().error());
+    }
+  }
+  device().use(nullptr, 0);
+}
+
+}  // namespace
+
+TEST_CASE("fake device: the backend's launches compute the reference", "[dispatch]") {
+  std::vector<KernelCase> cases;
+  for (const KernelCase& c : mask_families(shape(1, 2, 1, 70, 150))) {
+    cases.push_back(c);
+    cases.push_back(with(c, DType::fp16, Layout::blhd, 128));
+  }
+  check_through_backend(cases);
+}
+
+TEST_CASE("fake device: GQA, padding, lse off, managed memory and streams", "[dispatch]") {
+  KernelCase gqa;
+  gqa.mask = "q_idx >= kv_idx";
+  gqa.score = "score + float(h % 3)";
+  gqa.shape = shape(2, 4, 2, 40, 90);
+  KernelCase padded = gqa;
+  padded.row_padding = 8;
+  padded.with_lse = false;
+  padded.scale = 0.3f;
+  padded.layout = Layout::blhd;
+  KernelCase managed = gqa;
+  managed.managed = true;
+  managed.head_dim = 256;
+  cuda::Stream stream;
+  KernelCase streamed = gqa;
+  streamed.stream = stream.get();
+  streamed.head_dim = 32;
+  check_through_backend({gqa, padded, managed, streamed});
+}
+
+TEST_CASE("fake device: a mask reading a tensor launches its summary first", "[dispatch]") {
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(300, 4, false, 9)};
+  doc.shape = shape(1, 1, 1, 300, 300);
+  KernelCase plain;
+  plain.mask = "q_idx >= kv_idx";
+  plain.shape = doc.shape;
+  const int before = device().launch_count();
+  check_through_backend({doc});
+  // Two summaries (doc read at q_idx and at kv_idx), then the forward kernel.
+  CHECK(device().launch_count() - before == 3);
+  const int middle = device().launch_count();
+  check_through_backend({plain});
+  CHECK(device().launch_count() - middle == 1);
+}
+
+TEST_CASE("fake device: the C API's cuda backend", "[dispatch]") {
+  const auto cache = work_dir("cache");
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CUDA;
+  const std::string cache_dir = cache.string();
+  options.cache_dir = cache_dir.c_str();
+  attnjit_runtime* runtime = nullptr;
+  REQUIRE(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  CHECK(attnjit_runtime_backend(runtime) == ATTNJIT_BACKEND_CUDA);
+
+  KernelCase c;
+  c.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+  c.params = {"W:int"};
+  c.scalars = {33};
+  c.shape = shape(1, 2, 2, 100, 100);
+  const auto module = emulated_module({c});
+  device().use(module.get(), 0);
+
+  const attnjit_param_decl param{"W", ATTNJIT_PARAM_INT};
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = c.mask.c_str();
+  desc.params = &param;
+  desc.num_params = 1;
+  desc.dtype = ATTNJIT_DTYPE_BF16;
+  desc.head_dim = 64;
+  attnjit_variant* variant = nullptr;
+  REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+
+  PreparedCase prepared(c);
+  reference::HostProblem& problem = prepared.problem;
+  cuda::DeviceBuffer q(problem.q.storage_bytes()), k(problem.k.storage_bytes()),
+      v(problem.v.storage_bytes()), out(problem.out.storage_bytes()),
+      lse(problem.lse.size() * sizeof(float));
+  auto bytes = [](const void* data, std::size_t size) {
+    return std::span<const std::byte>(static_cast<const std::byte*>(data), size);
+  };
+  q.upload(bytes(problem.q.data(), problem.q.storage_bytes()));
+  k.upload(bytes(problem.k.data(), problem.k.storage_bytes()));
+  v.upload(bytes(problem.v.data(), problem.v.storage_bytes()));
+  out.upload(bytes(problem.out.data(), problem.out.storage_bytes()));
+  lse.upload(bytes(problem.lse.data(), problem.lse.size() * sizeof(float)));
+
+  attnjit_forward_args args;
+  attnjit_forward_args_init(&args);
+  args.q = q.get();
+  args.k = k.get();
+  args.v = v.get();
+  args.out = out.get();
+  args.lse = static_cast<float*>(lse.get());
+  args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_BF16;
+  args.batch = 1;
+  args.num_heads_q = args.num_heads_kv = 2;
+  args.q_len = args.kv_len = 100;
+  args.layout = ATTNJIT_LAYOUT_BHLD;
+  attnjit_scalar window;
+  window.i = 33;
+  args.params = &window;
+  args.num_params = 1;
+  INFO(attnjit_last_error() << "; emulator: " << device().error());
+  REQUIRE(attnjit_forward(variant, &args) == ATTNJIT_OK);
+
+  out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
+  lse.download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
+  const CaseResult result = prepared.check(problem.lse);
+  INFO(result.describe());
+  CHECK(result.passed());
+
+  SECTION("a host pointer is a status code with the reason") {
+    std::vector<std::uint16_t> host(problem.q.storage_elements());
+    args.q = host.data();
+    CHECK(attnjit_forward(variant, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(attnjit_last_error(), Catch::Contains("query pointer") &&
+                                         Catch::Contains("not device memory"));
+  }
+  SECTION("inputs of another dtype than the variant's are refused") {
+    args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_FP32;
+    CHECK(attnjit_forward(variant, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(attnjit_last_error(), Catch::Contains("declared for bfloat16 inputs; got query, "
+                                                     "key and value of float32"));
+  }
+  device().use(nullptr, 0);
+  attnjit_variant_destroy(variant);
+  attnjit_runtime_destroy(runtime);
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
+}
+
+TEST_CASE("a device below compute capability 8.0 is refused with the reason", "[cc75]") {
+  const Error e = test::capture_error([] { cuda::current_device(); });
+  CHECK(e.status() == Status::unsupported);
+  CHECK_THAT(e.what(), Catch::Contains("attention kernels need compute capability 8.0 or newer; "
+                                       "device 0 is 7.5"));
+
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CUDA;
+  attnjit_runtime* runtime = nullptr;
+  CHECK(attnjit_runtime_create(&runtime, &options) == ATTNJIT_ERROR_UNSUPPORTED);
+  CHECK_THAT(attnjit_last_error(), Catch::Contains("7.5"));
+
+  options.backend = ATTNJIT_BACKEND_AUTO;
+  REQUIRE(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  CHECK(attnjit_runtime_backend(runtime) == ATTNJIT_BACKEND_CPU);
+  attnjit_runtime_destroy(runtime);
+}

@@ -1,0 +1,430 @@
+// A stand-in libcuda for machines without a GPU: the entry points the CUDA backend resolves
+// (through cuGetProcAddress, like the real driver), with host memory as "device" memory. Loaded by
+// tests through ATTNJIT_CUDA_DRIVER, so the backend's whole driver path runs unchanged: context
+// handling, pointer checks, module loading, parameter-layout checks, workspaces, launches.
+//
+// A launch runs nothing by itself: it is handed to the launcher the test installed
+// (attnjit_fake_cuda_set_launcher), which runs it under the SIMT emulator, synchronously, so that
+// later launches and copies see its results. The device it pretends to be is set by
+// ATTNJIT_FAKE_CUDA_SM (default 90; e.g. 75 for a device attnjit must refuse) and
+// ATTNJIT_FAKE_CUDA_DEVICES (default 1; 0 makes cuInit answer CUDA_ERROR_NO_DEVICE).
+#include <cuda.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "attnjit/fwd_params.cuh"
+#include "fake_cuda.h"
+
+namespace {
+
+struct Allocation {
+  std::size_t bytes;
+  bool managed;
+};
+
+struct Module {
+  std::vector<char> image;
+};
+
+struct Function {
+  std::string name;
+  int max_dynamic_smem = 0;
+};
+
+struct State {
+  std::mutex mutex;
+  std::map<std::uintptr_t, Allocation> allocations;
+  int context_tag = 0;  // the one context's handle points here
+  AttnjitFakeLauncher launcher = nullptr;
+  void* launcher_user = nullptr;
+  int launches = 0;
+};
+
+// Note: never destroyed, because the backend frees its workspaces and modules from static
+// destructors at exit, which may run after this library's would have.
+State& state() {
+  static State* instance = new State;
+  return *instance;
+}
+
+thread_local CUcontext current_context = nullptr;
+
+int env_int(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
+}
+
+int fake_sm() { return env_int("ATTNJIT_FAKE_CUDA_SM", 90); }
+
+int smem_optin(int sm) {
+  if (sm == 90 || sm == 100) return 227 * 1024;
+  if (sm == 80 || sm == 87) return 163 * 1024;
+  return 99 * 1024;
+}
+
+CUcontext the_context() { return reinterpret_cast<CUcontext>(&state().context_tag); }
+
+// The allocation containing [address, address + 1), or end().
+std::map<std::uintptr_t, Allocation>::iterator find_allocation(std::uintptr_t address) {
+  auto& all = state().allocations;
+  auto it = all.upper_bound(address);
+  if (it == all.begin()) return all.end();
+  --it;
+  return address < it->first + it->second.bytes ? it : all.end();
+}
+
+CUresult allocate(CUdeviceptr* out, std::size_t bytes, bool managed) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  // Note: 256-byte aligned and rounded up, like cuMemAlloc.
+  void* memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard lock(state().mutex);
+  state().allocations[reinterpret_cast<std::uintptr_t>(memory)] = {bytes, managed};
+  *out = reinterpret_cast<CUdeviceptr>(memory);
+  return CUDA_SUCCESS;
+}
+
+CUresult release(CUdeviceptr pointer) {
+  std::lock_guard lock(state().mutex);
+  auto& all = state().allocations;
+  const auto it = all.find(static_cast<std::uintptr_t>(pointer));
+  if (it == all.end()) return CUDA_ERROR_INVALID_VALUE;
+  std::free(reinterpret_cast<void*>(it->first));
+  all.erase(it);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- The test's side.
+ATTNJIT_FAKE_EXPORT void attnjit_fake_cuda_set_launcher(AttnjitFakeLauncher launcher, void* user) {
+  std::lock_guard lock(state().mutex);
+  state().launcher = launcher;
+  state().launcher_user = user;
+}
+
+ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_allocations(AttnjitFakeRange* out, int capacity) {
+  std::lock_guard lock(state().mutex);
+  int count = 0;
+  for (const auto& [address, allocation] : state().allocations) {
+    if (count < capacity) out[count] = {reinterpret_cast<void*>(address), allocation.bytes};
+    ++count;
+  }
+  return count;
+}
+
+ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_launch_count() { return state().launches; }
+
+// ---- Initialisation, errors, devices.
+CUresult CUDAAPI cuInit(unsigned int) {
+  return env_int("ATTNJIT_FAKE_CUDA_DEVICES", 1) > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  *version = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
+  switch (error) {
+    case CUDA_SUCCESS: *name = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_NO_DEVICE: *name = "CUDA_ERROR_NO_DEVICE"; break;
+    case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
+    case CUDA_ERROR_LAUNCH_FAILED: *name = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case CUDA_ERROR_INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    default: *name = "CUDA_ERROR_UNKNOWN"; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** text) {
+  *text = error == CUDA_ERROR_LAUNCH_FAILED ? "the emulated kernel failed (see the test log)"
+                                            : "fake driver error";
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  *count = env_int("ATTNJIT_FAKE_CUDA_DEVICES", 1);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  if (ordinal < 0 || ordinal >= env_int("ATTNJIT_FAKE_CUDA_DEVICES", 1)) {
+    return CUDA_ERROR_INVALID_DEVICE;
+  }
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice) {
+  std::snprintf(name, static_cast<std::size_t>(length), "attnjit fake device (sm_%d)", fake_sm());
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  const int sm = fake_sm();
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = sm / 10; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = sm % 10; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = smem_optin(sm); break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = 50 * 1024 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
+    default: *value = 0; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+// ---- One context: device 0's primary context.
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
+  *context = the_context();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* context) {
+  *context = current_context;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
+  current_context = context;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  if (current_context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetId(CUcontext, unsigned long long* id) {
+  *id = 1;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSynchronize() { return CUDA_SUCCESS; }
+
+// ---- Modules and functions.
+CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  // Note: the backend must hand over a cubin (an ELF image) or NUL-terminated PTX.
+  const auto* bytes = static_cast<const char*>(image);
+  if (image == nullptr || (std::memcmp(bytes, "\x7f" "ELF", 4) != 0 &&
+                           std::strstr(bytes, ".version") == nullptr)) {
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *module = reinterpret_cast<CUmodule>(new Module{});
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  delete reinterpret_cast<Module*>(module);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule, const char* name) {
+  if (std::strcmp(name, "attnjit_fwd") != 0 && std::strcmp(name, "attnjit_tensor_summary") != 0) {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  // Note: leaked with the module's life; a test process loads a handful.
+  *function = reinterpret_cast<CUfunction>(new Function{name});
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute,
+                                    int value) {
+  if (attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value > smem_optin(fake_sm())) return CUDA_ERROR_INVALID_VALUE;
+    reinterpret_cast<Function*>(function)->max_dynamic_smem = value;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction) {
+  *value = attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
+  return CUDA_SUCCESS;
+}
+// The parameter lists of the two entry points, as NVRTC lays them out (the same header).
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset,
+                                    size_t* size) {
+  static const std::size_t summary[][2] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
+  if (reinterpret_cast<Function*>(function)->name == "attnjit_fwd") {
+    if (index != 0) return CUDA_ERROR_INVALID_VALUE;
+    *offset = 0;
+    *size = sizeof(attnjit::FwdParams);
+    return CUDA_SUCCESS;
+  }
+  if (index >= 6) return CUDA_ERROR_INVALID_VALUE;
+  *offset = summary[index][0];
+  *size = summary[index][1];
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                                unsigned block_x, unsigned block_y, unsigned block_z,
+                                unsigned smem, CUstream, void** params, void** extra) {
+  const Function& function = *reinterpret_cast<Function*>(f);
+  if (grid_x == 0 || grid_y == 0 || grid_z != 1 || block_y != 1 || block_z != 1 ||
+      block_x == 0 || block_x > 1024 || extra != nullptr || params == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // Note: beyond 48 KB a launch needs the function's opt-in, as on the hardware.
+  if (smem > 48 * 1024 && static_cast<int>(smem) > function.max_dynamic_smem) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  AttnjitFakeLauncher launcher;
+  void* user;
+  {
+    std::lock_guard lock(state().mutex);
+    launcher = state().launcher;
+    user = state().launcher_user;
+    ++state().launches;
+  }
+  if (launcher == nullptr) return CUDA_SUCCESS;
+  const AttnjitFakeLaunch launch{function.name.c_str(), grid_x, grid_y, block_x, smem, params};
+  return launcher(&launch, user) == 0 ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+}
+
+// ---- Memory.
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
+  return allocate(pointer, bytes, false);
+}
+CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* pointer, size_t bytes, unsigned int) {
+  return allocate(pointer, bytes, true);
+}
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream) {
+  return allocate(pointer, bytes, false);
+}
+CUresult CUDAAPI cuMemFree(CUdeviceptr pointer) { return release(pointer); }
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr pointer, CUstream) { return release(pointer); }
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream) {
+  return cuMemcpyHtoD(dst, src, bytes);
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream) {
+  return cuMemcpyDtoH(dst, src, bytes);
+}
+CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t count) {
+  auto* words = reinterpret_cast<unsigned*>(dst);
+  for (std::size_t i = 0; i < count; ++i) words[i] = value;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream) {
+  return cuMemsetD32(dst, value, count);
+}
+
+// Device memory for the fake's allocations, "unknown" (all zeros, CUDA_SUCCESS) for any other
+// pointer, as the real cuPointerGetAttributes answers for unregistered host memory.
+CUresult CUDAAPI cuPointerGetAttributes(unsigned count, CUpointer_attribute* attributes,
+                                        void** values, CUdeviceptr pointer) {
+  std::lock_guard lock(state().mutex);
+  const auto it = find_allocation(static_cast<std::uintptr_t>(pointer));
+  const bool known = it != state().allocations.end();
+  for (unsigned i = 0; i < count; ++i) {
+    switch (attributes[i]) {
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *static_cast<unsigned*>(values[i]) = known ? CU_MEMORYTYPE_DEVICE : 0;
+        break;
+      case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *static_cast<bool*>(values[i]) = known && it->second.managed;
+        break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *static_cast<int*>(values[i]) = known ? 0 : -2;
+        break;
+      case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *static_cast<CUcontext*>(values[i]) = known ? the_context() : nullptr;
+        break;
+      case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *static_cast<CUdeviceptr*>(values[i]) = known ? it->first : 0;
+        break;
+      case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *static_cast<std::size_t*>(values[i]) = known ? it->second.bytes : 0;
+        break;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                       CUdeviceptr pointer) {
+  void* values[] = {data};
+  return cuPointerGetAttributes(1, &attribute, values, pointer);
+}
+
+// ---- Streams and events: everything is synchronous.
+CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
+  *stream = reinterpret_cast<CUstream>(new int(0));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
+  delete reinterpret_cast<int*>(stream);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
+  *event = reinterpret_cast<CUevent>(new int(0));
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent, CUevent) {
+  *ms = 0.0f;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  delete reinterpret_cast<int*>(event);
+  return CUDA_SUCCESS;
+}
+
+// ---- Entry points by name, as the backend resolves them.
+CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** function, int, cuuint64_t,
+                                  CUdriverProcAddressQueryResult* status) {
+  static const std::map<std::string, void*> table = {
+#define ATTNJIT_FAKE_ENTRY(name) {#name, reinterpret_cast<void*>(&name)}
+      ATTNJIT_FAKE_ENTRY(cuInit), ATTNJIT_FAKE_ENTRY(cuDriverGetVersion),
+      ATTNJIT_FAKE_ENTRY(cuGetErrorName), ATTNJIT_FAKE_ENTRY(cuGetErrorString),
+      ATTNJIT_FAKE_ENTRY(cuDeviceGet), ATTNJIT_FAKE_ENTRY(cuDeviceGetCount),
+      ATTNJIT_FAKE_ENTRY(cuDeviceGetAttribute), ATTNJIT_FAKE_ENTRY(cuDeviceGetName),
+      ATTNJIT_FAKE_ENTRY(cuDevicePrimaryCtxRetain), ATTNJIT_FAKE_ENTRY(cuDevicePrimaryCtxRelease),
+      ATTNJIT_FAKE_ENTRY(cuCtxGetCurrent), ATTNJIT_FAKE_ENTRY(cuCtxSetCurrent),
+      ATTNJIT_FAKE_ENTRY(cuCtxGetDevice), ATTNJIT_FAKE_ENTRY(cuCtxGetId),
+      ATTNJIT_FAKE_ENTRY(cuCtxSynchronize), ATTNJIT_FAKE_ENTRY(cuModuleLoadData),
+      ATTNJIT_FAKE_ENTRY(cuModuleUnload), ATTNJIT_FAKE_ENTRY(cuModuleGetFunction),
+      ATTNJIT_FAKE_ENTRY(cuFuncSetAttribute), ATTNJIT_FAKE_ENTRY(cuFuncGetAttribute),
+      ATTNJIT_FAKE_ENTRY(cuFuncGetParamInfo), ATTNJIT_FAKE_ENTRY(cuLaunchKernel),
+      ATTNJIT_FAKE_ENTRY(cuPointerGetAttribute), ATTNJIT_FAKE_ENTRY(cuPointerGetAttributes),
+      ATTNJIT_FAKE_ENTRY(cuMemAlloc), ATTNJIT_FAKE_ENTRY(cuMemFree),
+      ATTNJIT_FAKE_ENTRY(cuMemAllocManaged), ATTNJIT_FAKE_ENTRY(cuMemAllocAsync),
+      ATTNJIT_FAKE_ENTRY(cuMemFreeAsync), ATTNJIT_FAKE_ENTRY(cuMemcpyHtoD),
+      ATTNJIT_FAKE_ENTRY(cuMemcpyDtoH), ATTNJIT_FAKE_ENTRY(cuMemcpyHtoDAsync),
+      ATTNJIT_FAKE_ENTRY(cuMemcpyDtoHAsync), ATTNJIT_FAKE_ENTRY(cuMemsetD32),
+      ATTNJIT_FAKE_ENTRY(cuMemsetD32Async), ATTNJIT_FAKE_ENTRY(cuStreamCreate),
+      ATTNJIT_FAKE_ENTRY(cuStreamDestroy), ATTNJIT_FAKE_ENTRY(cuStreamSynchronize),
+      ATTNJIT_FAKE_ENTRY(cuStreamIsCapturing), ATTNJIT_FAKE_ENTRY(cuEventCreate),
+      ATTNJIT_FAKE_ENTRY(cuEventRecord), ATTNJIT_FAKE_ENTRY(cuEventSynchronize),
+      ATTNJIT_FAKE_ENTRY(cuEventElapsedTime), ATTNJIT_FAKE_ENTRY(cuEventDestroy),
+#undef ATTNJIT_FAKE_ENTRY
+  };
+  const auto it = table.find(symbol);
+  *function = it == table.end() ? nullptr : it->second;
+  if (status != nullptr) {
+    *status = it == table.end() ? CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+                                : CU_GET_PROC_ADDRESS_SUCCESS;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

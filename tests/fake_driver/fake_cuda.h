@@ -1,0 +1,36 @@
+/* The test-facing side of the fake libcuda (fake_cuda.cpp): what a launch looks like, and how a
+   test installs the function that runs it. Plain C so either side can use it. */
+#pragma once
+
+#include <stddef.h>
+
+#define ATTNJIT_FAKE_EXPORT __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  const char* function; /* "attnjit_fwd" or "attnjit_tensor_summary" */
+  unsigned grid_x, grid_y;
+  unsigned threads;
+  unsigned smem_bytes;
+  void** params; /* cuLaunchKernel's kernelParams */
+} AttnjitFakeLaunch;
+
+/* Runs a launch to completion; 0 on success. */
+typedef int (*AttnjitFakeLauncher)(const AttnjitFakeLaunch* launch, void* user);
+
+typedef struct {
+  void* data;
+  size_t bytes;
+} AttnjitFakeRange;
+
+typedef void (*AttnjitFakeSetLauncher)(AttnjitFakeLauncher launcher, void* user);
+/* Writes up to `capacity` live allocations to `out`; returns how many there are. */
+typedef int (*AttnjitFakeAllocations)(AttnjitFakeRange* out, int capacity);
+typedef int (*AttnjitFakeLaunchCount)(void);
+
+#ifdef __cplusplus
+}
+#endif
