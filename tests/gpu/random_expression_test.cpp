@@ -16,20 +16,7 @@ TEST_CASE("random expressions match the reference", "[gpu]") {
   constexpr int kCases = 40;
   for (int i = 0; i < kCases; ++i) {
     const auto seed = static_cast<std::uint64_t>(1000 + i);
-    ExpressionGenerator generator(seed);
-    KernelCase c;
-    c.mask = generator.boolean(2);
-    c.score = generator.score();
-    c.seed = seed;
-    c.dtype = generator.pick(2) == 0 ? DType::bf16 : DType::fp16;
-    c.layout = generator.pick(2) == 0 ? Layout::bhld : Layout::blhd;
-    c.head_dim = generator.pick(2) == 0 ? 64 : 128;
-    c.shape.batch = 1 + generator.pick(2);
-    c.shape.num_heads_kv = 1 + generator.pick(2);
-    c.shape.num_heads_q = c.shape.num_heads_kv * (1 + generator.pick(2));
-    c.shape.q_len = 1 + generator.pick(300);
-    c.shape.kv_len = 1 + generator.pick(300);
-    c.tolerance_factor = 2.0;
+    const KernelCase c = random_expression_case(seed, 300, 2, 2);
     INFO(c.name());
     try {
       const CaseResult result = run_case(c);

@@ -141,21 +141,7 @@ TEST_CASE("emulated: random expressions match the reference", "[simt]") {
   std::vector<KernelCase> cases;
   for (int i = 0; i < 24; ++i) {
     const auto seed = static_cast<std::uint64_t>(2000 + i);
-    ExpressionGenerator generator(seed);
-    KernelCase c;
-    c.mask = generator.boolean(2);
-    c.score = generator.score();
-    c.seed = seed;
-    c.dtype = generator.pick(2) == 0 ? DType::bf16 : DType::fp16;
-    c.layout = generator.pick(2) == 0 ? Layout::bhld : Layout::blhd;
-    c.head_dim = generator.pick(2) == 0 ? 64 : 128;
-    c.shape.batch = 1;
-    c.shape.num_heads_kv = 1;
-    c.shape.num_heads_q = 1 + generator.pick(2);
-    c.shape.q_len = 1 + generator.pick(160);
-    c.shape.kv_len = 1 + generator.pick(160);
-    c.tolerance_factor = 2.0;
-    cases.push_back(c);
+    cases.push_back(random_expression_case(seed, 160, 1, 1));
   }
   check_simt(cases, 80);
 }

@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 
+#include "kernel_case.hpp"
+
 namespace attnjit::kernel_test {
 
 class ExpressionGenerator {
@@ -72,5 +74,26 @@ class ExpressionGenerator {
  private:
   std::mt19937_64 rng_;
 };
+
+// A case with a random mask and score, dtype, layout, head dim 64 or 128, up to `max_batch`
+// batches, `max_heads_kv` kv heads with up to two query heads each, lengths up to `max_len`.
+inline KernelCase random_expression_case(std::uint64_t seed, int max_len, int max_batch,
+                                         int max_heads_kv) {
+  ExpressionGenerator generator(seed);
+  KernelCase c;
+  c.mask = generator.boolean(2);
+  c.score = generator.score();
+  c.seed = seed;
+  c.dtype = generator.pick(2) == 0 ? DType::bf16 : DType::fp16;
+  c.layout = generator.pick(2) == 0 ? Layout::bhld : Layout::blhd;
+  c.head_dim = generator.pick(2) == 0 ? 64 : 128;
+  c.shape.batch = 1 + generator.pick(max_batch);
+  c.shape.num_heads_kv = 1 + generator.pick(max_heads_kv);
+  c.shape.num_heads_q = c.shape.num_heads_kv * (1 + generator.pick(2));
+  c.shape.q_len = 1 + generator.pick(max_len);
+  c.shape.kv_len = 1 + generator.pick(max_len);
+  c.tolerance_factor = 2.0;
+  return c;
+}
 
 }  // namespace attnjit::kernel_test
