@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -27,13 +28,13 @@ struct Allocation {
   bool managed;
 };
 
-struct Module {
-  std::vector<char> image;
-};
-
 struct Function {
   std::string name;
   int max_dynamic_smem = 0;
+};
+
+struct Module {
+  std::vector<std::unique_ptr<Function>> functions;  // handed out by cuModuleGetFunction
 };
 
 struct State {
@@ -225,12 +226,13 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   delete reinterpret_cast<Module*>(module);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule, const char* name) {
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
   if (std::strcmp(name, "attnjit_fwd") != 0 && std::strcmp(name, "attnjit_tensor_summary") != 0) {
     return CUDA_ERROR_NOT_FOUND;
   }
-  // Note: leaked with the module's life; a test process loads a handful.
-  *function = reinterpret_cast<CUfunction>(new Function{name});
+  auto& functions = reinterpret_cast<Module*>(module)->functions;
+  functions.push_back(std::make_unique<Function>(Function{name}));
+  *function = reinterpret_cast<CUfunction>(functions.back().get());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute attribute,
