@@ -86,17 +86,7 @@ class EmulatedDevice {
     grid.grid_y = launch.grid_y;
     grid.threads = launch.threads;
     grid.smem_bytes = launch.smem_bytes;
-    void** p = launch.params;
-    if (std::strcmp(launch.function, "attnjit_fwd") == 0) {
-      module_->run_forward(module_->forward_entry(kernel_), *static_cast<const FwdParams*>(p[0]),
-                           grid, regions);
-    } else {
-      const SimtSummaryArgs args{*static_cast<const int* const*>(p[0]), *static_cast<int*>(p[1]),
-                                 *static_cast<int*>(p[2]), *static_cast<int*>(p[3]),
-                                 *static_cast<int* const*>(p[4]),
-                                 *static_cast<int* const*>(p[5])};
-      module_->run_summary(module_->summary_entry(kernel_), args, grid, regions);
-    }
+    module_->run_launch(kernel_, launch.function, grid, launch.params, regions);
   }
 
   AttnjitFakeSetLauncher set_launcher_ = nullptr;

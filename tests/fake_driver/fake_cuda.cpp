@@ -3,13 +3,19 @@
 // tests through ATTNJIT_CUDA_DRIVER, so the backend's whole driver path runs unchanged: context
 // handling, pointer checks, module loading, parameter-layout checks, workspaces, launches.
 //
-// A launch runs nothing by itself: it is handed to the launcher the test installed
-// (attnjit_fake_cuda_set_launcher), which runs it under the SIMT emulator, synchronously, so that
-// later launches and copies see its results. The device it pretends to be is set by
+// Launches run under the SIMT emulator, synchronously, so that later launches and copies see
+// their results: through the launcher a test installed (attnjit_fake_cuda_set_launcher), or else
+// by the fake itself, which finds the loaded cubin in the kernel cache ($ATTNJIT_CACHE_DIR),
+// regenerates its source from the sidecar's variant and builds it for the host. So any program
+// (the CLI, the C API) runs on the fake device with real results. The device it pretends to be is set by
 // ATTNJIT_FAKE_CUDA_SM (default 90; e.g. 75 for a device attnjit must refuse) and
 // ATTNJIT_FAKE_CUDA_DEVICES (default 1; 0 makes cuInit answer CUDA_ERROR_NO_DEVICE).
 #include <cuda.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -18,8 +24,19 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "attnjit/fwd_params.cuh"
+#include "codegen/variant_source.hpp"
+#include "expr/expression.hpp"
+#include "expr/signature.hpp"
 #include "fake_cuda.h"
+#include "simt_module.hpp"
 
 namespace {
 
@@ -28,13 +45,18 @@ struct Allocation {
   bool managed;
 };
 
+struct Module;
+
 struct Function {
   std::string name;
+  Module* module = nullptr;
   int max_dynamic_smem = 0;
 };
 
 struct Module {
   std::vector<std::unique_ptr<Function>> functions;  // handed out by cuModuleGetFunction
+  std::string source;  // the generated kernel source, when found in the cache
+  std::unique_ptr<attnjit::simt::SimtModule> emulated;  // built at the first launch
 };
 
 struct State {
@@ -98,6 +120,92 @@ CUresult release(CUdeviceptr pointer) {
   std::free(reinterpret_cast<void*>(it->first));
   all.erase(it);
   return CUDA_SUCCESS;
+}
+
+// Bytes of a 64-bit ELF image (a cubin), from its header: the section header table ends it.
+std::size_t elf_size(const unsigned char* image) {
+  auto read = [&](std::size_t offset, std::size_t bytes) {
+    std::uint64_t value = 0;
+    std::memcpy(&value, image + offset, bytes);
+    return value;
+  };
+  const std::uint64_t sections_end = read(0x28, 8) + read(0x3C, 2) * read(0x3A, 2);
+  const std::uint64_t programs_end = read(0x20, 8) + read(0x38, 2) * read(0x36, 2);
+  return static_cast<std::size_t>(std::max(sections_end, programs_end));
+}
+
+// The kernel source of a cubin that the cache under $ATTNJIT_CACHE_DIR holds: its sidecar's
+// variant, parsed and generated again (generation is deterministic). Empty when not found.
+std::string find_source(const unsigned char* image) {
+  const char* dir = std::getenv("ATTNJIT_CACHE_DIR");
+  if (dir == nullptr || *dir == '\0' || std::memcmp(image, "\x7f" "ELF", 4) != 0) return {};
+  const std::size_t size = elf_size(image);
+  std::error_code error;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir, error)) {
+    if (entry.path().extension() != ".cubin" || entry.file_size(error) != size) continue;
+    std::ifstream file(entry.path(), std::ios::binary);
+    const std::vector<char> bytes{std::istreambuf_iterator<char>(file), {}};
+    if (bytes.size() != size || std::memcmp(bytes.data(), image, size) != 0) continue;
+    std::ifstream sidecar_file(std::filesystem::path(entry.path()).replace_extension(".json"));
+    const nlohmann::json sidecar = nlohmann::json::parse(sidecar_file, nullptr, false);
+    if (sidecar.is_discarded()) return {};
+    const nlohmann::json& variant = sidecar["variant"];
+    attnjit::expr::Signature signature;
+    for (const auto& param : variant["params"]) {
+      signature.params.push_back(attnjit::expr::parse_param_decl(param.get<std::string>()));
+    }
+    for (const auto& tensor : variant["tensors"]) {
+      signature.tensors.push_back(attnjit::expr::parse_tensor_decl(tensor.get<std::string>()));
+    }
+    using attnjit::expr::ExprKind;
+    const auto mask = attnjit::expr::parse_expression(
+        ExprKind::mask, variant["mask"].get<std::string>(), signature);
+    const auto score = attnjit::expr::parse_expression(
+        ExprKind::score, variant["score"].get<std::string>(), signature);
+    const attnjit::DType dtype =
+        variant["dtype"] == "fp16" ? attnjit::DType::fp16 : attnjit::DType::bf16;
+    const int sm = std::atoi(sidecar["arch"].get<std::string>().c_str() + 3);
+    return attnjit::codegen::generate_kernel_source(mask, score, dtype,
+                                                    variant["head_dim"].get<int>(), sm)
+        .source;
+  }
+  return {};
+}
+
+std::vector<SimtRegion> device_regions() {
+  std::lock_guard lock(state().mutex);
+  std::vector<SimtRegion> regions;
+  for (const auto& [address, allocation] : state().allocations) {
+    regions.push_back({reinterpret_cast<const void*>(address), allocation.bytes, 1});
+  }
+  return regions;
+}
+
+// Runs a launch of a module whose source was found, building it for the host first.
+CUresult emulate(Function& function, const attnjit::LaunchGrid& grid, void** params) {
+  Module& module = *function.module;
+  if (module.source.empty()) {
+    std::fprintf(stderr,
+                 "fake CUDA driver: no kernel source for this module (its cubin is not in "
+                 "$ATTNJIT_CACHE_DIR), so %s cannot run\n",
+                 function.name.c_str());
+    return CUDA_ERROR_LAUNCH_FAILED;
+  }
+  try {
+    if (!module.emulated) {
+      static int counter = 0;
+      module.emulated = std::make_unique<attnjit::simt::SimtModule>(
+          std::vector<std::string>{module.source},
+          std::filesystem::temp_directory_path() /
+              ("attnjit-fake-cuda-" + std::to_string(::getpid()) + "-" +
+               std::to_string(counter++)));
+    }
+    module.emulated->run_launch(0, function.name.c_str(), grid, params, device_regions());
+    return CUDA_SUCCESS;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "fake CUDA driver: %s failed: %s\n", function.name.c_str(), error.what());
+    return CUDA_ERROR_LAUNCH_FAILED;
+  }
 }
 
 }  // namespace
@@ -219,7 +327,14 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
                            std::strstr(bytes, ".version") == nullptr)) {
     return CUDA_ERROR_INVALID_IMAGE;
   }
-  *module = reinterpret_cast<CUmodule>(new Module{});
+  auto loaded = std::make_unique<Module>();
+  try {
+    loaded->source = find_source(static_cast<const unsigned char*>(image));
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "fake CUDA driver: cannot regenerate the kernel source: %s\n",
+                 error.what());
+  }
+  *module = reinterpret_cast<CUmodule>(loaded.release());
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule module) {
@@ -231,7 +346,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, cons
     return CUDA_ERROR_NOT_FOUND;
   }
   auto& functions = reinterpret_cast<Module*>(module)->functions;
-  functions.push_back(std::make_unique<Function>(Function{name}));
+  functions.push_back(std::make_unique<Function>(Function{name, reinterpret_cast<Module*>(module)}));
   *function = reinterpret_cast<CUfunction>(functions.back().get());
   return CUDA_SUCCESS;
 }
@@ -283,7 +398,14 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, 
     user = state().launcher_user;
     ++state().launches;
   }
-  if (launcher == nullptr) return CUDA_SUCCESS;
+  if (launcher == nullptr) {
+    attnjit::LaunchGrid grid;
+    grid.grid_x = grid_x;
+    grid.grid_y = grid_y;
+    grid.threads = block_x;
+    grid.smem_bytes = smem;
+    return emulate(*reinterpret_cast<Function*>(f), grid, params);
+  }
   const AttnjitFakeLaunch launch{function.name.c_str(), grid_x, grid_y, block_x, smem, params};
   return launcher(&launch, user) == 0 ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
 }
@@ -376,18 +498,26 @@ CUresult CUDAAPI cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
   *status = CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
+// Events hold the host time of their record: launches run synchronously, so elapsed times are
+// the emulator's (far from a GPU's, but finite and ordered).
+using EventTime = std::chrono::steady_clock::time_point;
 CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
-  *event = reinterpret_cast<CUevent>(new int(0));
+  *event = reinterpret_cast<CUevent>(new EventTime());
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+  *reinterpret_cast<EventTime*>(event) = std::chrono::steady_clock::now();
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent, CUevent) {
-  *ms = 0.0f;
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent stop) {
+  *ms = std::chrono::duration<float, std::milli>(*reinterpret_cast<EventTime*>(stop) -
+                                                 *reinterpret_cast<EventTime*>(start))
+            .count();
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventDestroy(CUevent event) {
-  delete reinterpret_cast<int*>(event);
+  delete reinterpret_cast<EventTime*>(event);
   return CUDA_SUCCESS;
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace attnjit::simt {
 namespace {
@@ -101,6 +102,25 @@ void SimtModule::run_summary(const void* entry, const SimtSummaryArgs& args,
   if (run_summary_(entry, &args, &launch, error, sizeof error) != 0) {
     throw std::runtime_error(error);
   }
+}
+
+void SimtModule::run_launch(int kernel, const char* function, const LaunchGrid& grid,
+                            void** params, std::span<const SimtRegion> regions) const {
+  if (std::string_view(function) == codegen::kForwardEntry) {
+    run_forward(forward_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions);
+    return;
+  }
+  if (std::string_view(function) != codegen::kSummaryEntry) {
+    throw std::runtime_error(fmt::format("no emulated entry point {}", function));
+  }
+  // Note: the summary entry's parameter list (const int*, int, int, int, int*, int*).
+  const SimtSummaryArgs args{*static_cast<const int* const*>(params[0]),
+                             *static_cast<const int*>(params[1]),
+                             *static_cast<const int*>(params[2]),
+                             *static_cast<const int*>(params[3]),
+                             *static_cast<int* const*>(params[4]),
+                             *static_cast<int* const*>(params[5])};
+  run_summary(summary_entry(kernel), args, grid, regions);
 }
 
 }  // namespace attnjit::simt

@@ -34,6 +34,11 @@ class SimtModule {
   void run_summary(const void* entry, const SimtSummaryArgs& args, const LaunchGrid& grid,
                    std::span<const SimtRegion> regions) const;
 
+  // A launch as cuLaunchKernel receives it: entry point `function` ("attnjit_fwd" or
+  // "attnjit_tensor_summary") of kernel `kernel`, with kernelParams `params`.
+  void run_launch(int kernel, const char* function, const LaunchGrid& grid, void** params,
+                  std::span<const SimtRegion> regions) const;
+
  private:
   std::filesystem::path work_dir_;
   void* handle_ = nullptr;
