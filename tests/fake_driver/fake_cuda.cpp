@@ -183,6 +183,10 @@ std::vector<SimtRegion> device_regions() {
 
 // Runs a launch of a module whose source was found, building it for the host first.
 CUresult emulate(Function& function, const attnjit::LaunchGrid& grid, void** params) {
+  // Note: one launch at a time (the emulator's state is per built module, and launches from
+  // several host threads would share it); the device is synchronous anyway.
+  static std::mutex launch_mutex;
+  std::lock_guard serial(launch_mutex);
   Module& module = *function.module;
   if (module.source.empty()) {
     std::fprintf(stderr,
