@@ -34,7 +34,7 @@ void check_cases(const std::vector<KernelCase>& cases) {
 
 }  // namespace
 
-TEST_CASE("masks and scores of the standard variants match the reference", "[gpu]") {
+TEST_CASE("masks and scores of the standard variants match the reference", "[gpu][heavy]") {
   for (const DType dtype : {DType::bf16, DType::fp16}) {
     for (const Layout layout : {Layout::bhld, Layout::blhd}) {
       std::vector<KernelCase> cases;
@@ -46,7 +46,7 @@ TEST_CASE("masks and scores of the standard variants match the reference", "[gpu
   }
 }
 
-TEST_CASE("odd and unequal lengths match the reference", "[gpu]") {
+TEST_CASE("odd and unequal lengths match the reference", "[gpu][heavy]") {
   const std::pair<int, int> lengths[] = {{1, 1},   {17, 17},   {129, 129}, {1000, 1000},
                                          {1, 129}, {17, 1000}, {1000, 17}, {129, 1}};
   for (const auto& [lq, lkv] : lengths) {
@@ -56,7 +56,7 @@ TEST_CASE("odd and unequal lengths match the reference", "[gpu]") {
   }
 }
 
-TEST_CASE("every head dim matches the reference", "[gpu]") {
+TEST_CASE("every head dim matches the reference", "[gpu][heavy]") {
   for (const int head_dim : {32, 64, 96, 128, 256}) {
     for (const DType dtype : {DType::bf16, DType::fp16}) {
       KernelCase causal;

@@ -12,7 +12,7 @@ using namespace attnjit;
 using namespace attnjit::gpu_test;
 using namespace attnjit::kernel_test;
 
-TEST_CASE("random expressions match the reference", "[gpu]") {
+TEST_CASE("random expressions match the reference", "[gpu][heavy]") {
   constexpr int kCases = 40;
   for (int i = 0; i < kCases; ++i) {
     const auto seed = static_cast<std::uint64_t>(1000 + i);
