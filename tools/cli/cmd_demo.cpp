@@ -10,6 +10,8 @@
 #include "commands.hpp"
 #include "example_inputs.hpp"
 #include "common/error.hpp"
+#include "codegen/variant_source.hpp"
+#include "reference/attention.hpp"
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
 #include "reference/random_inputs.hpp"
@@ -91,7 +93,12 @@ void demo(const std::string& cache_dir, int len_option) {
       host_call.tensors[i].data = inputs.tensor_data[i].data();
     }
     const VariantArgs host_args = variant.pack_args(host_call);
-    const TileCensus census = count_tiles(variant.mask(), host_args, shape, 64, 64);
+    // The tiles of the kernel that ran: the GPU kernel's configuration, or the CPU reference's.
+    const codegen::KernelConfig& config = kernel.binary->config;
+    const TileCensus census =
+        on_gpu ? count_tiles(variant.mask(), host_args, shape, config.block_m, config.block_n)
+               : count_tiles(variant.mask(), host_args, shape, reference::ReferenceOptions{}.tile_q,
+                             reference::ReferenceOptions{}.tile_kv);
     std::vector<double> expected_out, expected_lse;
     reference::naive_attention(variant.mask(), variant.score(), host_args, shape, host,
                                expected_out, expected_lse);

@@ -14,10 +14,13 @@
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "expr/block_analysis.hpp"
+#include "codegen/variant_source.hpp"
+#include "reference/attention.hpp"
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
 #include "reference/random_inputs.hpp"
 #include "problem_placement.hpp"
+#include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
 #include "tile_census.hpp"
 #include "variant_options.hpp"
@@ -211,17 +214,26 @@ void run(const RunOptions& o) {
     arg.elem = spec.signature.tensors[i].elem == expr::TensorElemType::int32 ? kTensorInt32
                                                                             : kTensorFloat32;
   }
-  const TileCensus census = count_tiles(mask, host_args, shape, 64, 64);
+  // The tiles of the kernel that ran: the GPU kernel's configuration, or the CPU reference's.
+  int tile_q = reference::ReferenceOptions{}.tile_q;
+  int tile_kv = reference::ReferenceOptions{}.tile_kv;
+  if (on_gpu) {
+    const codegen::KernelConfig config =
+        codegen::choose_kernel_config(cuda::current_device().sm, spec.dtype, shape.head_dim);
+    tile_q = config.block_m;
+    tile_kv = config.block_n;
+  }
+  const TileCensus census = count_tiles(mask, host_args, shape, tile_q, tile_kv);
 
   fmt::print("attnjit run: {} backend, {}, B={} Hq={} Hkv={} Lq={} Lkv={} D={}, layout {}\n",
              on_gpu ? "cuda" : "cpu", dtype_name(spec.dtype), shape.batch, shape.num_heads_q,
              shape.num_heads_kv, shape.q_len, shape.kv_len, shape.head_dim, o.layout);
   fmt::print("  mask     {}\n  score    {}\n", mask.canonical(), score.canonical());
   fmt::print("  prepare  {:.1f} ms\n", prepare_ms);
-  fmt::print("  forward  {:.3f} ms (median of {}), {:.1f}% of 64x64 tiles skipped, {:.1f}% of "
+  fmt::print("  forward  {:.3f} ms (median of {}), {:.1f}% of {}x{} tiles skipped, {:.1f}% of "
              "pairs kept\n",
-             times[times.size() / 2], times.size(), 100.0 * census.skipped_fraction(),
-             100.0 * census.kept_fraction());
+             times[times.size() / 2], times.size(), 100.0 * census.skipped_fraction(), tile_q,
+             tile_kv, 100.0 * census.kept_fraction());
 
   const double work = static_cast<double>(shape.batch) * shape.num_heads_q * shape.q_len *
                       static_cast<double>(shape.kv_len) * shape.head_dim;
