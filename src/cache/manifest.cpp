@@ -235,6 +235,7 @@ std::vector<NamedVariantSpec> expand_manifest(const Manifest& manifest) {
         spec.signature = variant.signature;
         spec.dtype = dtype;
         spec.head_dim = head_dim;
+        spec.name = variant.name;
         specs.push_back({variant.name, std::move(spec)});
       }
     }

@@ -57,7 +57,7 @@ nlohmann::json describe(const VariantSpec& spec, const codegen::GeneratedKernel&
   nlohmann::json params = nlohmann::json::array(), tensors = nlohmann::json::array();
   for (const auto& param : spec.signature.params) params.push_back(expr::to_string(param));
   for (const auto& tensor : spec.signature.tensors) tensors.push_back(expr::to_string(tensor));
-  return {{"mask", mask.source()},
+  nlohmann::json details = {{"mask", mask.source()},
           {"score", score.source()},
           {"mask_canonical", mask.canonical()},
           {"score_canonical", score.canonical()},
@@ -67,6 +67,8 @@ nlohmann::json describe(const VariantSpec& spec, const codegen::GeneratedKernel&
           {"dtype", dtype_short(spec.dtype)},
           {"head_dim", spec.head_dim},
           {"source_bytes", generated.source.size()}};
+  if (!spec.name.empty()) details["name"] = spec.name;
+  return details;
 }
 
 struct Parsed {

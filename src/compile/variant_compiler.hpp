@@ -17,6 +17,8 @@ struct VariantSpec {
   expr::Signature signature;
   DType dtype = DType::bf16;
   int head_dim = 128;
+  std::string name;  // optional label for operators (a manifest's "causal"): recorded in the
+                     // cache sidecar, not part of the cache key
 };
 
 struct ResourceUsage {

@@ -102,3 +102,19 @@ TEST_CASE("compile_variant reports bad expressions and arches before compiling",
     CHECK(e.status() == Status::unsupported);
   }
 }
+
+TEST_CASE("a variant's name is recorded in the sidecar and is not part of the key", "[jit]") {
+  TempDir dir;
+  KernelCache cache(dir.path());
+  VariantSpec named = causal();
+  named.name = "causal";
+  CHECK(variant_cache_key(named, "sm_80") == variant_cache_key(causal(), "sm_80"));
+  const KernelBinary binary = compile_variant(named, "sm_80", cache);
+  const auto sidecar = nlohmann::json::parse(
+      cache::read_file(cache.sidecar_path("sm_80", nvrtc::nvrtc_version(), binary.key)).value());
+  CHECK(sidecar["variant"]["name"] == "causal");
+  // The manifest names every spec it expands.
+  for (const NamedVariantSpec& spec : expand_manifest(standard_manifest())) {
+    CHECK(spec.spec.name == spec.name);
+  }
+}

@@ -107,7 +107,8 @@ void run_bench(const BenchOptions& options) {
       continue;
     }
     ++benchmarked;
-    VariantSpec spec{variant.mask, variant.score, variant.signature, dtype, options.head_dim};
+    VariantSpec spec{variant.mask, variant.score, variant.signature, dtype, options.head_dim,
+                     variant.name};
     const KernelBinary kernel = compile_variant(spec, arch, cache);
     const expr::Expression mask =
         expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature);

@@ -57,7 +57,7 @@ void demo(const std::string& cache_dir, int len_option) {
 
   bool all_ok = true;
   for (const ManifestVariant& mv : standard_manifest().variants) {
-    VariantSpec spec{mv.mask, mv.score, mv.signature, dtype, head_dim};
+    VariantSpec spec{mv.mask, mv.score, mv.signature, dtype, head_dim, mv.name};
     const auto compile_start = std::chrono::steady_clock::now();
     const VariantKernel kernel = acquire_variant(spec, arch, runtime.cache());
     const double compile_ms = ms_since(compile_start);
