@@ -65,6 +65,7 @@ LoadedEntry load_entry(const EntryDir& dir, const fs::path& sidecar_file) {
   info.key = sidecar_file.stem().string();
   info.sidecar = sidecar_file;
   info.age = file_age(sidecar_file);
+  info.unused = info.age;
   try {
     const auto text = read_file(sidecar_file);
     entry.sidecar = parse_sidecar(text.value_or(""));
@@ -177,16 +178,33 @@ std::vector<EntryProblem> verify_entries(const fs::path& root) {
 
 ClearResult clear_entries(const fs::path& root, const ClearFilter& filter) {
   ClearResult result;
+  std::vector<EntryInfo> selected;
   for (const auto& entry : load_entries(root)) {
     const EntryInfo& info = entry.info;
     if (filter.arch && info.arch != *filter.arch) continue;
     if (filter.older_than && info.age < *filter.older_than) continue;
+    selected.push_back(info);
+  }
+  if (filter.max_bytes) {
+    // Least recently used first; keep the rest once they fit.
+    std::stable_sort(selected.begin(), selected.end(), [](const EntryInfo& a, const EntryInfo& b) {
+      return a.unused > b.unused;
+    });
+    std::uintmax_t total = 0;
+    for (const EntryInfo& info : selected) total += info.size;
+    std::size_t removed = 0;
+    while (removed < selected.size() && total > *filter.max_bytes) {
+      total -= selected[removed++].size;
+    }
+    selected.resize(removed);
+  }
+  for (const EntryInfo& info : selected) {
     // Sidecar first: once it is gone the entry no longer exists, whatever happens next.
     if (remove_file(info.sidecar, result)) ++result.entries;
     if (!info.binary.empty()) remove_file(info.binary, result);
     remove_file(info.sidecar.parent_path() / (info.key + ".lock"), result);
   }
-  if (filter.arch || filter.older_than) return result;
+  if (filter.arch || filter.older_than || filter.max_bytes) return result;
   // Everything else we may have left: temporaries of killed writers, locks, orphan binaries.
   for (const EntryDir& dir : entry_dirs(root)) {
     for (const fs::path& file : sorted_children(dir.path, false)) {
@@ -203,6 +221,41 @@ ClearResult clear_entries(const fs::path& root, const ClearFilter& filter) {
   std::error_code ec;
   fs::remove(root / "v1", ec);
   return result;
+}
+
+std::uintmax_t parse_size(const std::string& text) {
+  std::uintmax_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, value);
+  std::string unit(ptr, end);
+  if (error != std::errc{} || ptr == text.data()) {
+    throw_error(Status::invalid_argument,
+                "invalid size '{}' (expected a number of bytes, optionally with K, M, G or T: "
+                "512M, 2G)",
+                text);
+  }
+  if (unit.ends_with("iB")) {
+    unit.resize(unit.size() - 2);
+  } else if (unit.size() > 1 && unit.ends_with("B")) {
+    unit.resize(unit.size() - 1);
+  }
+  int shift = 0;
+  if (unit == "K" || unit == "k") {
+    shift = 10;
+  } else if (unit == "M") {
+    shift = 20;
+  } else if (unit == "G") {
+    shift = 30;
+  } else if (unit == "T") {
+    shift = 40;
+  } else if (!unit.empty() && unit != "B") {
+    throw_error(Status::invalid_argument,
+                "invalid size '{}': unknown unit '{}' (expected K, M, G or T)", text, unit);
+  }
+  if (shift > 0 && value > (std::numeric_limits<std::uintmax_t>::max() >> shift)) {
+    throw_error(Status::invalid_argument, "invalid size '{}': too large", text);
+  }
+  return value << shift;
 }
 
 std::chrono::seconds parse_age(const std::string& text) {

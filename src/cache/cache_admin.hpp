@@ -20,6 +20,7 @@ struct EntryInfo {
   std::string summary;            // variant_summary of the sidecar, or why it is unreadable
   std::uintmax_t size = 0;        // bytes of the binary (0 when missing)
   std::chrono::seconds age{0};    // since the sidecar's creation time (or its mtime)
+  std::chrono::seconds unused{0};  // since the entry was last stored or loaded (sidecar mtime)
 };
 
 struct EntryProblem {
@@ -37,6 +38,9 @@ std::vector<EntryProblem> verify_entries(const std::filesystem::path& root);
 struct ClearFilter {
   std::optional<std::string> arch;               // only this arch
   std::optional<std::chrono::seconds> older_than;  // only entries at least this old
+  // Of the entries the other fields select, remove the least recently used until their binaries
+  // take at most this many bytes.
+  std::optional<std::uintmax_t> max_bytes;
 };
 
 struct ClearResult {
@@ -48,6 +52,10 @@ struct ClearResult {
 // Removes the matching entries (sidecar, binary, lock). With no filter, also leftover temporary
 // files, lock files and orphan binaries, and empty directories. Throws Error(io) on failure.
 ClearResult clear_entries(const std::filesystem::path& root, const ClearFilter& filter);
+
+// "512M", "2G", "100K", "1T", "4096" -> bytes (K, M, G, T are powers of 1024; a trailing "B" or
+// "iB" is allowed). Throws Error(invalid_argument).
+std::uintmax_t parse_size(const std::string& text);
 
 // "7d", "12h", "30m", "45s", "2w" -> seconds. Throws Error(invalid_argument).
 std::chrono::seconds parse_age(const std::string& text);

@@ -120,6 +120,11 @@ std::shared_ptr<const KernelBinary> KernelCache::load_from_disk(const std::strin
     binary->key = key;
     binary->path = image_file.string();
     binary->origin = KernelOrigin::disk;
+    // Note: the sidecar's mtime records the last use (its creation time is inside it), so that
+    // `attnjit cache clear --max-size` removes the least recently used entries. A read-only
+    // cache simply keeps the old time.
+    std::error_code ignored;
+    fs::last_write_time(sidecar_file, fs::file_time_type::clock::now(), ignored);
     return binary;
   } catch (const nlohmann::json::exception& e) {
     warn_damaged_once(sidecar_file, fmt::format("sidecar: {}", e.what()));

@@ -86,7 +86,7 @@ TEST_CASE("clear_entries removes all, one arch, or old entries", "[cache][admin]
     CHECK_FALSE(fs::exists(root / "v1"));
   }
   SECTION("one arch") {
-    const auto result = cache::clear_entries(root, {.arch = "sm_90", .older_than = {}});
+    const auto result = cache::clear_entries(root, {.arch = "sm_90", .older_than = {}, .max_bytes = {}});
     CHECK(result.entries == 2);
     const auto left = cache::list_entries(root);
     REQUIRE(left.size() == 1);
@@ -94,9 +94,71 @@ TEST_CASE("clear_entries removes all, one arch, or old entries", "[cache][admin]
   }
   SECTION("older than") {
     populated.age_entry(cache::list_entries(root)[1], std::chrono::hours(24 * 8));
-    const auto result = cache::clear_entries(root, {.arch = {}, .older_than = cache::parse_age("7d")});
+    const auto result = cache::clear_entries(
+        root, {.arch = {}, .older_than = cache::parse_age("7d"), .max_bytes = {}});
     CHECK(result.entries == 1);
     CHECK(cache::list_entries(root).size() == 2);
+  }
+}
+
+TEST_CASE("clear_entries with a size cap removes the least recently used entries",
+          "[cache][admin]") {
+  PopulatedCache populated;
+  const fs::path root = populated.dir.path();
+  auto entries = cache::list_entries(root);
+  REQUIRE(entries.size() == 3);
+  // Last used: entries[1] a day ago, entries[0] an hour ago, entries[2] now.
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(entries[1].sidecar, now - std::chrono::hours(24));
+  fs::last_write_time(entries[0].sidecar, now - std::chrono::hours(1));
+  entries = cache::list_entries(root);
+  CHECK(entries[1].unused >= std::chrono::hours(23));
+
+  SECTION("a cap that fits everything removes nothing") {
+    const std::uintmax_t all = entries[0].size + entries[1].size + entries[2].size;
+    CHECK(cache::clear_entries(root, {.arch = {}, .older_than = {}, .max_bytes = all}).entries ==
+          0);
+    CHECK(cache::list_entries(root).size() == 3);
+  }
+  SECTION("a cap one byte short removes the least recently used entry only") {
+    const std::uintmax_t all = entries[0].size + entries[1].size + entries[2].size;
+    const auto result =
+        cache::clear_entries(root, {.arch = {}, .older_than = {}, .max_bytes = all - 1});
+    CHECK(result.entries == 1);
+    const auto left = cache::list_entries(root);
+    REQUIRE(left.size() == 2);
+    CHECK(left[0].key == entries[0].key);
+    CHECK(left[1].key == entries[2].key);
+  }
+  SECTION("a zero cap removes every selected entry and keeps the temporaries") {
+    CHECK(cache::clear_entries(root, {.arch = {}, .older_than = {}, .max_bytes = 0}).entries == 3);
+    CHECK(fs::exists(populated.stale_temp));
+  }
+  SECTION("a disk hit counts as a use") {
+    for (const auto& entry : entries) {
+      fs::last_write_time(entry.sidecar, now - std::chrono::hours(24));
+    }
+    KernelCache fresh(root);
+    lookup(fresh, test_source(22), "sm_90");  // from disk: the cache object is new
+    int recently_used = 0;
+    for (const auto& entry : cache::list_entries(root)) {
+      recently_used += entry.unused < std::chrono::minutes(1) ? 1 : 0;
+    }
+    CHECK(recently_used == 1);
+  }
+}
+
+TEST_CASE("sizes parse from 4096, 100K, 512M, 2G, 1T, with an optional B or iB", "[cache][admin]") {
+  CHECK(cache::parse_size("4096") == 4096);
+  CHECK(cache::parse_size("100K") == 100 * 1024);
+  CHECK(cache::parse_size("512M") == 512ull << 20);
+  CHECK(cache::parse_size("2G") == 2ull << 30);
+  CHECK(cache::parse_size("2GiB") == 2ull << 30);
+  CHECK(cache::parse_size("2GB") == 2ull << 30);
+  CHECK(cache::parse_size("1T") == 1ull << 40);
+  CHECK(cache::parse_size("0") == 0);
+  for (const char* bad : {"", "M", "-1M", "2X", "1.5G", "99999999999999999999T", "2 G"}) {
+    CHECK_THROWS_AS(cache::parse_size(bad), Error);
   }
 }
 

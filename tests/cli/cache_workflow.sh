@@ -44,6 +44,15 @@ out=$("$bin" cache clear --arch sm_80 --cache-dir "$cache")
 echo "$out" | grep -q "removed 2 entries" || fail "clear --arch: $out"
 out=$("$bin" cache clear --older-than 7d --cache-dir "$cache")
 echo "$out" | grep -q "removed 0 entries" || fail "clear --older-than: $out"
+out=$("$bin" cache clear --max-size 1G --cache-dir "$cache")
+echo "$out" | grep -q "removed 0 entries" || fail "clear --max-size 1G: $out"
+# A cap below the two remaining entries but above either one keeps the more recently used.
+first=$(find "$cache" -name '*.cubin' | sort | head -n 1)
+size=$(wc -c < "$first")
+out=$("$bin" cache clear --max-size "$((size * 3 / 2))" --cache-dir "$cache")
+echo "$out" | grep -q "removed 1 entries" || fail "clear --max-size: $out"
+"$bin" prewarm --manifest "$manifest" --arch sm_90 --cache-dir "$cache" >/dev/null 2>&1 ||
+  fail "prewarm after --max-size"
 out=$("$bin" cache clear --cache-dir "$cache")
 echo "$out" | grep -q "removed 2 entries" || fail "clear: $out"
 out=$("$bin" cache list --cache-dir "$cache")

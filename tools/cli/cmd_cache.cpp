@@ -14,6 +14,7 @@ struct CacheOptions {
   std::string cache_dir;
   std::string arch;
   std::string older_than;
+  std::string max_size;
 
   std::filesystem::path root() const {
     return cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);
@@ -59,6 +60,7 @@ void run_clear(const CacheOptions& options) {
   cache::ClearFilter filter;
   if (!options.arch.empty()) filter.arch = nvrtc::validate_arch(options.arch);
   if (!options.older_than.empty()) filter.older_than = cache::parse_age(options.older_than);
+  if (!options.max_size.empty()) filter.max_bytes = cache::parse_size(options.max_size);
   const auto result = cache::clear_entries(options.root(), filter);
   fmt::print("removed {} entries ({} files, {}) from {}\n", result.entries, result.files,
              human_size(result.bytes), options.root().string());
@@ -92,6 +94,8 @@ void add_cache_command(CLI::App& app) {
   add_dir(clear);
   clear->add_option("--arch", options->arch, "only entries of this arch");
   clear->add_option("--older-than", options->older_than, "only entries at least this old: 45s, 30m, 12h, 7d, 2w");
+  clear->add_option("--max-size", options->max_size,
+                    "remove the least recently used entries until the rest fit: 512M, 2G");
   clear->callback([options] { run_clear(*options); });
 }
 
