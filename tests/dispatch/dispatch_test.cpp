@@ -6,11 +6,10 @@
 // results against the CPU reference. What they cannot check is the real driver and hardware.
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <cstring>
-#include <map>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -22,7 +21,6 @@
 #include "driver/cuda_driver.hpp"
 #include "fake_cuda.h"
 #include "gpu_harness.hpp"
-#include "reference/naive.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
 #include "simt_module.hpp"

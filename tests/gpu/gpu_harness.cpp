@@ -3,18 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <bit>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <span>
 
 #include "cache/kernel_cache.hpp"
-#include "expr/expression.hpp"
-#include "expr/signature.hpp"
-#include "reference/naive.hpp"
 #include "reference/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
