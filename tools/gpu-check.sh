@@ -3,37 +3,59 @@
 # network): GPU tests, compute-sanitizer memcheck and racecheck, `attnjit bench` and the
 # FlexAttention comparison. Uses a build made elsewhere (see tools/bench/README.md).
 #
-#   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] OUTDIR
+#   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
+#                      [--compare-args 'ARGS'] OUTDIR
 #
-# --build-dir  the carried build tree (default: build)
-# --deps       a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
-#              tree unpacked with dpkg -x (its usr/lib/x86_64-linux-gnu is used)
-# --quick      small sizes for compare_flex.py and bench
+# --build-dir     the carried build tree (default: build)
+# --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
+#                 tree unpacked with dpkg -x (its usr/lib/x86_64-linux-gnu is used)
+# --quick         small sizes for compare_flex.py and bench
+# --only STAGES   comma-separated subset of test,sanitize,compare,scaling,bench (default: all
+#                 but scaling). A stage run on its own gets the whole budget: the full Flex
+#                 table (7 variants x D 64/128 at 16K) is `--only compare`, one device call.
+# --compare-args  extra arguments for compare_flex.py, e.g. '--variant causal --length 64K'
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
-# bench.txt, compare-flex.txt, compare-flex.json, summary.txt. The summary is printed last.
+# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling appends its rows to
+# compare-flex.txt, and writes scaling.json only when compare does not run). The summary is
+# printed last. Every stage prints as it goes.
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
-# each step has its own timeout (test_gpu 180, memcheck 75, racecheck 75, ctypes 30,
-# compare_flex 150, then bench 6 x 60, all cut to what is left of the budget).
+# each step has its own timeout when several stages run (test_gpu 180, memcheck 75, racecheck
+# 75, ctypes 30, compare_flex 150, scaling 200, then bench 6 x 60), all cut to what is left.
 set -uo pipefail
 
 build_dir=build
 deps_dir=""
 quick=0
 out_dir=""
+stages="test,sanitize,compare,bench"
+compare_args=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
     --deps) deps_dir="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --only) stages="$2"; shift 2 ;;
+    --compare-args) compare_args="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--compare-args 'ARGS'] OUTDIR" >&2
   exit 2
 fi
+for stage in ${stages//,/ }; do
+  case "$stage" in
+    test|sanitize|compare|scaling|bench) ;;
+    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,bench)" >&2; exit 2 ;;
+  esac
+done
+# wants STAGE: whether STAGE was asked for.
+wants() { [[ ",$stages," == *",$1,"* ]]; }
+# A stage alone gets the whole budget instead of its share.
+single_stage=0
+[[ "$stages" != *,* ]] && single_stage=1
 mkdir -p "$out_dir"
 out_dir=$(cd "$out_dir" && pwd)
 build_dir=$(cd "$build_dir" && pwd) || { echo "gpu-check: no build dir" >&2; exit 2; }
@@ -85,9 +107,14 @@ step_timeout() {
 run_step() {
   local cap log
   cap=$(step_timeout "$1"); log=$2; shift 2
-  echo "== $* (timeout ${cap}s)" >> "$log"
-  timeout -k 10 "$cap" "$@" >> "$log" 2>&1
+  echo "== $* (timeout ${cap}s)" | tee -a "$log"
+  # Note: the log is also printed as it grows, so a device call that is cut off still shows
+  # how far it got; PIPESTATUS keeps the step's own exit status.
+  timeout -k 10 "$cap" "$@" 2>&1 | tee -a "$log"
+  return "${PIPESTATUS[0]}"
 }
+# cap ALONE SHARED: a step's cap when its stage runs alone, or beside other stages.
+cap() { if (( single_stage )); then echo "$1"; else echo "$2"; fi; }
 find_binary() {  # find_binary NAME: first match under the build dir
   find "$build_dir" -type f -name "$1" -perm -u+x 2>/dev/null | head -n 1
 }
@@ -97,53 +124,71 @@ run_step 20 "$out_dir/nvidia-smi.txt" nvidia-smi
 record nvidia-smi $? "$(timeout 10 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n1)"
 
 test_gpu=$(find_binary test_gpu)
-if [[ -z "$test_gpu" ]]; then
+if (wants test || wants sanitize) && [[ -z "$test_gpu" ]]; then
   echo "test_gpu not found under $build_dir" > "$out_dir/test-gpu.log"
   record test_gpu 1 "binary missing"
-else
+  test_gpu=""
+fi
+if wants test && [[ -n "$test_gpu" ]]; then
   # Budget (H100): ~110 kernels at ~0.4 s of NVRTC each plus the CPU reference: about 2 min.
   : > "$out_dir/test-gpu.log"
-  run_step 180 "$out_dir/test-gpu.log" "$test_gpu" "[gpu]" --durations yes
+  run_step "$(cap "$budget" 180)" "$out_dir/test-gpu.log" "$test_gpu" "[gpu]" --durations yes
   rc=$?
   record test_gpu "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
-
+fi
+if wants sanitize && [[ -n "$test_gpu" ]]; then
   # Sanitizers over the reduced set: the kernels are slow under instrumentation. The cubins come
-  # from the cache the full run filled (ATTNJIT_CACHE_DIR), so no time goes to NVRTC here.
+  # from the cache the test stage filled (ATTNJIT_CACHE_DIR), else they are compiled here.
   : > "$out_dir/memcheck.log"
-  run_step 75 "$out_dir/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 3 \
-    --leak-check full "$test_gpu" "[sanitize]"
+  run_step "$(cap $((budget / 2)) 75)" "$out_dir/memcheck.log" compute-sanitizer --tool memcheck \
+    --error-exitcode 3 --leak-check full "$test_gpu" "[sanitize]"
   rc=$?
   record memcheck "$rc" "$(grep -E 'ERROR SUMMARY' "$out_dir/memcheck.log" | tail -n1)"
   : > "$out_dir/racecheck.log"
-  run_step 75 "$out_dir/racecheck.log" compute-sanitizer --tool racecheck \
+  run_step "$(cap "$budget" 75)" "$out_dir/racecheck.log" compute-sanitizer --tool racecheck \
     --racecheck-report analysis --error-exitcode 3 "$test_gpu" "[sanitize]"
   rc=$?
   record racecheck "$rc" "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out_dir/racecheck.log" | tail -n1)"
 fi
 
 lib=$(find "$build_dir" -name 'libattnjit.so*' -type f 2>/dev/null | head -n 1)
-if [[ -z "$lib" ]]; then
+if (wants compare || wants scaling) && [[ -z "$lib" ]]; then
   echo "libattnjit.so not found under $build_dir" > "$out_dir/compare-flex.txt"
   record compare_flex 1 "library missing"
-else
+elif wants compare || wants scaling; then
   # The ctypes bindings against the C header and the library, before trusting any comparison.
   : > "$out_dir/compare-flex.txt"
   run_step 30 "$out_dir/compare-flex.txt" python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib"
   record ctypes_bindings $?
-  quick_flag=()
-  [[ $quick == 1 ]] && quick_flag=(--quick)
-  # Before the bench: correctness first. At most 150 s (torch.compile of FlexAttention is slow).
-  run_step 150 "$out_dir/compare-flex.txt" python3 "$repo_dir/tools/bench/compare_flex.py" \
-    --lib "$lib" "${quick_flag[@]}" --json "$out_dir/compare-flex.json"
-  record compare_flex $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
+  extra=()
+  [[ $quick == 1 ]] && extra+=(--quick)
+  read -r -a user_args <<< "$compare_args"
+  export PYTHONUNBUFFERED=1
+  if wants compare; then
+    # Before the bench: correctness first. Rows print as they are measured, so a step cut off
+    # by its cap still leaves every finished row in the log and the JSON.
+    run_step "$(cap "$budget" 150)" "$out_dir/compare-flex.txt" python3 \
+      "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" "${extra[@]}" "${user_args[@]}" \
+      --json "$out_dir/compare-flex.json"
+    record compare_flex $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
+  fi
+  if wants scaling; then
+    # Beside compare, the rows are in compare-flex.txt only (OUTDIR keeps to 8 files).
+    scaling_json=(--json "$out_dir/scaling.json")
+    wants compare && scaling_json=()
+    run_step "$(cap "$budget" 200)" "$out_dir/compare-flex.txt" python3 \
+      "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" --scaling "${extra[@]}" \
+      "${user_args[@]}" "${scaling_json[@]}"
+    record scaling $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
+  fi
 fi
 
 # Last, with whatever is left of the budget.
 cli=$(find_binary attnjit)
-if [[ -z "$cli" ]]; then
+if wants bench && [[ -z "$cli" ]]; then
   echo "attnjit CLI not found under $build_dir" > "$out_dir/bench.txt"
   record bench 1 "binary missing"
-else
+elif wants bench; then
   # B * L = 64K tokens per call at every length; 64K gets fewer timed calls (each is ~0.1 s).
   : > "$out_dir/bench.txt"
   bench_rc=0

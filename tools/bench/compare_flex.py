@@ -3,12 +3,16 @@
 
 Loads libattnjit.so through ctypes (the C API of include/attnjit/attnjit.h), runs each variant on
 torch tensors (device pointers, the current torch stream), checks every attnjit output against
-FlexAttention's and prints one table: median times, TFLOP/s over unmasked pairs
-(4 * B * H * D * pairs, the same count as `attnjit bench`), and the attnjit/Flex time ratio.
-Also reports what the block mask costs FlexAttention (create_block_mask time and memory) next to
-attnjit's equivalent (nothing for index-only masks; per-call tensor summaries otherwise).
+FlexAttention's and prints a row as soon as it is measured (flushed; --json is rewritten after
+every row): median times (Flex with and without the LSE), TFLOP/s over unmasked pairs
+(4 * B * H * D * pairs, the same count as `attnjit bench`), and Flex time / attnjit time (above 1:
+attnjit is faster). Also reports what the block mask costs FlexAttention (warm create_block_mask
+time and memory) next to attnjit's equivalent (nothing for index-only masks; per-call tensor
+summaries otherwise).
 
     python3 tools/bench/compare_flex.py --lib build/src/capi/libattnjit.so [--quick] [--json F]
+        [--variant NAME]... [--length 16K]... [--head-dim 128]... [--dtype bf16|fp16]
+    python3 tools/bench/compare_flex.py --scaling      # sliding window, document: 4K/16K/64K
     python3 tools/bench/compare_flex.py --device cpu [--quick]   # no GPU: crosscheck_flex_cpu.py
 """
 
@@ -22,8 +26,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnjit_ctypes as aj  # noqa: E402  (the C API, field for field; shared with the cross-check)
-from attnjit_ctypes import (ATTNJIT_DTYPE_BF16, ATTNJIT_PARAM_FLOAT,  # noqa: E402
-                            ATTNJIT_PARAM_INT, ATTNJIT_TENSOR_INT32)
+from attnjit_ctypes import (ATTNJIT_DTYPE_BF16, ATTNJIT_DTYPE_FP16,  # noqa: E402
+                            ATTNJIT_PARAM_FLOAT, ATTNJIT_PARAM_INT, ATTNJIT_TENSOR_INT32)
 
 
 # ---- Variants: attnjit expressions, FlexAttention mods and exact unmasked-pair counts ----
@@ -31,16 +35,30 @@ from attnjit_ctypes import (ATTNJIT_DTYPE_BF16, ATTNJIT_PARAM_FLOAT,  # noqa: E4
 WINDOW = 1024
 PREFIX = 1024
 SOFTCAP = 30.0
-DOCUMENTS = 8
+# variant name -> (documents, random sizes)
+DOCUMENT_LAYOUTS = {"document": (8, False), "document64": (64, False),
+                    "document_random": (16, True)}
+STANDARD_VARIANTS = ("noop", "causal", "sliding_window", "prefix_lm", "document", "alibi",
+                     "softcap")
+SCALING_VARIANTS = ("sliding_window", "document")
 
 
-def document_ids(length, device):
+def document_ids(length, device, documents, random_sizes, seed=0):
+    """Sorted document ids of one sequence: `documents` equal documents, or as many documents of
+    random sizes (a seeded split of [0, length) at documents - 1 distinct points)."""
     import torch
-    return (torch.arange(length, device=device, dtype=torch.int64) * DOCUMENTS // length).to(
-        torch.int32)
+    if not random_sizes:
+        return (torch.arange(length, device=device, dtype=torch.int64) * documents // length).to(
+            torch.int32)
+    gen = torch.Generator().manual_seed(seed + length)
+    count = min(documents, length)
+    cuts = torch.randperm(length - 1, generator=gen)[:count - 1] + 1
+    ids = torch.zeros(length, dtype=torch.int32)
+    ids[cuts] = 1
+    return ids.cumsum(0).to(torch.int32).to(device)
 
 
-def unmasked_pairs(name, length):
+def unmasked_pairs(name, length, doc_ids=None):
     """Exact kept (query, key) pairs of one head, q_len == kv_len == length, O(L)."""
     if name in ("noop", "alibi", "softcap"):
         return length * length
@@ -50,11 +68,10 @@ def unmasked_pairs(name, length):
         return sum(min(i + 1, WINDOW) for i in range(length))
     if name == "prefix_lm":
         return sum(max(i + 1, min(PREFIX, length)) for i in range(length))
-    if name == "document":
-        sizes = [0] * DOCUMENTS
-        for i in range(length):
-            sizes[i * DOCUMENTS // length] += 1
-        return sum(s * s for s in sizes)
+    if name.startswith("document"):
+        import torch
+        sizes = torch.unique_consecutive(doc_ids.cpu(), return_counts=True)[1].to(torch.int64)
+        return int((sizes * sizes).sum())
     raise ValueError(name)
 
 
@@ -87,11 +104,13 @@ def variants():
             params=[("prefix", ATTNJIT_PARAM_INT, PREFIX)], tensors=[],
             scalars=[(ATTNJIT_PARAM_INT, PREFIX)],
             flex=lambda ctx: (lambda b, h, q, kv: (kv < PREFIX) | (q >= kv), None), sdpa=None),
-        "document": dict(
+        # Three document layouts, one expression: 8 equal documents, 64 equal documents, and
+        # 16 documents of random sizes (main() builds the ids from the name).
+        **{name: dict(
             mask="doc[q_idx] == doc[kv_idx]", score="", params=[],
             tensors=[("doc", ATTNJIT_TENSOR_INT32, 1)], scalars=[],
             flex=lambda ctx: (lambda b, h, q, kv: ctx["doc"][q] == ctx["doc"][kv], None),
-            sdpa=None),
+            sdpa=None) for name in DOCUMENT_LAYOUTS},
         "alibi": dict(
             mask="", score="score + exp2(-8.0 * float(h + 1) / float(num_heads)) * "
                             "float(kv_idx - q_idx)", params=[], tensors=[], scalars=[],
@@ -174,7 +193,16 @@ def build_block_mask(torch, builders, mask_mod, length, device):
     raise AssertionError("unreachable")
 
 
-def main(argv=None):
+def parse_length(text):
+    """"16384", "16K", "64k" -> tokens."""
+    scale = 1024 if text[-1:] in ("k", "K") else 1
+    value = int(text[:-1] if scale > 1 else text) * scale
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"length must be positive, got {text!r}")
+    return value
+
+
+def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lib", default=aj.default_library(),
                         help="path to libattnjit.so (default: build/src/capi/libattnjit.so)")
@@ -182,12 +210,140 @@ def main(argv=None):
                         help="cpu: no timings; runs crosscheck_flex_cpu.py (attnjit's CPU "
                              "backend against Flex on the CPU) with --quick/--variant/--json")
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
-    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--json", help="also write the rows to this file (rewritten after "
+                                       "every row, so a killed run keeps what it measured)")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--variant", action="append", help="only these variants")
-    args = parser.parse_args(argv)
+    parser.add_argument("--variant", action="append",
+                        help="only these variants (repeatable; default: the seven standard "
+                             "ones; also document64 and document_random)")
+    parser.add_argument("--length", action="append", type=parse_length,
+                        help="sequence lengths, e.g. 16K (repeatable; default 16K)")
+    parser.add_argument("--head-dim", action="append", type=int,
+                        help="head dims (repeatable; default 64 and 128)")
+    parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    parser.add_argument("--tokens", type=int, default=16 * 65536,
+                        help="B * H * L per call (default 1M: B=4 H=16 at D=128, L=16K)")
+    parser.add_argument("--scaling", action="store_true",
+                        help="time linear in L? sliding window and document at L = 4K, 16K, 64K "
+                             "with B * L = 64K tokens and H = 16 (D default 128)")
+    return parser, parser.parse_args(argv)
 
+
+class JsonRows:
+    """The rows measured so far, rewritten whole after each one: valid JSON at every moment."""
+
+    def __init__(self, path):
+        self.path, self.rows = path, []
+
+    def add(self, row):
+        self.rows.append(row)
+        if self.path:
+            with open(self.path + ".tmp", "w") as f:
+                json.dump(self.rows, f, indent=1)
+            os.replace(self.path + ".tmp", self.path)
+
+
+HEADER = (f"{'variant':<16}{'L':>7}{'D':>5}{'B':>4}{'H':>4} {'attnjit ms':>11}{'flex ms':>10}"
+          f"{'no-lse ms':>10}{'sdpa ms':>10} {'jit TF/s':>9}{'flex TF/s':>10}{'flex/jit':>9}"
+          f"{'max err':>10}{'lse err':>10} {'mask ms':>9}{'mask MiB':>9}{'row s':>7}")
+
+
+def format_row(r):
+    if "error" in r:
+        return f"{r['variant']:<16}{r['L']:>7}{r['D']:>5}  ERROR: {r['error']}"
+    sdpa = f"{r['sdpa_ms']:.3f}" if r["sdpa_ms"] is not None else "-"
+    return (f"{r['variant']:<16}{r['L']:>7}{r['D']:>5}{r['B']:>4}{r['H']:>4} "
+            f"{r['attnjit_ms']:>11.3f}{r['flex_ms']:>10.3f}{r['flex_nolse_ms']:>10.3f}{sdpa:>10} "
+            f"{r['attnjit_tflops']:>9.1f}{r['flex_tflops']:>10.1f}{r['flex_over_jit']:>9.2f}"
+            f"{r['max_err']:>10.2e}{r['lse_max_err']:>10.2e}{'' if r['ok'] else '!'} "
+            f"{r['block_mask_ms']:>9.1f}{r['block_mask_bytes'] / 2**20:>9.2f}{r['row_s']:>7.1f}")
+
+
+def check_lse(name, length, head_dim, lse, flex_lse):
+    """(ok, max error) of attnjit's natural-log LSE against Flex's, converting Flex's should this
+    torch return log2."""
+    lse_ref = flex_lse.float()
+    tol = lambda ref: 5e-3 + 1e-4 * ref.abs()  # noqa: E731
+    if bool(((lse - lse_ref).abs() <= tol(lse_ref)).all()):
+        return True, (lse - lse_ref).abs().max().item()
+    ln_ref = lse_ref * math.log(2.0)
+    if bool(((lse - ln_ref).abs() <= tol(ln_ref)).all()):
+        print(f"compare_flex: {name} L={length} D={head_dim}: Flex's LSE is in log2 units in "
+              f"this torch; attnjit's (ln) matches it converted", file=sys.stderr)
+        return True, (lse - ln_ref).abs().max().item()
+    return False, (lse - lse_ref).abs().max().item()
+
+
+def measure(torch, env, name, spec, q, k, v, ctx, opts):
+    """One row: Flex (with and without the LSE), attnjit checked against Flex, SDPA if it has
+    the variant. Both attnjit and Flex write the LSE in the checked and the main timed calls."""
+    batch, heads, length, head_dim = q.shape
+    t0 = time.perf_counter()
+    mask_mod, score_mod = spec["flex"](ctx)
+    block_mask, mask_ms, mask_bytes = None, 0.0, 0
+    if mask_mod is not None:
+        block_mask, mask_ms, mask_bytes = build_block_mask(
+            torch, env["mask_builders"], mask_mod, length, q.device)
+
+    def run_flex(want_lse=True):
+        return env["flex_with_lse"](env["flex"], q, k, v, score_mod, block_mask, None, False,
+                                    want_lse=want_lse)
+
+    flex_out, flex_lse = run_flex()
+    flex_ms = time_cuda(run_flex, opts.warmup, opts.iters)
+    flex_nolse_ms = time_cuda(lambda: run_flex(False), opts.warmup, opts.iters)
+
+    jit = env["jit"]
+    variant = jit.variant(spec, env["dtype"], head_dim)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full((batch, heads, length), float("nan"), device=q.device, dtype=torch.float32)
+    tensors = [ctx["doc"]] if spec["tensors"] else []
+    prepared = jit.forward_args(q, k, v, out, spec["scalars"], tensors,
+                                torch.cuda.current_stream().cuda_stream, lse=lse)
+    jit.forward(variant, prepared)
+    torch.cuda.synchronize()
+    err = (out.float() - flex_out.float()).abs()
+    max_err, mean_err = err.max().item(), err.mean().item()
+    lse_ok, lse_err = check_lse(name, length, head_dim, lse, flex_lse)
+    ok = math.isfinite(max_err) and max_err <= 3e-2 and mean_err <= 2e-3 and lse_ok
+    jit_ms = time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
+
+    sdpa = None
+    if spec["sdpa"] is not None:
+        sdpa = fastest_sdpa(q, k, v, spec["sdpa"], opts.warmup, opts.iters)
+
+    flops = 4.0 * batch * heads * head_dim * unmasked_pairs(name, length, ctx["doc"])
+    return dict(
+        variant=name, L=length, D=head_dim, B=batch, H=heads, dtype=opts.dtype,
+        attnjit_ms=jit_ms, flex_ms=flex_ms, flex_nolse_ms=flex_nolse_ms,
+        sdpa_ms=sdpa[0] if sdpa else None, sdpa_backend=sdpa[1] if sdpa else None,
+        attnjit_tflops=flops / jit_ms / 1e9, flex_tflops=flops / flex_ms / 1e9,
+        flex_over_jit=flex_ms / jit_ms, max_err=max_err, mean_err=mean_err,
+        lse_max_err=lse_err, ok=ok, block_mask_ms=mask_ms, block_mask_bytes=mask_bytes,
+        attnjit_mask_note=("summaries per call, O(L/block) ints" if spec["tensors"]
+                           else "none (index-only)"),
+        row_s=time.perf_counter() - t0)
+
+
+def shapes(opts):
+    """(batch, heads, length, head_dim) in measuring order."""
+    if opts.quick:
+        return [(2, 4, 1024, 64)]
+    if opts.scaling:
+        lengths = opts.length or [4096, 16384, 65536]
+        return [(max(1, 65536 // length), 16, length, d)
+                for d in (opts.head_dim or [128]) for length in lengths]
+    result = []
+    for d in opts.head_dim or [64, 128]:
+        heads = max(1, 2048 // d)  # H=32 at D=64, 16 at D=128, 8 at D=256
+        for length in opts.length or [16384]:
+            result.append((max(1, opts.tokens // (heads * length)), heads, length, d))
+    return result
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
     if args.device == "cpu":
         import crosscheck_flex_cpu
         forwarded = ["--lib", args.lib] + (["--quick"] if args.quick else [])
@@ -206,118 +362,54 @@ def main(argv=None):
         return 2
     device = "cuda"
     all_variants = variants()
-    selected = args.variant or list(all_variants)
+    default = SCALING_VARIANTS if args.scaling else STANDARD_VARIANTS
+    selected = args.variant or list(default)
     unknown = [n for n in selected if n not in all_variants]
     if unknown:
         parser.error(f"unknown variant(s) {unknown}; known: {list(all_variants)}")
+    if args.quick:
+        args.iters, args.warmup = 5, 2
     props = torch.cuda.get_device_properties(0)
-    jit = aj.AttnJit(args.lib, backend=aj.ATTNJIT_BACKEND_CUDA)
-    print(f"attnjit {jit.version()} | torch {torch.__version__} | "
-          f"{props.name} ({props.multi_processor_count} SMs)")
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
+    env = dict(jit=aj.AttnJit(args.lib, backend=aj.ATTNJIT_BACKEND_CUDA),
+               dtype=ATTNJIT_DTYPE_BF16 if args.dtype == "bf16" else ATTNJIT_DTYPE_FP16,
+               flex_with_lse=flex_with_lse, flex=None, mask_builders=None)
+    print(f"attnjit {env['jit'].version()} | torch {torch.__version__} | "
+          f"{props.name} ({props.multi_processor_count} SMs) | {args.dtype}", flush=True)
     raise_dynamo_limits(torch)
-    flex = torch.compile(flex_attention, dynamic=False)
-    mask_builders = (torch.compile(create_block_mask), create_block_mask)
-    lengths = [1024] if args.quick else [4096, 16384, 65536]
-    head_dims = [64] if args.quick else [64, 128]
-    iters = 5 if args.quick else args.iters
-    warmup = 2 if args.quick else args.warmup
-    # B * H * L = 16 * 64K tokens fills an H100 at every length.
-    tokens = 2 * 4096 if args.quick else 16 * 65536
+    env["flex"] = torch.compile(flex_attention, dynamic=False)
+    env["mask_builders"] = (torch.compile(create_block_mask), create_block_mask)
 
-    rows, failures = [], 0
-    for head_dim in head_dims:
-        heads = 2048 // head_dim if not args.quick else 4
-        for length in lengths:
-            batch = max(1, tokens // (heads * length))
-            shape = (batch, heads, length, head_dim)
-            gen = torch.Generator(device=device).manual_seed(length + head_dim)
-            q, k, v = (torch.randn(shape, device=device, dtype=torch.bfloat16, generator=gen)
-                       for _ in range(3))
-            ctx = {"doc": document_ids(length, device), "heads": heads}
-            for name in selected:
-                spec = all_variants[name]
-                mask_mod, score_mod = spec["flex"](ctx)
-
-                block_mask, mask_ms, mask_bytes = None, 0.0, 0
-                if mask_mod is not None:
-                    block_mask, mask_ms, mask_bytes = build_block_mask(
-                        torch, mask_builders, mask_mod, length, device)
-
-                # Both sides write the LSE (B * H * L floats) in the checked and timed calls.
-                def run_flex(score_mod=score_mod, block_mask=block_mask):
-                    return flex_with_lse(flex, q, k, v, score_mod, block_mask, None, False)
-
-                flex_out, flex_lse = run_flex()
-                flex_ms = time_cuda(run_flex, warmup, iters)
-
-                variant = jit.variant(spec, ATTNJIT_DTYPE_BF16, head_dim)
-                out = torch.full_like(q, float("nan"))
-                lse = torch.full(shape[:3], float("nan"), device=device, dtype=torch.float32)
-                tensors = [ctx["doc"]] if spec["tensors"] else []
-                prepared = jit.forward_args(q, k, v, out, spec["scalars"], tensors,
-                                            torch.cuda.current_stream().cuda_stream, lse=lse)
-                jit.forward(variant, prepared)
-                torch.cuda.synchronize()
-                err = (out.float() - flex_out.float()).abs()
-                max_err = err.max().item()
-                mean_err = err.mean().item()
-                # Flex returns the natural-log LSE (it converts its internal log2); should a
-                # torch return log2, say so rather than blame attnjit.
-                lse_ref = flex_lse.float()
-                lse_err = (lse - lse_ref).abs().max().item()
-                lse_ok = bool(((lse - lse_ref).abs() <= 5e-3 + 1e-4 * lse_ref.abs()).all())
-                if not lse_ok:
-                    ln_ref = lse_ref * math.log(2.0)
-                    if bool(((lse - ln_ref).abs() <= 5e-3 + 1e-4 * ln_ref.abs()).all()):
-                        print(f"compare_flex: {name} L={length} D={head_dim}: Flex's LSE is in "
-                              f"log2 units in this torch; attnjit's (ln) matches it converted",
-                              file=sys.stderr)
-                        lse_ok, lse_err = True, (lse - ln_ref).abs().max().item()
-                ok = (math.isfinite(max_err) and max_err <= 3e-2 and mean_err <= 2e-3
-                      and lse_ok)
-                failures += 0 if ok else 1
-                jit_ms = time_cuda(lambda p=prepared: jit.forward(variant, p), warmup, iters)
-
-                sdpa = None
-                if spec["sdpa"] is not None:
-                    sdpa = fastest_sdpa(q, k, v, spec["sdpa"], warmup, iters)
-
-                flops = 4.0 * batch * heads * head_dim * unmasked_pairs(name, length)
-                rows.append(dict(
-                    variant=name, L=length, D=head_dim, B=batch, H=heads,
-                    attnjit_ms=jit_ms, flex_ms=flex_ms,
-                    sdpa_ms=sdpa[0] if sdpa else None, sdpa_backend=sdpa[1] if sdpa else None,
-                    attnjit_tflops=flops / jit_ms / 1e9, flex_tflops=flops / flex_ms / 1e9,
-                    ratio=jit_ms / flex_ms, max_err=max_err, mean_err=mean_err,
-                    lse_max_err=lse_err, ok=ok,
-                    block_mask_ms=mask_ms, block_mask_bytes=mask_bytes,
-                    attnjit_mask_note=("summaries per call, O(L/block) ints"
-                                       if spec["tensors"] else "none (index-only)")))
-                del flex_out, flex_lse, out, lse, block_mask, prepared
-
-    header = (f"{'variant':<15}{'L':>7}{'D':>5}{'B':>4}{'H':>4} {'attnjit ms':>11}"
-              f"{'flex ms':>10}{'sdpa ms':>10} {'jit TF/s':>9}{'flex TF/s':>10}{'jit/flex':>9}"
-              f"{'max err':>10}{'lse err':>10} {'mask ms':>9}{'mask MiB':>9}  attnjit mask cost")
-    print(header)
-    for r in rows:
-        sdpa = f"{r['sdpa_ms']:.3f}" if r["sdpa_ms"] is not None else "-"
-        print(f"{r['variant']:<15}{r['L']:>7}{r['D']:>5}{r['B']:>4}{r['H']:>4} "
-              f"{r['attnjit_ms']:>11.3f}{r['flex_ms']:>10.3f}{sdpa:>10} "
-              f"{r['attnjit_tflops']:>9.1f}{r['flex_tflops']:>10.1f}{r['ratio']:>9.2f}"
-              f"{r['max_err']:>10.2e}{r['lse_max_err']:>10.2e}{'' if r['ok'] else '!'} "
-              f"{r['block_mask_ms']:>9.1f}{r['block_mask_bytes'] / 2**20:>9.2f}  "
-              f"{r['attnjit_mask_note']}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
-    jit.close()
+    rows = JsonRows(args.json)
+    failures = 0
+    print(HEADER, flush=True)
+    for batch, heads, length, head_dim in shapes(args):
+        shape = (batch, heads, length, head_dim)
+        gen = torch.Generator(device=device).manual_seed(length + head_dim)
+        q, k, v = (torch.randn(shape, device=device, dtype=dtype, generator=gen)
+                   for _ in range(3))
+        for name in selected:
+            documents, random_sizes = DOCUMENT_LAYOUTS.get(name, DOCUMENT_LAYOUTS["document"])
+            ctx = {"doc": document_ids(length, device, documents, random_sizes),
+                   "heads": heads}
+            try:
+                row = measure(torch, env, name, all_variants[name], q, k, v, ctx, args)
+            except Exception as e:  # noqa: BLE001 -- one failing row must not lose the others
+                row = dict(variant=name, L=length, D=head_dim, B=batch, H=heads, ok=False,
+                           error=f"{type(e).__name__}: {e}")
+            failures += 0 if row["ok"] else 1
+            rows.add(row)
+            print(format_row(row), flush=True)
+            torch.cuda.empty_cache()
+        del q, k, v
+    env["jit"].close()
+    measured = len(rows.rows)
     if failures:
-        print(f"mismatch: {failures} of {len(rows)} attnjit outputs differ from FlexAttention "
-              f"beyond bf16 tolerance (out: max abs 3e-2, mean abs 2e-3; "
-              f"LSE: 5e-3 + 1e-4 |lse|)")
+        print(f"mismatch: {failures} of {measured} rows failed or differ from FlexAttention "
+              f"beyond tolerance (out: max abs 3e-2, mean abs 2e-3; LSE: 5e-3 + 1e-4 |lse|)")
         return 1
-    print(f"checked: all {len(rows)} attnjit outputs and LSEs match FlexAttention within bf16 "
-          f"tolerance")
+    print(f"checked: all {measured} attnjit outputs and LSEs match FlexAttention within "
+          f"{args.dtype} tolerance")
     return 0
 
 
