@@ -3,6 +3,7 @@
 # the standard variants of cache/ (a second run shows them already cached), then parse, lower,
 # compile or load, and run each variant (GPU if present, else the CPU reference) in a table.
 set -euo pipefail
+SETUP_TARGETS=(attnjit attnjit_cli)  # the library and the CLI, not the tests: a fast first run
 source "$(dirname "$0")/setup.sh"
 ATTNJIT="$BUILD_DIR/tools/cli/attnjit"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Shared by tools/demo.sh and tools/test.sh: installs the Debian packages attnjit builds with
 # when they are missing, checks for the CUDA toolkit, then configures and builds into
-# ${ATTNJIT_BUILD_DIR:-build}. Source it; it leaves BUILD_DIR set.
+# ${ATTNJIT_BUILD_DIR:-build}. Source it; it leaves BUILD_DIR set. A caller that needs only some
+# targets names them in SETUP_TARGETS (an array) before sourcing; otherwise everything is built.
 set -euo pipefail
 
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,4 +33,6 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
     -DCUDAToolkit_ROOT="$CUDA_ROOT" >"$BUILD_DIR.configure.log" 2>&1 ||
     { cat "$BUILD_DIR.configure.log" >&2; exit 1; }
 fi
-cmake --build "$BUILD_DIR" -j"$(nproc)"
+build_args=()
+for target in "${SETUP_TARGETS[@]}"; do build_args+=(--target "$target"); done
+cmake --build "$BUILD_DIR" -j"$(nproc)" "${build_args[@]}"
