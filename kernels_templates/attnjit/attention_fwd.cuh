@@ -14,8 +14,11 @@
 //
 // Grid: gridDim.x * gridDim.y blocks, exactly ceil(q_len / BLOCK_M) * batch * num_heads_q of
 // them (the host launches x = query tiles, y = batch * num_heads_q). The linear block index is
-// re-mapped so that the *last* query tiles of every head start first: under a causal-like mask
-// they have the most key tiles, and starting the longest work first balances the tail.
+// re-mapped head-major: consecutive blocks are consecutive query tiles of one (batch, head), so
+// the blocks resident together read the same K and V and share them in L2 (measured on an H100:
+// +8% on noop at D=128, +3.5% causal). Within a head the *last* query tiles start first: under a
+// causal-like mask they have the most key tiles, and starting the longest work first balances
+// the tail.
 #pragma once
 
 #include "attnjit/copy.cuh"
@@ -142,7 +145,9 @@ struct AttentionForward {
   static constexpr bool kQInRegisters = kMTiles * HEAD_DIM <= 128;
   using QTile = SwizzledTile<BLOCK_M, HEAD_DIM>;
   using KVTile = SwizzledTile<BLOCK_N, HEAD_DIM>;
-  static constexpr int kSmemBytes = QTile::kBytes + 2 * NUM_STAGES * KVTile::kBytes;
+  static constexpr int kSmemBytes =
+      QTile::kBytes + 2 * NUM_STAGES * KVTile::kBytes + kTileWindowBytes;
+  static_assert(NUM_WARPS <= kMaxForwardWarps, "the tile window has one word per warp");
   static_assert(kSmemBytes == forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES),
                 "host and device disagree on the shared-memory size");
 
@@ -151,10 +156,14 @@ struct AttentionForward {
 
   using QFragments = unsigned[kQInRegisters ? kKSteps : 1][kMTiles][4];
   using Accumulators = float[kMTiles][kDTiles][4];
+  // The variant's hoisted values (codegen/lower_hooks.hpp) of the two rows r = 0, 1 of each
+  // m-tile a thread holds (Layout::acc_row with e = 2r): computed once per block.
+  using RowValues = typename VARIANT::Row[kMTiles][2];
 
   // Per-block constants.
   const FwdParams& params;
   int b = 0, h = 0, q0 = 0, q_end = 0, num_kv_tiles = 0;
+  typename VARIANT::Block block_values;
 
   ATTNJIT_DEVICE explicit AttentionForward(const FwdParams& p) : params(p) {}
 
@@ -172,19 +181,62 @@ struct AttentionForward {
     return static_cast<int>(VARIANT::classify(params.args, bounds));
   }
 
+  // The kv tiles of this block's query tile are classified kWindowTiles at a time, one per
+  // thread of the block (warp w, lane l: tile begin + 32 w + l), and the answers kept in shared
+  // memory as bit masks (non-empty, full; word w from warp w's ballots). Walking to the next kept
+  // tile is then a find-first-set over those words, and classification costs one parallel step
+  // (plus two barriers) per kWindowTiles tiles: no thread repeats another's work, and no step
+  // waits on the previous one (for tensor masks each step is a global load of a summary).
+  // Note: the window's position is block-uniform (every thread calls next_tile with the same
+  // tiles, in the same order), so the barriers in classify_window are reached by all threads.
+  static constexpr int kWindowTiles = 32 * NUM_WARPS;
+  struct TileWindow {
+    int begin = -kWindowTiles;  // the window is [begin, begin + kWindowTiles); none yet
+  };
+
+  ATTNJIT_DEVICE static unsigned window_word(int which, int word) {
+    return load_shared_u32(attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes +
+                           4 * (which * kMaxForwardWarps + word));
+  }
+
+  ATTNJIT_DEVICE void classify_window(int begin, TileWindow& window) const {
+    const int warp = static_cast<int>(threadIdx.x / 32);
+    const int tile = begin + static_cast<int>(threadIdx.x);
+    const int tile_class = tile < num_kv_tiles ? classify(tile) : static_cast<int>(kTileEmpty);
+    const unsigned nonempty = __ballot_sync(0xffffffffu, tile_class != kTileEmpty);
+    const unsigned full = __ballot_sync(0xffffffffu, tile_class == kTileFull);
+    unsigned char* words = attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes;
+    __syncthreads();  // every thread is done reading the previous window
+    if (threadIdx.x % 32 == 0) {
+      store_shared_32(words + 4 * warp, nonempty);
+      store_shared_32(words + 4 * (kMaxForwardWarps + warp), full);
+    }
+    __syncthreads();
+    window.begin = begin;
+  }
+
   // First tile >= `tile` that is not empty (num_kv_tiles when none), and its class.
-  // Note: every thread evaluates the same uniform values, so the loop never diverges.
-  ATTNJIT_DEVICE int next_tile(int tile, int& tile_class) const {
+  ATTNJIT_DEVICE int next_tile(int tile, int& tile_class, TileWindow& window) const {
     if constexpr (!VARIANT::kHasMask) {
       tile_class = kTileFull;
       return tile;
     } else {
-      for (; tile < num_kv_tiles; ++tile) {
-        tile_class = classify(tile);
-        if (tile_class != kTileEmpty) return tile;
+      while (tile < num_kv_tiles) {
+        if (tile < window.begin || tile >= window.begin + kWindowTiles) {
+          classify_window(tile, window);
+        }
+        const int offset = tile - window.begin;
+        const int word = offset / 32;
+        const unsigned ahead = window_word(0, word) >> (offset % 32);
+        if (ahead != 0u) {
+          const int found = offset + __ffs(static_cast<int>(ahead)) - 1;
+          tile_class = (window_word(1, word) >> (found % 32)) & 1u ? kTileFull : kTilePartial;
+          return window.begin + found;
+        }
+        tile = window.begin + 32 * (word + 1);
       }
       tile_class = kTileEmpty;
-      return tile;
+      return num_kv_tiles;
     }
   }
 
@@ -193,20 +245,32 @@ struct AttentionForward {
     const int warp = thread / 32;
     const int lane = thread % 32;
 
-    // ---- Work assignment (heavy query tiles first; see the header comment).
+    // ---- Work assignment (head-major, heavy query tiles first; see the header comment).
     const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
     const int num_bh = params.batch * params.num_heads_q;
     const long long linear =
         static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
     if (linear >= static_cast<long long>(num_q_tiles) * num_bh) return;
-    const int q_tile = num_q_tiles - 1 - static_cast<int>(linear / num_bh);
-    const int bh = static_cast<int>(linear % num_bh);
+    const int q_tile = num_q_tiles - 1 - static_cast<int>(linear % num_q_tiles);
+    const int bh = static_cast<int>(linear / num_q_tiles);
     b = bh / params.num_heads_q;
     h = bh % params.num_heads_q;
     const int h_kv = h / (params.num_heads_q / params.num_heads_kv);
     q0 = q_tile * BLOCK_M;
     q_end = min(q0 + BLOCK_M, params.q_len);
     num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
+    block_values =
+        VARIANT::block(params.args, b, h, params.q_len, params.kv_len, params.num_heads_q);
+    RowValues row_values;
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        row_values[mt][r] = VARIANT::row(block_values, params.args, b, h,
+                                         q0 + Layout::acc_row(warp, lane, mt, 2 * r),
+                                         params.q_len, params.kv_len, params.num_heads_q);
+      }
+    }
 
     const unsigned short* q_base = static_cast<const unsigned short*>(params.q) +
                                    b * params.q_stride[0] + h * params.q_stride[1];
@@ -240,14 +304,15 @@ struct AttentionForward {
     int ring_tile[NUM_STAGES];
     int ring_class[NUM_STAGES];
     int next_class;
-    int next = next_tile(0, next_class);
+    TileWindow window;
+    int next = next_tile(0, next_class, window);
 #pragma unroll
     for (int s = 0; s < NUM_STAGES - 1; ++s) {
       ring_tile[s] = next;
       ring_class[s] = next_class;
       if (next < num_kv_tiles) {
         load_kv(next, s);
-        next = next_tile(next + 1, next_class);
+        next = next_tile(next + 1, next_class, window);
       }
       cp_async_commit();
     }
@@ -296,14 +361,14 @@ struct AttentionForward {
       ring_class[NUM_STAGES - 1] = next_class;
       if (next < num_kv_tiles) {
         load_kv(next, load_stage);
-        next = next_tile(next + 1, next_class);
+        next = next_tile(next + 1, next_class, window);
       }
       cp_async_commit();
       load_stage = load_stage + 1 == NUM_STAGES ? 0 : load_stage + 1;
 
       compute_tile(ring_tile[0], ring_class[0], k_smem + compute_stage * KVTile::kBytes,
                    v_smem + compute_stage * KVTile::kBytes, q_warp, q_lane, q_frag, warp, lane,
-                   acc_o, softmax);
+                   row_values, acc_o, softmax);
       compute_stage = compute_stage + 1 == NUM_STAGES ? 0 : compute_stage + 1;
 
 #pragma unroll
@@ -333,7 +398,7 @@ struct AttentionForward {
 
   ATTNJIT_DEVICE void compute_tile(int tile, int tile_class, unsigned k_tile, unsigned v_tile,
                                    unsigned q_warp, int q_lane, const QFragments& q_frag, int warp,
-                                   int lane, Accumulators& acc_o,
+                                   int lane, const RowValues& row_values, Accumulators& acc_o,
                                    OnlineSoftmax (&softmax)[kMTiles]) const {
     // ---- S = Q K^T. B fragments from K (Layout::k_fragment); each serves every m-tile of the
     // warp.
@@ -380,7 +445,29 @@ struct AttentionForward {
           for (int e = 0; e < 4; ++e) acc_s[mt][j][e] *= scale_log2;
         }
       }
+    } else if (!partial && !ragged) {
+      // Every element is kept: the score alone, without per-element keep predicates (which
+      // made the compiler predicate the whole score and reload its constants per element).
+      typename VARIANT::Col col_values[kNTiles][2];
+      load_col_values(k0, lane, col_values);
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            acc_s[mt][j][e] =
+                kLog2e * VARIANT::score(block_values, row_values[mt][e >> 1], col_values[j][e & 1],
+                                        params.args, acc_s[mt][j][e] * scale, b, h,
+                                        q0 + Layout::acc_row(warp, lane, mt, e),
+                                        k0 + Layout::acc_col(lane, j, e), params.q_len,
+                                        params.kv_len, params.num_heads_q);
+          }
+        }
+      }
     } else {
+      typename VARIANT::Col col_values[kNTiles][2];
+      load_col_values(k0, lane, col_values);
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -389,18 +476,20 @@ struct AttentionForward {
           for (int e = 0; e < 4; ++e) {
             const int q_idx = q0 + Layout::acc_row(warp, lane, mt, e);
             const int kv_idx = k0 + Layout::acc_col(lane, j, e);
+            const typename VARIANT::Row& row = row_values[mt][e >> 1];
+            const typename VARIANT::Col& col = col_values[j][e & 1];
             bool keep = !ragged || (q_idx < params.q_len && kv_idx < params.kv_len);
             if constexpr (VARIANT::kHasMask) {
               if (partial && keep) {
-                keep = VARIANT::mask(params.args, b, h, q_idx, kv_idx, params.q_len,
-                                     params.kv_len, params.num_heads_q);
+                keep = VARIANT::mask(block_values, row, col, params.args, b, h, q_idx, kv_idx,
+                                     params.q_len, params.kv_len, params.num_heads_q);
               }
             }
             float s = acc_s[mt][j][e] * scale;
             if constexpr (VARIANT::kHasScore) {
               if (keep) {
-                s = VARIANT::score(params.args, s, b, h, q_idx, kv_idx, params.q_len,
-                                   params.kv_len, params.num_heads_q);
+                s = VARIANT::score(block_values, row, col, params.args, s, b, h, q_idx, kv_idx,
+                                   params.q_len, params.kv_len, params.num_heads_q);
               }
             }
             acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
@@ -437,6 +526,21 @@ struct AttentionForward {
           Mma<ELEM>::run(acc_o[mt][2 * p], a[mt], b0, b1);
           Mma<ELEM>::run(acc_o[mt][2 * p + 1], a[mt], b2, b3);
         }
+      }
+    }
+  }
+
+  // The variant's hoisted values of the two columns c = 0, 1 of each n-tile this thread holds
+  // (Layout::acc_col with e = c) in the tile starting at key k0; shared by all its rows.
+  ATTNJIT_DEVICE void load_col_values(int k0, int lane,
+                                      typename VARIANT::Col (&col_values)[kNTiles][2]) const {
+#pragma unroll
+    for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        col_values[j][c] =
+            VARIANT::col(block_values, params.args, b, h, k0 + Layout::acc_col(lane, j, c),
+                         params.q_len, params.kv_len, params.num_heads_q);
       }
     }
   }

@@ -125,6 +125,9 @@ ATTNJIT_DEVICE void cp_async_16(unsigned smem_addr, const void* global_ptr, bool
 ATTNJIT_DEVICE void store_shared_32(unsigned char* smem, unsigned value) {
   *reinterpret_cast<unsigned*>(smem) = value;
 }
+ATTNJIT_DEVICE unsigned load_shared_u32(const unsigned char* smem) {
+  return *reinterpret_cast<const unsigned*>(smem);
+}
 ATTNJIT_DEVICE Bytes16 load_shared_16(const unsigned char* smem) {
   return *reinterpret_cast<const Bytes16*>(smem);
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "attnjit/hd.cuh"
+#include "attnjit/numeric.cuh"
 #include "attnjit/tile.cuh"
 #include "attnjit/variant_args.cuh"
 
@@ -126,6 +127,33 @@ ATTNJIT_HD float pow_f(float x, float y) { return std::pow(x, y); }
 #endif
 ATTNJIT_HD float clamp_f(float x, float lo, float hi) { return min_f(max_f(x, lo), hi); }
 ATTNJIT_HD float sigmoid_f(float x) { return 1.0f / (1.0f + exp_f(-x)); }
+
+// Fast forms for score expressions (lower_expr.hpp, ElementOptions::fast_math): one MUFU
+// instruction each instead of a libm sequence. Accuracy (PTX ISA, sm_80+): ex2.approx relative
+// error about 2^-22 (so exp: about 2^-22 + |x| * 2^-24 from the scaling); lg2.approx absolute
+// error about 2^-22; tanh.approx relative error about 2^-11, i.e. `cap * tanh(score / cap)` is
+// off by at most cap * 2^-11 in the logit, the approximation FlashAttention's soft-capping uses;
+// float division: div.full.f32, at most 2 ulp.
+// The host build (CPU backend, reference, emulator) uses the precise functions.
+#if ATTNJIT_DEVICE_COMPILE
+ATTNJIT_HD float fast_div_f(float a, float b) { return fast_divide(a, b); }
+ATTNJIT_HD float fast_exp2_f(float x) { return fast_exp2(x); }
+ATTNJIT_HD float fast_log2_f(float x) { return fast_log2(x); }
+ATTNJIT_HD float fast_tanh_f(float x) { return fast_tanh(x); }
+ATTNJIT_HD float fast_exp_f(float x) { return fast_exp2(x * 1.4426950408889634f); }
+ATTNJIT_HD float fast_log_f(float x) { return fast_log2(x) * 0.6931471805599453f; }
+ATTNJIT_HD float fast_sigmoid_f(float x) {
+  return fast_reciprocal(1.0f + fast_exp2(x * -1.4426950408889634f));
+}
+#else
+ATTNJIT_HD float fast_div_f(float a, float b) { return a / b; }
+ATTNJIT_HD float fast_exp2_f(float x) { return exp2_f(x); }
+ATTNJIT_HD float fast_log2_f(float x) { return log2_f(x); }
+ATTNJIT_HD float fast_tanh_f(float x) { return tanh_f(x); }
+ATTNJIT_HD float fast_exp_f(float x) { return exp_f(x); }
+ATTNJIT_HD float fast_log_f(float x) { return log_f(x); }
+ATTNJIT_HD float fast_sigmoid_f(float x) { return sigmoid_f(x); }
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Bounds-checked tensor reads (row-major, dims[0] x dims[1]); out of range reads 0.

@@ -6,11 +6,17 @@
 
 namespace attnjit {
 
+// The tile window of the forward kernel: a bit mask of the non-empty and one of the full key
+// tiles among the next 32 * (number of warps) tiles, one 32-bit word per warp each (at most 16
+// warps).
+constexpr int kMaxForwardWarps = 16;
+constexpr int kTileWindowBytes = 2 * kMaxForwardWarps * 4;
+
 // Q tile [BLOCK_M][HEAD_DIM] plus NUM_STAGES pipeline stages of K and V tiles [BLOCK_N][HEAD_DIM],
-// all of 16-bit elements. The output tile is staged in the Q tile's space.
+// all of 16-bit elements, then the tile window. The output tile is staged in the Q tile's space.
 ATTNJIT_HD constexpr int forward_smem_bytes(int head_dim, int block_m, int block_n,
                                             int num_stages) {
-  return 2 * head_dim * (block_m + 2 * num_stages * block_n);
+  return 2 * head_dim * (block_m + 2 * num_stages * block_n) + kTileWindowBytes;
 }
 
 }  // namespace attnjit

@@ -59,6 +59,27 @@ ATTNJIT_DEVICE float fast_log2(float x) {
   return y;
 }
 
+// tanh(x), relative error about 2^-11 (tanh.approx.f32, sm_75+).
+ATTNJIT_DEVICE float fast_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// 1 / x with the hardware approximation (rcp.approx.ftz.f32): 1 / inf = 0.
+ATTNJIT_DEVICE float fast_reciprocal(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// a / b within 2 ulp over the whole range (div.full.f32; the IEEE division is a long sequence).
+ATTNJIT_DEVICE float fast_divide(float a, float b) {
+  float y;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+  return y;
+}
+
 ATTNJIT_DEVICE float neg_infinity() { return __int_as_float(0xff800000); }
 
 #endif  // ATTNJIT_DEVICE_COMPILE

@@ -27,11 +27,12 @@ struct Uses {
   std::set<int> builtins, params, tensors;
 };
 
-void collect(const Node& node, Uses& uses) {
+void collect(const Node& node, Uses& uses, const HoistedNames* hoisted = nullptr) {
+  if (hoisted != nullptr && hoisted->count(&node) != 0) return;  // read through its hoisted value
   if (node.kind == NodeKind::builtin) uses.builtins.insert(node.op);
   if (node.kind == NodeKind::param) uses.params.insert(node.op);
   if (node.kind == NodeKind::tensor_read) uses.tensors.insert(node.op);
-  for (const auto& child : node.children) collect(*child, uses);
+  for (const auto& child : node.children) collect(*child, uses, hoisted);
 }
 
 std::string int_literal(int value) {
@@ -70,16 +71,16 @@ std::string call(std::string_view name, const std::string& a, const std::string&
   return fmt::format("{}{}({}, {}, {})", kOps, name, strip_parens(a), strip_parens(b), strip_parens(c));
 }
 
-std::string_view float_function(Function f) {
+std::string_view float_function(Function f, bool fast) {
   switch (f) {
-    case Function::exp: return "exp_f";
-    case Function::exp2: return "exp2_f";
-    case Function::log: return "log_f";
-    case Function::log2: return "log2_f";
+    case Function::exp: return fast ? "fast_exp_f" : "exp_f";
+    case Function::exp2: return fast ? "fast_exp2_f" : "exp2_f";
+    case Function::log: return fast ? "fast_log_f" : "log_f";
+    case Function::log2: return fast ? "fast_log2_f" : "log2_f";
     case Function::sqrt: return "sqrt_f";
     case Function::rsqrt: return "rsqrt_f";
-    case Function::tanh: return "tanh_f";
-    case Function::sigmoid: return "sigmoid_f";
+    case Function::tanh: return fast ? "fast_tanh_f" : "tanh_f";
+    case Function::sigmoid: return fast ? "fast_sigmoid_f" : "sigmoid_f";
     case Function::floor: return "floor_f";
     case Function::ceil: return "ceil_f";
     default: return "";
@@ -94,10 +95,15 @@ bool is_rank1_int_read_at(const Node& node, Builtin at) {
 
 class Lowering {
  public:
-  explicit Lowering(const expr::Signature& signature) : signature_(signature) {}
+  explicit Lowering(const expr::Signature& signature, ElementOptions options = {})
+      : signature_(signature), options_(options) {}
 
   // Scalar C++ for one element.
   std::string element(const Node& node) {
+    if (options_.hoisted != nullptr) {
+      const auto found = options_.hoisted->find(&node);
+      if (found != options_.hoisted->end()) return found->second;
+    }
     switch (node.kind) {
       case NodeKind::constant:
         if (node.type == ValueType::boolean) return node.int_value ? "true" : "false";
@@ -136,6 +142,7 @@ class Lowering {
             break;
           case BinaryOp::div:
             if (is_int) return call("div_i", a, b);
+            if (options_.fast_math) return call("fast_div_f", a, b);
             break;
           case BinaryOp::mod: return call("mod_i", a, b);
           case BinaryOp::shl: return call("shl_i", a, b);
@@ -242,7 +249,7 @@ class Lowering {
         if (operand == ValueType::integer) return call("i2f", args[0]);
         if (operand == ValueType::boolean) return fmt::format("({} ? 1.0f : 0.0f)", args[0]);
         return args[0];
-      default: return call(float_function(f), args[0]);
+      default: return call(float_function(f, options_.fast_math), args[0]);
     }
   }
 
@@ -274,6 +281,7 @@ class Lowering {
   }
 
   const expr::Signature& signature_;
+  ElementOptions options_;
 };
 
 void declare_inputs(const expr::Signature& signature, const Uses& uses, bool intervals, std::string& out) {
@@ -333,14 +341,32 @@ std::string builtin_interval(Builtin builtin) {
 
 }  // namespace
 
-std::string lower_element_body(const expr::Expression& expression) {
-  const Node& root = expression.root();
+std::string lower_element(const expr::Node& node, const expr::Signature& signature,
+                          const ElementOptions& options) {
+  return strip_parens(Lowering(signature, options).element(node));
+}
+
+std::string declare_element_inputs(const expr::Signature& signature,
+                                   const std::vector<const expr::Node*>& roots,
+                                   const HoistedNames* hoisted) {
   Uses uses;
-  collect(root, uses);
+  for (const expr::Node* root : roots) {
+    // Note: the root itself is read whole even when it is hoisted (it is what is being computed).
+    HoistedNames descendants = hoisted != nullptr ? *hoisted : HoistedNames{};
+    descendants.erase(root);
+    collect(*root, uses, &descendants);
+  }
   std::string out;
-  declare_inputs(expression.signature(), uses, false, out);
-  Lowering lowering(expression.signature());
-  out += fmt::format("  return {};\n", strip_parens(lowering.element(root)));
+  declare_inputs(signature, uses, false, out);
+  return out;
+}
+
+std::string lower_element_body(const expr::Expression& expression, const ElementOptions& options) {
+  const Node& root = expression.root();
+  std::vector<const Node*> roots;
+  if (options.hoisted == nullptr || options.hoisted->count(&root) == 0) roots.push_back(&root);
+  std::string out = declare_element_inputs(expression.signature(), roots, options.hoisted);
+  out += fmt::format("  return {};\n", lower_element(root, expression.signature(), options));
   return out;
 }
 

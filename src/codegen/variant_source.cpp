@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "codegen/lower_expr.hpp"
+#include "codegen/lower_hooks.hpp"
 #include "common/error.hpp"
 
 namespace attnjit::codegen {
@@ -18,22 +19,6 @@ std::string comment_text(const std::string& text) {
   std::string out = text;
   for (char& c : out) {
     if (c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  }
-  return out;
-}
-
-// Indents every non-empty line of a lowered body (which is indented for a function at namespace
-// scope) by two more spaces, as the body of a member function.
-std::string indent_body(const std::string& body) {
-  std::string out;
-  std::size_t start = 0;
-  while (start < body.size()) {
-    std::size_t end = body.find('\n', start);
-    if (end == std::string::npos) end = body.size();
-    const std::string line = body.substr(start, end - start);
-    if (!line.empty()) out += "  " + line;
-    out += '\n';
-    start = end + 1;
   }
   return out;
 }
@@ -82,18 +67,11 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
   s += "struct AttnjitVariant {\n";
   s += fmt::format("  static constexpr bool kHasMask = {};\n", has_mask ? "true" : "false");
   s += fmt::format("  static constexpr bool kHasScore = {};\n\n", has_score ? "true" : "false");
-  s += "  ATTNJIT_DEVICE static bool mask(const attnjit::VariantArgs& args, int b, int h, int q_idx,\n"
-       "                                  int kv_idx, int q_len, int kv_len, int num_heads) {\n";
-  s += indent_body(lower_element_body(mask));
-  s += "  }\n\n";
-  s += "  ATTNJIT_DEVICE static float score(const attnjit::VariantArgs& args, float score, int b,\n"
-       "                                    int h, int q_idx, int kv_idx, int q_len, int kv_len,\n"
-       "                                    int num_heads) {\n";
-  s += indent_body(lower_element_body(score));
-  s += "  }\n\n";
+  s += lower_element_hooks(mask, score);
+  s += "\n";
   s += "  ATTNJIT_DEVICE static attnjit::TileClass classify(const attnjit::VariantArgs& args,\n"
        "                                                  const attnjit::TileBounds& tile) {\n";
-  s += indent_body(lower_classify_body(mask));
+  s += indent_member_body(lower_classify_body(mask));
   s += "  }\n";
   s += "};\n\n";
 

@@ -63,7 +63,8 @@ constexpr std::string_view kReserved[] = {
     // CUDA
     "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "half", "nv_bfloat16",
     // generated code
-    "args", "tile", "attnjit", "std", "ops", "inf", "main",
+    "args", "tile", "attnjit", "std", "ops", "inf", "main", "Block", "Row", "Col", "block_values",
+    "row_values", "col_values",
     // macros
     "NULL", "EOF", "INFINITY", "NAN", "HUGE_VAL", "HUGE_VALF", "INT_MIN", "INT_MAX", "errno",
     "assert", "offsetof", "isnan", "isinf", "isfinite", "signbit", "fpclassify",

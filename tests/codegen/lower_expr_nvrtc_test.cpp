@@ -10,6 +10,7 @@
 #include <nvrtc.h>
 
 #include "codegen/lower_expr.hpp"
+#include "codegen/lower_hooks.hpp"
 #include "expr/random_expr.hpp"
 #include "expr/test_support.hpp"
 
@@ -60,16 +61,45 @@ std::string wrap(const std::vector<expr::Expression>& masks, const std::vector<e
   return source;
 }
 
+// One struct per (mask, score) pair holding its hooks as codegen/lower_hooks.hpp writes them
+// (hoisted values, fast math in the score), and a kernel that calls every hook the way the
+// forward kernel does.
+std::string wrap_hooks(const std::vector<expr::Expression>& masks,
+                       const std::vector<expr::Expression>& scores) {
+  std::string source = "#include \"attnjit/expr_ops.cuh\"\n\n";
+  std::string calls;
+  for (std::size_t i = 0; i < masks.size(); ++i) {
+    const expr::Expression& score = scores[i % scores.size()];
+    source += fmt::format("struct Hooks{} {{\n{}}};\n", i,
+                          codegen::lower_element_hooks(masks[i], score));
+    calls += fmt::format(
+        "  {{\n"
+        "    const Hooks{0}::Block block = Hooks{0}::block(args, 0, 1, 4, 5, 6);\n"
+        "    const Hooks{0}::Row row = Hooks{0}::row(block, args, 0, 1, 2, 4, 5, 6);\n"
+        "    const Hooks{0}::Col col = Hooks{0}::col(block, args, 0, 1, 3, 4, 5, 6);\n"
+        "    out[{0}] = Hooks{0}::mask(block, row, col, args, 0, 1, 2, 3, 4, 5, 6) ? 1 : 0;\n"
+        "    fout[{0}] = Hooks{0}::score(block, row, col, args, 0.5f, 0, 1, 2, 3, 4, 5, 6);\n"
+        "  }}\n",
+        i);
+  }
+  source +=
+      "\nextern \"C\" __global__ void probe(attnjit::VariantArgs args, int* out, float* fout) {\n" +
+      calls + "}\n";
+  return source;
+}
+
 // Compiles for sm_80; fails with the log.
 void compile(const std::string& source) {
-  static const char* kHeaders[] = {"attnjit/hd.cuh", "attnjit/tile.cuh", "attnjit/variant_args.cuh",
-                                   "attnjit/expr_ops.cuh"};
+  static const char* kHeaders[] = {"attnjit/hd.cuh", "attnjit/numeric.cuh", "attnjit/tile.cuh",
+                                   "attnjit/variant_args.cuh", "attnjit/expr_ops.cuh"};
+  constexpr int kNumHeaders = static_cast<int>(sizeof kHeaders / sizeof kHeaders[0]);
   std::vector<std::string> contents;
   for (const char* name : kHeaders) contents.push_back(read_template(name));
   std::vector<const char*> header_texts;
   for (const auto& text : contents) header_texts.push_back(text.c_str());
   nvrtcProgram program;
-  REQUIRE(nvrtcCreateProgram(&program, source.c_str(), "lowered.cu", 4, header_texts.data(), kHeaders) ==
+  REQUIRE(nvrtcCreateProgram(&program, source.c_str(), "lowered.cu", kNumHeaders, header_texts.data(),
+                             kHeaders) ==
           NVRTC_SUCCESS);
   const char* options[] = {"--gpu-architecture=sm_80", "-std=c++17"};
   const nvrtcResult result = nvrtcCompileProgram(program, 2, options);
@@ -111,4 +141,17 @@ TEST_CASE("hundreds of random lowered expressions compile with NVRTC", "[nvrtc]"
     scores.push_back(expr::parse_expression(expr::ExprKind::score, generator.score(4), signature));
   }
   compile(wrap(masks, scores));
+}
+
+TEST_CASE("element hooks of random masks and scores compile with NVRTC", "[nvrtc]") {
+  const expr::Signature signature = test::random_signature();
+  test::RandomExpr generator(777);
+  std::vector<expr::Expression> masks, scores;
+  for (int i = 0; i < 120; ++i) {
+    masks.push_back(expr::parse_expression(expr::ExprKind::mask, generator.mask(4), signature));
+  }
+  for (int i = 0; i < 60; ++i) {
+    scores.push_back(expr::parse_expression(expr::ExprKind::score, generator.score(4), signature));
+  }
+  compile(wrap_hooks(masks, scores));
 }

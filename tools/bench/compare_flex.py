@@ -22,6 +22,7 @@ import math
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -206,6 +207,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lib", default=aj.default_library(),
                         help="path to libattnjit.so (default: build/src/capi/libattnjit.so)")
+    parser.add_argument("--baseline-lib",
+                        help="a second libattnjit.so (e.g. the previous build) timed in the same "
+                             "process on the same inputs: the 'base ms' column, for before/after")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cpu: no timings; runs crosscheck_flex_cpu.py (attnjit's CPU "
                              "backend against Flex on the CPU) with --quick/--variant/--json")
@@ -244,7 +248,8 @@ class JsonRows:
             os.replace(self.path + ".tmp", self.path)
 
 
-HEADER = (f"{'variant':<16}{'L':>7}{'D':>5}{'B':>4}{'H':>4} {'attnjit ms':>11}{'flex ms':>10}"
+HEADER = (f"{'variant':<16}{'L':>7}{'D':>5}{'B':>4}{'H':>4} {'attnjit ms':>11}{'base ms':>9}"
+          f"{'flex ms':>10}"
           f"{'no-lse ms':>10}{'sdpa ms':>10} {'jit TF/s':>9}{'flex TF/s':>10}{'flex/jit':>9}"
           f"{'max err':>10}{'lse err':>10} {'mask ms':>9}{'mask MiB':>9}{'row s':>7}")
 
@@ -253,8 +258,9 @@ def format_row(r):
     if "error" in r:
         return f"{r['variant']:<16}{r['L']:>7}{r['D']:>5}  ERROR: {r['error']}"
     sdpa = f"{r['sdpa_ms']:.3f}" if r["sdpa_ms"] is not None else "-"
+    base = f"{r['base_ms']:.3f}" if r.get("base_ms") is not None else "-"
     return (f"{r['variant']:<16}{r['L']:>7}{r['D']:>5}{r['B']:>4}{r['H']:>4} "
-            f"{r['attnjit_ms']:>11.3f}{r['flex_ms']:>10.3f}{r['flex_nolse_ms']:>10.3f}{sdpa:>10} "
+            f"{r['attnjit_ms']:>11.3f}{base:>9}{r['flex_ms']:>10.3f}{r['flex_nolse_ms']:>10.3f}{sdpa:>10} "
             f"{r['attnjit_tflops']:>9.1f}{r['flex_tflops']:>10.1f}{r['flex_over_jit']:>9.2f}"
             f"{r['max_err']:>10.2e}{r['lse_max_err']:>10.2e}{'' if r['ok'] else '!'} "
             f"{r['block_mask_ms']:>9.1f}{r['block_mask_bytes'] / 2**20:>9.2f}{r['row_s']:>7.1f}")
@@ -294,20 +300,29 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
     flex_ms = time_cuda(run_flex, opts.warmup, opts.iters)
     flex_nolse_ms = time_cuda(lambda: run_flex(False), opts.warmup, opts.iters)
 
-    jit = env["jit"]
-    variant = jit.variant(spec, env["dtype"], head_dim)
-    out = torch.full_like(q, float("nan"))
-    lse = torch.full((batch, heads, length), float("nan"), device=q.device, dtype=torch.float32)
-    tensors = [ctx["doc"]] if spec["tensors"] else []
-    prepared = jit.forward_args(q, k, v, out, spec["scalars"], tensors,
-                                torch.cuda.current_stream().cuda_stream, lse=lse)
-    jit.forward(variant, prepared)
-    torch.cuda.synchronize()
-    err = (out.float() - flex_out.float()).abs()
-    max_err, mean_err = err.max().item(), err.mean().item()
-    lse_ok, lse_err = check_lse(name, length, head_dim, lse, flex_lse)
-    ok = math.isfinite(max_err) and max_err <= 3e-2 and mean_err <= 2e-3 and lse_ok
-    jit_ms = time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
+    def run_attnjit(jit):
+        """(ok, max err, mean err, lse err, median ms) of one libattnjit against Flex."""
+        variant = jit.variant(spec, env["dtype"], head_dim)
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full((batch, heads, length), float("nan"), device=q.device,
+                         dtype=torch.float32)
+        tensors = [ctx["doc"]] if spec["tensors"] else []
+        prepared = jit.forward_args(q, k, v, out, spec["scalars"], tensors,
+                                    torch.cuda.current_stream().cuda_stream, lse=lse)
+        jit.forward(variant, prepared)
+        torch.cuda.synchronize()
+        err = (out.float() - flex_out.float()).abs()
+        max_err, mean_err = err.max().item(), err.mean().item()
+        lse_ok, lse_err = check_lse(name, length, head_dim, lse, flex_lse)
+        ok = math.isfinite(max_err) and max_err <= 3e-2 and mean_err <= 2e-3 and lse_ok
+        ms = time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
+        return ok, max_err, mean_err, lse_err, ms
+
+    ok, max_err, mean_err, lse_err, jit_ms = run_attnjit(env["jit"])
+    base_ms = None
+    if env.get("base") is not None:
+        base_ok, _, _, _, base_ms = run_attnjit(env["base"])
+        ok = ok and base_ok
 
     sdpa = None
     if spec["sdpa"] is not None:
@@ -316,7 +331,7 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
     flops = 4.0 * batch * heads * head_dim * unmasked_pairs(name, length, ctx["doc"])
     return dict(
         variant=name, L=length, D=head_dim, B=batch, H=heads, dtype=opts.dtype,
-        attnjit_ms=jit_ms, flex_ms=flex_ms, flex_nolse_ms=flex_nolse_ms,
+        attnjit_ms=jit_ms, base_ms=base_ms, flex_ms=flex_ms, flex_nolse_ms=flex_nolse_ms,
         sdpa_ms=sdpa[0] if sdpa else None, sdpa_backend=sdpa[1] if sdpa else None,
         attnjit_tflops=flops / jit_ms / 1e9, flex_tflops=flops / flex_ms / 1e9,
         flex_over_jit=flex_ms / jit_ms, max_err=max_err, mean_err=mean_err,
@@ -373,7 +388,11 @@ def main(argv=None):
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
     env = dict(jit=aj.AttnJit(args.lib, backend=aj.ATTNJIT_BACKEND_CUDA),
                dtype=ATTNJIT_DTYPE_BF16 if args.dtype == "bf16" else ATTNJIT_DTYPE_FP16,
-               flex_with_lse=flex_with_lse, flex=None, mask_builders=None)
+               flex_with_lse=flex_with_lse, flex=None, mask_builders=None,
+               # Note: a cache of its own, so that the two builds never share an entry.
+               base=(aj.AttnJit(args.baseline_lib, backend=aj.ATTNJIT_BACKEND_CUDA,
+                                cache_dir=tempfile.mkdtemp(prefix="attnjit-baseline-"))
+                     if args.baseline_lib else None))
     print(f"attnjit {env['jit'].version()} | torch {torch.__version__} | "
           f"{props.name} ({props.multi_processor_count} SMs) | {args.dtype}", flush=True)
     raise_dynamo_limits(torch)
@@ -403,6 +422,8 @@ def main(argv=None):
             torch.cuda.empty_cache()
         del q, k, v
     env["jit"].close()
+    if env["base"] is not None:
+        env["base"].close()
     measured = len(rows.rows)
     if failures:
         print(f"mismatch: {failures} of {measured} rows failed or differ from FlexAttention "

@@ -54,6 +54,23 @@ T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
   return result;
 }
 
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  using namespace attnjit::simt;
+  if (mask != 0xffffffffu) fail("__ballot_sync with a partial mask 0x%x", mask);
+  LaneInput input{};
+  input.u[0] = predicate != 0 ? 1u : 0u;
+  const unsigned* out = warp_collective(Collective::ballot, input, [](WarpState& w) {
+    unsigned bits = 0u;
+    for (int lane = 0; lane < 32; ++lane) bits |= w.in[lane].u[0] << lane;
+    for (int lane = 0; lane < 32; ++lane) w.out[lane][0] = bits;
+  });
+  return out[0];
+}
+
+// Position of the least significant set bit, 1-based; 0 when no bit is set.
+inline int __ffs(int value) { return __builtin_ffs(value); }
+inline int __ffsll(long long value) { return __builtin_ffsll(value); }
+
 namespace attnjit {
 
 inline int min(int a, int b) { return a < b ? a : b; }
@@ -151,6 +168,16 @@ inline void store_shared_32(unsigned char* smem_ptr, unsigned value) {
   simt::SharedMemory& smem = *simt::emulator().smem;
   const std::size_t offset = smem.offset_of_pointer(smem_ptr, 4, "st.shared.b32");
   smem.write(offset, &value, 4, t.tid, t.warp, "st.shared.b32");
+}
+
+inline unsigned load_shared_u32(const unsigned char* smem_ptr) {
+  simt::ThreadState& t = simt::this_thread();
+  simt::SharedMemory& smem = *simt::emulator().smem;
+  const std::size_t offset = smem.offset_of_pointer(smem_ptr, 4, "ld.shared.b32");
+  smem.read(offset, 4, t.tid, t.warp, "ld.shared.b32");
+  unsigned value;
+  std::memcpy(&value, smem.base() + offset, 4);
+  return value;
 }
 
 inline Bytes16 load_shared_16(const unsigned char* smem_ptr) {

@@ -29,7 +29,16 @@ struct Dim3 {
 
 enum class Wait { none, warp, block };
 
-enum class Collective { none, ldmatrix, ldmatrix_trans, mma_bf16, mma_fp16, shfl_xor, syncwarp };
+enum class Collective {
+  none,
+  ldmatrix,
+  ldmatrix_trans,
+  mma_bf16,
+  mma_fp16,
+  shfl_xor,
+  ballot,
+  syncwarp
+};
 
 inline const char* collective_name(Collective op) {
   switch (op) {
@@ -38,6 +47,7 @@ inline const char* collective_name(Collective op) {
     case Collective::mma_bf16: return "mma.bf16";
     case Collective::mma_fp16: return "mma.f16";
     case Collective::shfl_xor: return "shfl.xor";
+    case Collective::ballot: return "vote.ballot";
     case Collective::syncwarp: return "__syncwarp";
     default: return "nothing";
   }

@@ -1,0 +1,96 @@
+// Hoisting of the mask and score out of the kernel's element loop (src/codegen/lower_hooks.cpp):
+// what is computed per block, per row and per column, and what stays per element.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "codegen/lower_hooks.hpp"
+#include "expr/test_support.hpp"
+
+using attnjit::codegen::lower_element_hooks;
+using attnjit::test::parse_mask;
+using attnjit::test::parse_score;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The text of one of the generated functions: from its signature to the closing brace.
+std::string function_text(const std::string& hooks, const std::string& name) {
+  const std::size_t begin = hooks.find(" " + name + "(");
+  REQUIRE(begin != std::string::npos);
+  const std::size_t end = hooks.find("\n  }\n", begin);
+  REQUIRE(end != std::string::npos);
+  return hooks.substr(begin, end - begin);
+}
+
+}  // namespace
+
+TEST_CASE("ALiBi's slope is computed once per block and its distance from hoisted indices") {
+  const std::string hooks = lower_element_hooks(
+      parse_mask(""),
+      parse_score("score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)"));
+  CHECK(contains(function_text(hooks, "block"), "block_values.v0 = attnjit::ops::fast_exp2_f("));
+  CHECK(contains(function_text(hooks, "row"), "row_values.v0 = attnjit::ops::i2f(q_idx);"));
+  CHECK(contains(function_text(hooks, "col"), "col_values.v0 = attnjit::ops::i2f(kv_idx);"));
+  CHECK(contains(function_text(hooks, "score"),
+                 "return score + (block_values.v0 * (col_values.v0 - row_values.v0));"));
+}
+
+TEST_CASE("a document mask reads its tensor once per row and once per column") {
+  const std::string hooks = lower_element_hooks(parse_mask("doc[q_idx] == doc[kv_idx]"),
+                                                parse_score(""));
+  CHECK(contains(function_text(hooks, "row"), "row_values.v0 = attnjit::ops::read_i32(doc, q_idx);"));
+  CHECK(contains(function_text(hooks, "col"), "col_values.v0 = attnjit::ops::read_i32(doc, kv_idx);"));
+  const std::string mask = function_text(hooks, "mask");
+  CHECK(contains(mask, "return row_values.v0 == col_values.v0;"));
+  CHECK_FALSE(contains(mask, "args.tensors"));  // nothing left to declare per element
+}
+
+TEST_CASE("soft-capping divides by a hoisted reciprocal and uses the hardware tanh") {
+  const std::string hooks = lower_element_hooks(parse_mask(""), parse_score("cap * tanh(score / cap)"));
+  CHECK(contains(function_text(hooks, "block"), "block_values.v0 = 1.0f / (cap);"));
+  CHECK(contains(function_text(hooks, "score"),
+                 "return cap * attnjit::ops::fast_tanh_f(score * block_values.v0);"));
+}
+
+TEST_CASE("masks keep the precise functions; scores get the fast ones") {
+  const std::string hooks =
+      lower_element_hooks(parse_mask("tanh(float(q_idx - kv_idx)) > 0.5"),
+                          parse_score("score + tanh(float(q_idx)) + exp(float(kv_idx)) / score"));
+  const std::string mask = function_text(hooks, "mask");
+  CHECK(contains(mask, "attnjit::ops::tanh_f("));
+  CHECK_FALSE(contains(mask, "fast_"));
+  // The per-row and per-column parts of the score are hoisted with their fast forms.
+  CHECK(contains(function_text(hooks, "row"), "attnjit::ops::fast_tanh_f(attnjit::ops::i2f(q_idx))"));
+  CHECK(contains(function_text(hooks, "col"), "attnjit::ops::fast_exp_f(attnjit::ops::i2f(kv_idx))"));
+  // A division by the element's own score is not a hoistable reciprocal.
+  CHECK(contains(function_text(hooks, "score"), "attnjit::ops::fast_div_f(col_values."));
+}
+
+TEST_CASE("the mask and the score share an identical hoisted value") {
+  const std::string hooks =
+      lower_element_hooks(parse_mask("doc[q_idx] == doc[kv_idx]"),
+                          parse_score("score + float(doc[q_idx] - doc[kv_idx])"));
+  const std::string row = function_text(hooks, "row");
+  CHECK(contains(row, "row_values.v0 = attnjit::ops::read_i32(doc, q_idx);"));
+  CHECK_FALSE(contains(row, "row_values.v1"));
+  CHECK(contains(function_text(hooks, "score"),
+                 "attnjit::ops::i2f(attnjit::ops::sub_i(row_values.v0, col_values.v0))"));
+}
+
+TEST_CASE("expressions of the element alone hoist nothing") {
+  const std::string hooks = lower_element_hooks(parse_mask("q_idx >= kv_idx"), parse_score(""));
+  CHECK(contains(hooks, "  struct Block {};\n  struct Row {};\n  struct Col {};\n"));
+  CHECK(contains(function_text(hooks, "mask"), "return q_idx >= kv_idx;"));
+  CHECK(contains(function_text(hooks, "score"), "return score;"));
+}
+
+TEST_CASE("hooks are deterministic") {
+  const char* mask = "doc[q_idx] == doc[kv_idx] && bias[h, kv_idx] > cap || q_idx < W";
+  const char* score = "cap * tanh(score / cap) + bias[h, kv_idx]";
+  CHECK(lower_element_hooks(parse_mask(mask), parse_score(score)) ==
+        lower_element_hooks(parse_mask(mask), parse_score(score)));
+}
