@@ -30,4 +30,10 @@ NodePtr make_bool(bool value, Span span) {
   return node;
 }
 
+bool is_rank1_int_read_at(const Node& node, Builtin at) {
+  return node.kind == NodeKind::tensor_read && node.type == ValueType::integer &&
+         node.children.size() == 1 && node.child(0).kind == NodeKind::builtin &&
+         node.child(0).builtin() == at;
+}
+
 }  // namespace attnjit::expr
