@@ -2,6 +2,17 @@
 
 namespace attnjit::expr {
 
+Node::~Node() {
+  std::vector<std::unique_ptr<Node>> pending = std::move(children);
+  while (!pending.empty()) {
+    std::unique_ptr<Node> node = std::move(pending.back());
+    pending.pop_back();
+    if (node == nullptr) continue;  // a child moved out, as folding does
+    for (auto& child : node->children) pending.push_back(std::move(child));
+    node->children.clear();
+  }  // each node is deleted here, childless
+}
+
 NodePtr make_node(NodeKind kind, Span span) {
   auto node = std::make_unique<Node>();
   node->kind = kind;

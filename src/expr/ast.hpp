@@ -63,6 +63,12 @@ struct Node {
   std::string text;  // names as written (name nodes)
   std::vector<std::unique_ptr<Node>> children;
 
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Frees the subtree iteratively: a tree too deep to walk recursively is still freed safely.
+  ~Node();
+
   const Node& child(std::size_t i) const { return *children[i]; }
   Builtin builtin() const { return static_cast<Builtin>(op); }
   UnaryOp unary_op() const { return static_cast<UnaryOp>(op); }

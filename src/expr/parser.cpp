@@ -1,10 +1,13 @@
 #include "expr/parser.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -344,11 +347,45 @@ const Rule& Parser::rule_for(TokenKind kind) {
   return rules[static_cast<std::size_t>(kind)];
 }
 
+struct TreeDepth {
+  int depth = 0;  // of the whole tree, the root being 1
+  // The leftmost node at level kMaxTreeDepth that has children: its operator is where the tree
+  // passes the limit.
+  const Node* at_limit = nullptr;
+};
+
+// Iterative: the tree may be far deeper than a recursive walk could take.
+TreeDepth measure_depth(const Node& root) {
+  TreeDepth result;
+  std::vector<std::pair<const Node*, int>> pending{{&root, 1}};
+  while (!pending.empty()) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    result.depth = std::max(result.depth, depth);
+    if (depth == kMaxTreeDepth && !node->children.empty() && result.at_limit == nullptr) {
+      result.at_limit = node;
+    }
+    // Note: pushed right to left, so the leftmost child is visited first.
+    for (auto child = node->children.rbegin(); child != node->children.rend(); ++child) {
+      pending.emplace_back(child->get(), depth + 1);
+    }
+  }
+  return result;
+}
+
 }  // namespace
 
 NodePtr parse(std::string_view source, Diagnostics& diagnostics) {
   Parser parser(source, diagnostics);
-  return parser.parse_all();
+  NodePtr root = parser.parse_all();
+  const TreeDepth measured = measure_depth(*root);
+  if (measured.at_limit == nullptr) return root;
+  diagnostics.report(measured.at_limit->op_span,
+                     fmt::format("expression is too deep: {} levels of operations, at most {} "
+                                 "(each operator of a chain like a + b + c is a level; group "
+                                 "long chains with parentheses)",
+                                 measured.depth, kMaxTreeDepth));
+  return make_node(NodeKind::error, root->span);
 }
 
 }  // namespace attnjit::expr

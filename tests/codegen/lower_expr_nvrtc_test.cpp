@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include "codegen/deepest_expressions.hpp"
 #include "codegen/lower_expr.hpp"
 #include "expr/random_expr.hpp"
 #include "expr/test_support.hpp"
@@ -109,6 +110,17 @@ TEST_CASE("hundreds of random lowered expressions compile with NVRTC", "[nvrtc]"
   }
   for (int i = 0; i < 100; ++i) {
     scores.push_back(expr::parse_expression(expr::ExprKind::score, generator.score(4), signature));
+  }
+  compile(wrap(masks, scores));
+}
+
+TEST_CASE("the deepest accepted expressions compile with NVRTC", "[nvrtc]") {
+  std::vector<expr::Expression> masks, scores;
+  for (const auto& deep : test::deepest_sources()) {
+    if (!deep.mask.empty()) masks.push_back(expr::parse_expression(expr::ExprKind::mask, deep.mask, {}));
+    if (!deep.score.empty()) {
+      scores.push_back(expr::parse_expression(expr::ExprKind::score, deep.score, {}));
+    }
   }
   compile(wrap(masks, scores));
 }
