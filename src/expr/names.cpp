@@ -69,7 +69,7 @@ std::string_view builtin_name(Builtin builtin) {
 }
 
 bool is_literal_keyword(std::string_view name) {
-  return name == "true" || name == "false" || name == "inf";
+  return name == "true" || name == "false" || name == "inf" || name == "nan";
 }
 
 bool is_reserved_identifier(std::string_view name) {

@@ -21,7 +21,7 @@ const BuiltinInfo* builtins_end();
 std::optional<Builtin> find_builtin(std::string_view name);
 std::string_view builtin_name(Builtin builtin);
 
-// Literal keywords: true, false, inf.
+// Literal keywords: true, false, inf, nan.
 bool is_literal_keyword(std::string_view name);
 
 // Names a declaration may not take because the generated C++/CUDA uses or reserves them.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,7 +75,7 @@ class Parser {
     return inner;
   }
 
-  // literal: INT | FLOAT | true | false | inf
+  // literal: INT | FLOAT | true | false | inf | nan
   NodePtr int_literal() { return int_from(previous_, false); }
 
   NodePtr float_literal() {
@@ -92,6 +93,7 @@ class Parser {
     const Token& token = previous_;
     if (token.text == "true" || token.text == "false") return make_bool(token.text == "true", token.span);
     if (token.text == "inf") return make_float(HUGE_VALF, token.span);
+    if (token.text == "nan") return make_float(std::numeric_limits<float>::quiet_NaN(), token.span);
     NodePtr node = make_node(NodeKind::name, token.span);
     node->text = std::string(token.text);
     return node;

@@ -180,6 +180,7 @@ class Checker {
     switch (info.rule) {
       case OperandRule::select:
         node.kind = NodeKind::conditional;
+        node.op = 0;  // as a parsed `?:`, so that where() and its canonical form are one tree
         return type_conditional(node, "where()");
       case OperandRule::convert:
         node.type = info.function == Function::to_int ? ValueType::integer : ValueType::floating;

@@ -69,6 +69,9 @@ TEST_CASE("literals") {
       {"3.", "3.0"},
       {"inf", "inf"},
       {"-inf", "(-inf)"},
+      {"nan", "nan"},
+      {"0.0 / 0.0", "nan"},
+      {"-nan", "nan"},
       {"1E+2", "100.0"},
       // Shortest digits that read back as the same float (2^31 here).
       {"-2147483648", "(-2147483600.0)"},
