@@ -199,15 +199,6 @@ DType parse_kernel_dtype(std::string_view text) {
   throw_error(Status::invalid_argument, "unknown kernel dtype '{}' (choices: bf16, fp16)", text);
 }
 
-std::string_view short_dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp32: return "fp32";
-  }
-  return "?";
-}
-
 Manifest parse_manifest(std::string_view json_text, std::string_view source_name) {
   return ManifestParser(source_name).parse(json_text);
 }

@@ -56,6 +56,5 @@ std::vector<NamedVariantSpec> expand_manifest(const Manifest& manifest);
 
 // "bf16" / "fp16" (also "bfloat16" / "float16"); throws Error(invalid_argument) otherwise.
 DType parse_kernel_dtype(std::string_view text);
-std::string_view short_dtype_name(DType dtype);  // "bf16", "fp16", "fp32"
 
 }  // namespace attnjit

@@ -1,23 +1,24 @@
 #include "codegen/lower_expr.hpp"
 
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "expr/ast.hpp"
 #include "expr/names.hpp"
+#include "expr/operators.hpp"
 #include "expr/print.hpp"
 
 namespace attnjit::codegen {
 namespace {
 
-using expr::BinaryOp;
 using expr::Builtin;
-using expr::Function;
+using expr::Form;
 using expr::Node;
 using expr::NodeKind;
-using expr::UnaryOp;
 using expr::ValueType;
 
 constexpr std::string_view kOps = "attnjit::ops::";
@@ -71,26 +72,20 @@ std::string call(std::string_view name, const std::string& a, const std::string&
   return fmt::format("{}{}({}, {}, {})", kOps, name, strip_parens(a), strip_parens(b), strip_parens(c));
 }
 
-std::string_view float_function(Function f, bool fast) {
-  switch (f) {
-    case Function::exp: return fast ? "fast_exp_f" : "exp_f";
-    case Function::exp2: return fast ? "fast_exp2_f" : "exp2_f";
-    case Function::log: return fast ? "fast_log_f" : "log_f";
-    case Function::log2: return fast ? "fast_log2_f" : "log2_f";
-    case Function::sqrt: return "sqrt_f";
-    case Function::rsqrt: return "rsqrt_f";
-    case Function::tanh: return fast ? "fast_tanh_f" : "tanh_f";
-    case Function::sigmoid: return fast ? "fast_sigmoid_f" : "sigmoid_f";
-    case Function::floor: return "floor_f";
-    case Function::ceil: return "ceil_f";
-    default: return "";
+// An operation in the form the table gives it; `spelling` is the C operator of infix forms.
+std::string apply_form(const Form& form, std::string_view spelling, const std::vector<std::string>& args) {
+  switch (form.kind) {
+    case Form::Kind::call:
+      if (args.size() == 1) return call(form.name, args[0]);
+      if (args.size() == 2) return call(form.name, args[0], args[1]);
+      return call(form.name, args[0], args[1], args[2]);
+    case Form::Kind::infix:
+      if (args.size() == 1) return fmt::format("({}{})", spelling, args[0]);
+      return fmt::format("({} {} {})", args[0], spelling, args[1]);
+    case Form::Kind::select:
+    case Form::Kind::none: break;
   }
-}
-
-bool is_rank1_int_read_at(const Node& node, Builtin at) {
-  return node.kind == NodeKind::tensor_read && node.type == ValueType::integer &&
-         node.children.size() == 1 && node.child(0).kind == NodeKind::builtin &&
-         node.child(0).builtin() == at;
+  throw std::logic_error("apply_form: no form for these operands");
 }
 
 class Lowering {
@@ -118,38 +113,16 @@ class Lowering {
         return call(read, name, element(node.child(0)), element(node.child(1)));
       }
       case NodeKind::unary: {
-        const std::string operand = element(node.child(0));
-        switch (node.unary_op()) {
-          case UnaryOp::neg:
-            return node.type == ValueType::integer ? call("neg_i", operand) : "(-" + operand + ")";
-          case UnaryOp::logical_not: return "(!" + operand + ")";
-          case UnaryOp::bit_not: return "(~" + operand + ")";
-        }
-        break;
+        const auto& info = expr::unary_info(node.unary_op());
+        return apply_form(expr::element_form(info, node.child(0).type), info.spelling,
+                          {element(node.child(0))});
       }
       case NodeKind::binary: {
-        const std::string a = element(node.child(0)), b = element(node.child(1));
-        const bool is_int = node.child(0).type == ValueType::integer;
-        switch (node.binary_op()) {
-          case BinaryOp::add:
-            if (is_int) return call("add_i", a, b);
-            break;
-          case BinaryOp::sub:
-            if (is_int) return call("sub_i", a, b);
-            break;
-          case BinaryOp::mul:
-            if (is_int) return call("mul_i", a, b);
-            break;
-          case BinaryOp::div:
-            if (is_int) return call("div_i", a, b);
-            if (options_.fast_math) return call("fast_div_f", a, b);
-            break;
-          case BinaryOp::mod: return call("mod_i", a, b);
-          case BinaryOp::shl: return call("shl_i", a, b);
-          case BinaryOp::shr: return call("shr_i", a, b);
-          default: break;
-        }
-        return fmt::format("({} {} {})", a, expr::binary_spelling(node.binary_op()), b);
+        const auto& info = expr::binary_info(node.binary_op());
+        const ValueType operand = node.child(0).type;
+        return apply_form(options_.fast_math ? expr::score_element_form(info, operand)
+                                             : expr::element_form(info, operand),
+                          info.spelling, {element(node.child(0)), element(node.child(1))});
       }
       case NodeKind::conditional:
         return fmt::format("({} ? {} : {})", element(node.child(0)), element(node.child(1)),
@@ -171,51 +144,28 @@ class Lowering {
       case NodeKind::param: return param_name(node.op);
       case NodeKind::tensor_read: {
         const std::string& name = tensor_name(node.op);
-        if (is_rank1_int_read_at(node, Builtin::q_idx)) {
+        if (expr::is_rank1_int_read_at(node, Builtin::q_idx)) {
           return call("iv_read_summary", name, name + ".q_summary", "q_idx");
         }
-        if (is_rank1_int_read_at(node, Builtin::kv_idx)) {
+        if (expr::is_rank1_int_read_at(node, Builtin::kv_idx)) {
           return call("iv_read_summary", name, name + ".kv_summary", "kv_idx");
         }
         return fmt::format("{}{}()", kOps,
                            node.type == ValueType::integer ? "iv_read_i32_any" : "iv_read_f32_any");
       }
       case NodeKind::unary: {
-        const std::string operand = interval(node.child(0));
-        switch (node.unary_op()) {
-          case UnaryOp::neg: return call("iv_neg", operand);
-          case UnaryOp::logical_not: return call("tri_not", operand);
-          case UnaryOp::bit_not: return call("iv_bitnot", operand);
-        }
-        break;
+        const auto& info = expr::unary_info(node.unary_op());
+        return apply_form(expr::interval_form(info, node.child(0).type), info.spelling,
+                          {interval(node.child(0))});
       }
       case NodeKind::binary: {
-        const std::string a = interval(node.child(0)), b = interval(node.child(1));
-        const bool is_bool = node.child(0).type == ValueType::boolean;
-        switch (node.binary_op()) {
-          case BinaryOp::add: return call("iv_add", a, b);
-          case BinaryOp::sub: return call("iv_sub", a, b);
-          case BinaryOp::mul: return call("iv_mul", a, b);
-          case BinaryOp::div: return call("iv_div", a, b);
-          case BinaryOp::mod: return call("iv_mod", a, b);
-          case BinaryOp::lt: return call("iv_lt", a, b);
-          case BinaryOp::le: return call("iv_le", a, b);
-          case BinaryOp::gt: return call("iv_gt", a, b);
-          case BinaryOp::ge: return call("iv_ge", a, b);
-          case BinaryOp::eq: return call(is_bool ? "tri_eq" : "iv_eq", a, b);
-          case BinaryOp::ne: return call(is_bool ? "tri_ne" : "iv_ne", a, b);
-          case BinaryOp::logical_and: return call("tri_and", a, b);
-          case BinaryOp::logical_or: return call("tri_or", a, b);
-          case BinaryOp::bit_and: return call("iv_bitand", a, b);
-          case BinaryOp::bit_or: return call("iv_bitor", a, b);
-          case BinaryOp::bit_xor: return call("iv_bitxor", a, b);
-          case BinaryOp::shl: return call("iv_shl", a, b);
-          case BinaryOp::shr: return call("iv_shr", a, b);
-        }
-        break;
+        const auto& info = expr::binary_info(node.binary_op());
+        return apply_form(expr::interval_form(info, node.child(0).type), info.spelling,
+                          {interval(node.child(0)), interval(node.child(1))});
       }
       case NodeKind::conditional:
-        return call("iv_select", interval(node.child(0)), interval(node.child(1)), interval(node.child(2)));
+        return apply_form(expr::function_info(expr::Function::where).interval_form, {},
+                          {interval(node.child(0)), interval(node.child(1)), interval(node.child(2))});
       case NodeKind::function: return interval_function(node);
       default: break;
     }
@@ -229,55 +179,34 @@ class Lowering {
 
  private:
   std::string element_function(const Node& node) {
-    const Function f = node.function();
+    const auto& info = expr::function_info(node.function());
     const ValueType operand = node.child(0).type;
     std::vector<std::string> args;
     for (const auto& child : node.children) args.push_back(element(*child));
-    const bool is_float = node.type == ValueType::floating;
-    switch (f) {
-      case Function::abs: return call(is_float ? "abs_f" : "abs_i", args[0]);
-      case Function::min: return call(is_float ? "min_f" : "min_i", args[0], args[1]);
-      case Function::max: return call(is_float ? "max_f" : "max_i", args[0], args[1]);
-      case Function::clamp: return call(is_float ? "clamp_f" : "clamp_i", args[0], args[1], args[2]);
-      case Function::pow: return call("pow_f", args[0], args[1]);
-      case Function::where: return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);
-      case Function::to_int:
-        if (operand == ValueType::floating) return call("f2i", args[0]);
-        if (operand == ValueType::boolean) return fmt::format("({} ? 1 : 0)", args[0]);
-        return args[0];
-      case Function::to_float:
-        if (operand == ValueType::integer) return call("i2f", args[0]);
-        if (operand == ValueType::boolean) return fmt::format("({} ? 1.0f : 0.0f)", args[0]);
-        return args[0];
-      default: return call(float_function(f, options_.fast_math), args[0]);
+    if (info.rule == expr::OperandRule::convert) {
+      const expr::ConversionInfo* conversion = expr::find_conversion(operand, node.type);
+      if (conversion == nullptr) return args[0];
+      if (conversion->element_form.kind == Form::Kind::select) {
+        const bool to_int = node.type == ValueType::integer;
+        return fmt::format("({} ? {} : {})", args[0], to_int ? "1" : "1.0f", to_int ? "0" : "0.0f");
+      }
+      return apply_form(conversion->element_form, {}, args);
     }
+    if (operand == ValueType::integer) return apply_form(info.int_form, {}, args);
+    return apply_form(options_.fast_math ? info.score_form : info.float_form, {}, args);
   }
 
   std::string interval_function(const Node& node) {
-    const Function f = node.function();
+    const auto& info = expr::function_info(node.function());
     const ValueType operand = node.child(0).type;
     std::vector<std::string> args;
     for (const auto& child : node.children) args.push_back(interval(*child));
-    switch (f) {
-      case Function::abs: return call("iv_abs", args[0]);
-      case Function::min: return call("iv_min", args[0], args[1]);
-      case Function::max: return call("iv_max", args[0], args[1]);
-      case Function::clamp: return call("iv_clamp", args[0], args[1], args[2]);
-      case Function::pow: return call("iv_pow", args[0], args[1]);
-      case Function::where: return call("iv_select", args[0], args[1], args[2]);
-      case Function::to_int:
-        if (operand == ValueType::floating) return call("iv_f2i", args[0]);
-        if (operand == ValueType::boolean) return call("iv_tri_to_int", args[0]);
-        return args[0];
-      case Function::to_float:
-        if (operand == ValueType::integer) return call("iv_i2f", args[0]);
-        if (operand == ValueType::boolean) return call("iv_tri_to_float", args[0]);
-        return args[0];
-      default: {
-        // iv_exp, iv_exp2, ... named after the function
-        return call(fmt::format("iv_{}", expr::function_name(f)), args[0]);
-      }
+    if (info.rule == expr::OperandRule::convert) {
+      const expr::ConversionInfo* conversion = expr::find_conversion(operand, node.type);
+      if (conversion == nullptr) return args[0];
+      return apply_form(conversion->interval_form, {}, args);
     }
+    return apply_form(info.interval_form, {}, args);
   }
 
   const expr::Signature& signature_;
@@ -308,8 +237,12 @@ void declare_inputs(const expr::Signature& signature, const Uses& uses, bool int
 // Reads of doc[q_idx] in the classify body use the q_idx interval even when q_idx itself is
 // not otherwise read.
 void collect_summary_axes(const Node& node, Uses& uses) {
-  if (is_rank1_int_read_at(node, Builtin::q_idx)) uses.builtins.insert(static_cast<int>(Builtin::q_idx));
-  if (is_rank1_int_read_at(node, Builtin::kv_idx)) uses.builtins.insert(static_cast<int>(Builtin::kv_idx));
+  if (expr::is_rank1_int_read_at(node, Builtin::q_idx)) {
+    uses.builtins.insert(static_cast<int>(Builtin::q_idx));
+  }
+  if (expr::is_rank1_int_read_at(node, Builtin::kv_idx)) {
+    uses.builtins.insert(static_cast<int>(Builtin::kv_idx));
+  }
   for (const auto& child : node.children) collect_summary_axes(*child, uses);
 }
 

@@ -1,19 +1,35 @@
 #include "common/attention_problem.hpp"
 
 #include <cmath>
+#include <iterator>
 
 #include "common/error.hpp"
 
 namespace attnjit {
 
-std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::bf16: return "bfloat16";
-    case DType::fp16: return "float16";
-    case DType::fp32: return "float32";
-  }
-  return "unknown";
+namespace {
+
+struct DTypeNames {
+  std::string_view name, short_name;
+};
+
+// Indexed by DType: the one place its names are spelled.
+constexpr DTypeNames kDTypeNames[] = {
+    {"bfloat16", "bf16"},
+    {"float16", "fp16"},
+    {"float32", "fp32"},
+};
+
+const DTypeNames& names_of(DType dtype) {
+  const auto i = static_cast<std::size_t>(dtype);
+  static constexpr DTypeNames kUnknown{"unknown", "?"};
+  return i < std::size(kDTypeNames) ? kDTypeNames[i] : kUnknown;
 }
+
+}  // namespace
+
+std::string_view dtype_name(DType dtype) { return names_of(dtype).name; }
+std::string_view dtype_short_name(DType dtype) { return names_of(dtype).short_name; }
 
 std::size_t dtype_size(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
 

@@ -10,7 +10,8 @@ namespace attnjit {
 enum class DType { bf16, fp16, fp32 };
 enum class Layout { bhld, blhd };  // [batch, heads, len, dim] or [batch, len, heads, dim]
 
-std::string_view dtype_name(DType dtype);  // "bfloat16", "float16", "float32"
+std::string_view dtype_name(DType dtype);        // "bfloat16", "float16", "float32"
+std::string_view dtype_short_name(DType dtype);  // "bf16", "fp16", "fp32"
 std::size_t dtype_size(DType dtype);
 
 struct AttentionShape {

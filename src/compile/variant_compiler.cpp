@@ -12,15 +12,6 @@
 namespace attnjit {
 namespace {
 
-const char* dtype_short(DType dtype) {
-  switch (dtype) {
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp32: return "fp32";
-  }
-  return "?";
-}
-
 // Everything that decides the kernel within one process (templates, options and NVRTC are
 // fixed there), as one string: the first-level in-process key.
 std::string request_id(const VariantSpec& spec, const std::string& arch, bool ptx) {
@@ -43,7 +34,7 @@ std::string request_id(const VariantSpec& spec, const std::string& arch, bool pt
     id += ',';
   }
   id += kSep;
-  id += dtype_short(spec.dtype);
+  id += dtype_short_name(spec.dtype);
   id += kSep;
   id += std::to_string(spec.head_dim);
   id += kSep;
@@ -64,42 +55,18 @@ nlohmann::json describe(const VariantSpec& spec, const codegen::GeneratedKernel&
           {"mask_index_only", !mask.reads_tensors()},
           {"params", params},
           {"tensors", tensors},
-          {"dtype", dtype_short(spec.dtype)},
+          {"dtype", dtype_short_name(spec.dtype)},
           {"head_dim", spec.head_dim},
           {"source_bytes", generated.source.size()}};
   if (!spec.name.empty()) details["name"] = spec.name;
   return details;
 }
 
-struct Parsed {
-  expr::Expression mask;
-  expr::Expression score;
-};
-
-Parsed parse(const VariantSpec& spec) {
-  return {expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature),
-          expr::parse_expression(expr::ExprKind::score, spec.score, spec.signature)};
-}
-
-}  // namespace
-
-codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm) {
-  const Parsed parsed = parse(spec);
-  return codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim, sm);
-}
-
-std::string variant_cache_key(const VariantSpec& spec, const std::string& arch, bool ptx) {
-  const auto generated = generate_variant_source(spec, nvrtc::arch_sm(arch));
-  return cache::compute_key(cache::current_key_inputs(generated.source, arch, ptx));
-}
-
-VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
-                              bool ptx) {
-  std::string request = request_id(spec, arch, ptx);
-  if (auto binary = cache.find_request(request)) return {std::move(binary), KernelOrigin::memory};
-
+// The kernel of a request that missed the in-process map: from the disk cache or NVRTC.
+VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& parsed,
+                              const std::string& arch, KernelCache& cache, bool ptx,
+                              std::string request) {
   const int sm = nvrtc::arch_sm(arch);
-  const Parsed parsed = parse(spec);
   auto generated =
       codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim, sm);
   const std::string key = cache::compute_key(cache::current_key_inputs(generated.source, arch, ptx));
@@ -131,6 +98,37 @@ VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, 
   });
   cache.remember_request(std::move(request), found.binary);
   return {found.binary, found.origin};
+}
+
+}  // namespace
+
+ParsedVariant parse_variant(const VariantSpec& spec) {
+  return {expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature),
+          expr::parse_expression(expr::ExprKind::score, spec.score, spec.signature)};
+}
+
+codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm) {
+  const ParsedVariant parsed = parse_variant(spec);
+  return codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim, sm);
+}
+
+std::string variant_cache_key(const VariantSpec& spec, const std::string& arch, bool ptx) {
+  const auto generated = generate_variant_source(spec, nvrtc::arch_sm(arch));
+  return cache::compute_key(cache::current_key_inputs(generated.source, arch, ptx));
+}
+
+VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
+                              bool ptx) {
+  std::string request = request_id(spec, arch, ptx);
+  if (auto binary = cache.find_request(request)) return {std::move(binary), KernelOrigin::memory};
+  return load_or_compile(spec, parse_variant(spec), arch, cache, ptx, std::move(request));
+}
+
+VariantKernel acquire_variant(const VariantSpec& spec, const ParsedVariant& parsed,
+                              const std::string& arch, KernelCache& cache, bool ptx) {
+  std::string request = request_id(spec, arch, ptx);
+  if (auto binary = cache.find_request(request)) return {std::move(binary), KernelOrigin::memory};
+  return load_or_compile(spec, parsed, arch, cache, ptx, std::move(request));
 }
 
 KernelBinary compile_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/variant_source.hpp"
+#include "expr/expression.hpp"
 #include "expr/signature.hpp"
 
 namespace attnjit {
@@ -48,6 +49,16 @@ namespace attnjit {
 
 class KernelCache;  // cache/kernel_cache.hpp
 
+// A variant's expressions, parsed and checked once: a Variant keeps them for its lifetime and
+// hands them to acquire_variant, so neither a forward call nor a kernel request parses again.
+struct ParsedVariant {
+  expr::Expression mask;
+  expr::Expression score;
+};
+
+// Throws Error(parse) / Error(invalid_argument).
+ParsedVariant parse_variant(const VariantSpec& spec);
+
 // The generated source of a variant for one arch (sm 80, 86, 89, 90): parse_expression of mask
 // and score, then codegen::generate_kernel_source. Throws Error(parse) / Error(unsupported).
 codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm);
@@ -68,8 +79,11 @@ struct VariantKernel {
 };
 
 // compile_variant without copying the image. A repeated request is one map lookup on the
-// variant's description: no source generation, no hashing.
+// variant's description: no parsing, no source generation, no hashing.
 VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
                               bool ptx = false);
+// The same for a variant parsed already; `parsed` is parse_variant(spec).
+VariantKernel acquire_variant(const VariantSpec& spec, const ParsedVariant& parsed,
+                              const std::string& arch, KernelCache& cache, bool ptx = false);
 
 }  // namespace attnjit

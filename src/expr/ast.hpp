@@ -37,16 +37,18 @@ enum class NodeKind {
 };
 
 enum class Builtin { b, h, q_idx, kv_idx, q_len, kv_len, num_heads, score };
-enum class UnaryOp { neg, logical_not, bit_not };
+// The operators and functions, in the order of their rows in expr/operators.def.
+enum class UnaryOp {
+#define ATTNJIT_UNARY(ID, ...) ID,
+#include "expr/operators.def"
+};
 enum class BinaryOp {
-  add, sub, mul, div, mod,
-  lt, le, gt, ge, eq, ne,
-  logical_and, logical_or,
-  bit_and, bit_or, bit_xor, shl, shr,
+#define ATTNJIT_BINARY(ID, ...) ID,
+#include "expr/operators.def"
 };
 enum class Function {
-  abs, min, max, clamp, exp, exp2, log, log2, sqrt, rsqrt, tanh, sigmoid, floor, ceil, pow,
-  where, to_int, to_float,
+#define ATTNJIT_FUNCTION(ID, ...) ID,
+#include "expr/operators.def"
 };
 
 struct Node {
@@ -60,6 +62,12 @@ struct Node {
   float float_value = 0.0f;
   std::string text;  // names as written (name nodes)
   std::vector<std::unique_ptr<Node>> children;
+
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Frees the subtree iteratively: a tree too deep to walk recursively is still freed safely.
+  ~Node();
 
   const Node& child(std::size_t i) const { return *children[i]; }
   Builtin builtin() const { return static_cast<Builtin>(op); }
@@ -75,5 +83,9 @@ NodePtr make_node(NodeKind kind, Span span);
 NodePtr make_int(std::int32_t value, Span span);
 NodePtr make_float(float value, Span span);
 NodePtr make_bool(bool value, Span span);
+
+// A read of a rank-1 int32 tensor at exactly the built-in `at` (doc[q_idx]): the block analysis
+// bounds it by a per-tile summary of the tensor.
+bool is_rank1_int_read_at(const Node& node, Builtin at);
 
 }  // namespace attnjit::expr

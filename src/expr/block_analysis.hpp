@@ -7,6 +7,7 @@
 #include "attnjit/tile.cuh"
 #include "attnjit/variant_args.cuh"
 #include "expr/expression.hpp"
+#include "expr/program.hpp"
 
 namespace attnjit::expr {
 
@@ -14,15 +15,9 @@ namespace attnjit::expr {
 // Summaries attached to args.tensors[i].q_summary / kv_summary are used when present.
 TileClass classify_tile(const Expression& mask, const VariantArgs& args, const TileBounds& tile);
 
-enum class SummaryAxis { q, kv };
-
-// A rank-1 int32 tensor that the mask reads at exactly q_idx or kv_idx: a per-tile min/max
-// summary of it lets the analysis classify such tiles exactly.
-struct SummaryRequest {
-  int tensor;  // index in the signature
-  SummaryAxis axis;
-};
-std::vector<SummaryRequest> summary_requests(const Expression& mask);
+// The rank-1 int32 tensors the mask reads at exactly q_idx or kv_idx (SummaryRequest,
+// expr/program.hpp): computed once, when the expression is built.
+const std::vector<SummaryRequest>& summary_requests(const Expression& mask);
 
 // O(length) host computation of a summary; blocks past the tensor's end include 0.
 struct HostSummary {

@@ -1,4 +1,5 @@
-// The scalar interpreter of a Program, with the semantics of attnjit/expr_ops.cuh.
+// The scalar domain of the evaluator (expr/evaluator.hpp): a Program run on one element, with the
+// semantics of attnjit/expr_ops.cuh.
 #pragma once
 
 #include "attnjit/variant_args.cuh"

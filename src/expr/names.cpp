@@ -19,32 +19,6 @@ constexpr std::array<BuiltinInfo, 8> kBuiltins = {{
     {"score", Builtin::score},
 }};
 
-// Indexed by Function.
-constexpr std::array<FunctionInfo, 18> kFunctions = {{
-    {"abs", Function::abs, 1},
-    {"min", Function::min, 2},
-    {"max", Function::max, 2},
-    {"clamp", Function::clamp, 3},
-    {"exp", Function::exp, 1},
-    {"exp2", Function::exp2, 1},
-    {"log", Function::log, 1},
-    {"log2", Function::log2, 1},
-    {"sqrt", Function::sqrt, 1},
-    {"rsqrt", Function::rsqrt, 1},
-    {"tanh", Function::tanh, 1},
-    {"sigmoid", Function::sigmoid, 1},
-    {"floor", Function::floor, 1},
-    {"ceil", Function::ceil, 1},
-    {"pow", Function::pow, 2},
-    {"where", Function::where, 3},
-    {"int", Function::to_int, 1},
-    {"float", Function::to_float, 1},
-}};
-
-constexpr std::array<std::string_view, 18> kBinarySpellings = {
-    "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "&", "|", "^", "<<", ">>",
-};
-
 // C++20 keywords and alternative tokens, CUDA built-in variables, names the generated code
 // uses, and common macros of the C and CUDA headers a host build may include.
 constexpr std::string_view kReserved[] = {
@@ -84,9 +58,6 @@ bool is_vector_type(std::string_view name) {
 
 const BuiltinInfo* builtins_begin() { return kBuiltins.data(); }
 const BuiltinInfo* builtins_end() { return kBuiltins.data() + kBuiltins.size(); }
-const FunctionInfo* functions_begin() { return kFunctions.data(); }
-const FunctionInfo* functions_end() { return kFunctions.data() + kFunctions.size(); }
-
 std::optional<Builtin> find_builtin(std::string_view name) {
   for (const BuiltinInfo& info : kBuiltins) {
     if (info.name == name) return info.builtin;
@@ -94,36 +65,12 @@ std::optional<Builtin> find_builtin(std::string_view name) {
   return std::nullopt;
 }
 
-const FunctionInfo* find_function(std::string_view name) {
-  for (const FunctionInfo& info : kFunctions) {
-    if (info.name == name) return &info;
-  }
-  return nullptr;
-}
-
 std::string_view builtin_name(Builtin builtin) {
   return kBuiltins[static_cast<std::size_t>(builtin)].name;
 }
-std::string_view function_name(Function function) {
-  return kFunctions[static_cast<std::size_t>(function)].name;
-}
-int function_arity(Function function) {
-  return kFunctions[static_cast<std::size_t>(function)].arity;
-}
-std::string_view binary_spelling(BinaryOp op) {
-  return kBinarySpellings[static_cast<std::size_t>(op)];
-}
-std::string_view unary_spelling(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::neg: return "-";
-    case UnaryOp::logical_not: return "!";
-    case UnaryOp::bit_not: return "~";
-  }
-  return "?";
-}
 
 bool is_literal_keyword(std::string_view name) {
-  return name == "true" || name == "false" || name == "inf";
+  return name == "true" || name == "false" || name == "inf" || name == "nan";
 }
 
 bool is_reserved_identifier(std::string_view name) {

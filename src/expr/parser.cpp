@@ -1,35 +1,22 @@
 #include "expr/parser.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "expr/lexer.hpp"
+#include "expr/operators.hpp"
 
 namespace attnjit::expr {
 namespace {
-
-// Binding power, loosest first.
-enum class Precedence {
-  none,
-  conditional,  // ?: (right-associative)
-  logical_or,   // ||
-  logical_and,  // &&
-  bit_or,       // |
-  bit_xor,      // ^
-  bit_and,      // &
-  equality,     // == !=
-  comparison,   // < <= > >=
-  shift,        // << >>
-  term,         // + -
-  factor,       // * / %
-  unary,        // - ! ~
-  postfix,      // f(...) t[...]
-};
 
 Precedence next_tighter(Precedence p) { return static_cast<Precedence>(static_cast<int>(p) + 1); }
 
@@ -88,7 +75,7 @@ class Parser {
     return inner;
   }
 
-  // literal: INT | FLOAT | true | false | inf
+  // literal: INT | FLOAT | true | false | inf | nan
   NodePtr int_literal() { return int_from(previous_, false); }
 
   NodePtr float_literal() {
@@ -106,6 +93,7 @@ class Parser {
     const Token& token = previous_;
     if (token.text == "true" || token.text == "false") return make_bool(token.text == "true", token.span);
     if (token.text == "inf") return make_float(HUGE_VALF, token.span);
+    if (token.text == "nan") return make_float(std::numeric_limits<float>::quiet_NaN(), token.span);
     NodePtr node = make_node(NodeKind::name, token.span);
     node->text = std::string(token.text);
     return node;
@@ -238,9 +226,9 @@ class Parser {
   NodePtr make_unary(const Token& op, NodePtr operand) {
     NodePtr node = make_node(NodeKind::unary, {op.span.begin, operand->span.end});
     node->op_span = op.span;
-    node->op = static_cast<int>(op.kind == TokenKind::minus  ? UnaryOp::neg
-                                : op.kind == TokenKind::bang ? UnaryOp::logical_not
-                                                             : UnaryOp::bit_not);
+    for (const UnaryInfo& info : unary_operators()) {
+      if (info.token == op.kind) node->op = static_cast<int>(info.op);
+    }
     node->children.push_back(std::move(operand));
     return node;
   }
@@ -334,41 +322,25 @@ class Parser {
 };
 
 constexpr Rule kNoRule{nullptr, nullptr, Precedence::none, BinaryOp::add};
-constexpr Rule infix_rule(Precedence precedence, BinaryOp op) {
-  return Rule{nullptr, &Parser::binary, precedence, op};
-}
 
 std::array<Rule, kNumTokenKinds> make_rules() {
   std::array<Rule, kNumTokenKinds> rules;
   rules.fill(kNoRule);
-  auto set = [&rules](TokenKind kind, Rule rule) { rules[static_cast<std::size_t>(kind)] = rule; };
-  set(TokenKind::identifier, {&Parser::identifier, nullptr, Precedence::none, BinaryOp::add});
-  set(TokenKind::int_literal, {&Parser::int_literal, nullptr, Precedence::none, BinaryOp::add});
-  set(TokenKind::float_literal, {&Parser::float_literal, nullptr, Precedence::none, BinaryOp::add});
-  set(TokenKind::invalid, {&Parser::invalid, nullptr, Precedence::none, BinaryOp::add});
-  set(TokenKind::lparen, {&Parser::grouping, &Parser::call, Precedence::postfix, BinaryOp::add});
-  set(TokenKind::lbracket, {nullptr, &Parser::index, Precedence::postfix, BinaryOp::add});
-  set(TokenKind::question, {nullptr, &Parser::conditional, Precedence::conditional, BinaryOp::add});
-  set(TokenKind::minus, {&Parser::unary, &Parser::binary, Precedence::term, BinaryOp::sub});
-  set(TokenKind::bang, {&Parser::unary, nullptr, Precedence::none, BinaryOp::add});
-  set(TokenKind::tilde, {&Parser::unary, nullptr, Precedence::none, BinaryOp::add});
-  set(TokenKind::plus, infix_rule(Precedence::term, BinaryOp::add));
-  set(TokenKind::star, infix_rule(Precedence::factor, BinaryOp::mul));
-  set(TokenKind::slash, infix_rule(Precedence::factor, BinaryOp::div));
-  set(TokenKind::percent, infix_rule(Precedence::factor, BinaryOp::mod));
-  set(TokenKind::lt, infix_rule(Precedence::comparison, BinaryOp::lt));
-  set(TokenKind::le, infix_rule(Precedence::comparison, BinaryOp::le));
-  set(TokenKind::gt, infix_rule(Precedence::comparison, BinaryOp::gt));
-  set(TokenKind::ge, infix_rule(Precedence::comparison, BinaryOp::ge));
-  set(TokenKind::eq, infix_rule(Precedence::equality, BinaryOp::eq));
-  set(TokenKind::ne, infix_rule(Precedence::equality, BinaryOp::ne));
-  set(TokenKind::and_and, infix_rule(Precedence::logical_and, BinaryOp::logical_and));
-  set(TokenKind::or_or, infix_rule(Precedence::logical_or, BinaryOp::logical_or));
-  set(TokenKind::amp, infix_rule(Precedence::bit_and, BinaryOp::bit_and));
-  set(TokenKind::pipe, infix_rule(Precedence::bit_or, BinaryOp::bit_or));
-  set(TokenKind::caret, infix_rule(Precedence::bit_xor, BinaryOp::bit_xor));
-  set(TokenKind::shl, infix_rule(Precedence::shift, BinaryOp::shl));
-  set(TokenKind::shr, infix_rule(Precedence::shift, BinaryOp::shr));
+  auto rule = [&rules](TokenKind kind) -> Rule& { return rules[static_cast<std::size_t>(kind)]; };
+  rule(TokenKind::identifier).prefix = &Parser::identifier;
+  rule(TokenKind::int_literal).prefix = &Parser::int_literal;
+  rule(TokenKind::float_literal).prefix = &Parser::float_literal;
+  rule(TokenKind::invalid).prefix = &Parser::invalid;
+  rule(TokenKind::lparen) = {&Parser::grouping, &Parser::call, Precedence::postfix, BinaryOp::add};
+  rule(TokenKind::lbracket) = {nullptr, &Parser::index, Precedence::postfix, BinaryOp::add};
+  rule(TokenKind::question) = {nullptr, &Parser::conditional, Precedence::conditional, BinaryOp::add};
+  for (const UnaryInfo& info : unary_operators()) rule(info.token).prefix = &Parser::unary;
+  for (const BinaryInfo& info : binary_operators()) {
+    Rule& r = rule(info.token);
+    r.infix = &Parser::binary;
+    r.precedence = info.precedence;
+    r.op = info.op;
+  }
   return rules;
 }
 
@@ -377,11 +349,45 @@ const Rule& Parser::rule_for(TokenKind kind) {
   return rules[static_cast<std::size_t>(kind)];
 }
 
+struct TreeDepth {
+  int depth = 0;  // of the whole tree, the root being 1
+  // The leftmost node at level kMaxTreeDepth that has children: its operator is where the tree
+  // passes the limit.
+  const Node* at_limit = nullptr;
+};
+
+// Iterative: the tree may be far deeper than a recursive walk could take.
+TreeDepth measure_depth(const Node& root) {
+  TreeDepth result;
+  std::vector<std::pair<const Node*, int>> pending{{&root, 1}};
+  while (!pending.empty()) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    result.depth = std::max(result.depth, depth);
+    if (depth == kMaxTreeDepth && !node->children.empty() && result.at_limit == nullptr) {
+      result.at_limit = node;
+    }
+    // Note: pushed right to left, so the leftmost child is visited first.
+    for (auto child = node->children.rbegin(); child != node->children.rend(); ++child) {
+      pending.emplace_back(child->get(), depth + 1);
+    }
+  }
+  return result;
+}
+
 }  // namespace
 
 NodePtr parse(std::string_view source, Diagnostics& diagnostics) {
   Parser parser(source, diagnostics);
-  return parser.parse_all();
+  NodePtr root = parser.parse_all();
+  const TreeDepth measured = measure_depth(*root);
+  if (measured.at_limit == nullptr) return root;
+  diagnostics.report(measured.at_limit->op_span,
+                     fmt::format("expression is too deep: {} levels of operations, at most {} "
+                                 "(each operator of a chain like a + b + c is a level; group "
+                                 "long chains with parentheses)",
+                                 measured.depth, kMaxTreeDepth));
+  return make_node(NodeKind::error, root->span);
 }
 
 }  // namespace attnjit::expr

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "expr/names.hpp"
+#include "expr/operators.hpp"
 
 namespace attnjit::expr {
 
@@ -41,7 +42,7 @@ void print(const Node& node, const Signature& signature, std::string& out) {
       return;
     case NodeKind::unary:
       out += '(';
-      out += unary_spelling(node.unary_op());
+      out += unary_info(node.unary_op()).spelling;
       print(node.child(0), signature, out);
       out += ')';
       return;
@@ -49,7 +50,7 @@ void print(const Node& node, const Signature& signature, std::string& out) {
       out += '(';
       print(node.child(0), signature, out);
       out += ' ';
-      out += binary_spelling(node.binary_op());
+      out += binary_info(node.binary_op()).spelling;
       out += ' ';
       print(node.child(1), signature, out);
       out += ')';
@@ -64,7 +65,7 @@ void print(const Node& node, const Signature& signature, std::string& out) {
       out += ')';
       return;
     case NodeKind::function:
-      out += function_name(node.function());
+      out += function_info(node.function()).name;
       out += '(';
       for (std::size_t i = 0; i < node.children.size(); ++i) {
         if (i > 0) out += ", ";

@@ -1,6 +1,7 @@
 // A checked AST flattened into post-order instructions for a small stack machine: the CPU
-// evaluator, the constant folder and the host block analysis all run this form, so each
-// evaluation is one pass over a flat array with no allocation.
+// evaluator, the constant folder and the host block analysis all run this form (one evaluator,
+// expr/evaluator.hpp, over scalar or interval values), so each evaluation is one pass over a
+// flat array with no allocation.
 #pragma once
 
 #include <cstdint>
@@ -20,33 +21,41 @@ enum class Opcode : std::uint8_t {
   push,          // imm
   load_builtin,  // a: Builtin, from the frame
   load_param,    // a: parameter index (raw 32 bits)
-  read_i32_1, read_i32_2, read_f32_1, read_f32_2,  // a: tensor; indices popped
-  read_i32_at_q, read_i32_at_kv,  // a: rank-1 int32 tensor read at exactly q_idx / kv_idx
-  neg_i, neg_f, not_b, bitnot_i,
-  add_i, sub_i, mul_i, div_i, mod_i,
-  add_f, sub_f, mul_f, div_f,
-  lt_i, le_i, gt_i, ge_i, eq_i, ne_i,
-  lt_f, le_f, gt_f, ge_f, eq_f, ne_f,
-  and_b, or_b, eq_b, ne_b,
-  bitand_i, bitor_i, bitxor_i, shl_i, shr_i,
-  select,  // pops condition, then, else
-  abs_i, abs_f, min_i, min_f, max_i, max_f, clamp_i, clamp_f,
-  exp_f, exp2_f, log_f, log2_f, sqrt_f, rsqrt_f, tanh_f, sigmoid_f, floor_f, ceil_f, pow_f,
-  f2i, i2f, b2f, b2i,
-  nop,  // conversions that keep the bits (int(int), float(float))
+  read_at_q,     // a: rank-1 int32 tensor read at exactly q_idx (summarised by the block analysis)
+  read_at_kv,    // a: the same at kv_idx
+  read_1,        // a: tensor; the index popped
+  read_2,        // a: tensor; two indices popped
+  select,        // pops condition, then, else
+  convert,       // from `operand` to `type` (expr/operators.def's conversion rows)
+  // One per operator and function row of expr/operators.def, on operands of type `operand`.
+#define ATTNJIT_UNARY(ID, ...) ID,
+#define ATTNJIT_BINARY(ID, ...) ID,
+#define ATTNJIT_FUNCTION(ID, ...) ID,
+#include "expr/operators.def"
 };
 
 struct Instr {
   Opcode op;
+  ValueType type;     // of the result
+  ValueType operand;  // of the operands, for operators and conversions
   std::int32_t a;
   Value imm;
+};
+
+enum class SummaryAxis { q, kv };
+
+// A rank-1 int32 tensor that the program reads at exactly q_idx or kv_idx: a per-tile min/max
+// summary of it lets the block analysis classify such tiles exactly.
+struct SummaryRequest {
+  int tensor;  // index in the signature
+  SummaryAxis axis;
 };
 
 struct Program {
   std::vector<Instr> code;
   int max_stack = 0;
-  // Type of each instruction's result, for the interval interpreter.
-  std::vector<ValueType> types;
+  // Sorted by tensor, then axis; each once.
+  std::vector<SummaryRequest> summary_requests;
 };
 
 // The node must be type-checked and valid.

@@ -5,6 +5,7 @@
 #include "attnjit/variant_args.cuh"
 #include "common/error.hpp"
 #include "expr/names.hpp"
+#include "expr/operators.hpp"
 
 namespace attnjit::expr {
 namespace {

@@ -1,10 +1,12 @@
 #include "expr/typecheck.hpp"
 
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "expr/names.hpp"
+#include "expr/operators.hpp"
 
 namespace attnjit::expr {
 namespace {
@@ -72,7 +74,7 @@ class Checker {
       for (const ParamDecl& p : signature_.params) names.push_back(p.name);
       for (const TensorDecl& t : signature_.tensors) names.push_back(t.name);
     }
-    for (const FunctionInfo* f = functions_begin(); f != functions_end(); ++f) names.push_back(f->name);
+    for (const FunctionInfo& f : functions()) names.push_back(f.name);
     return names;
   }
 
@@ -175,13 +177,17 @@ class Checker {
   void type_function(NodePtr& slot, const FunctionInfo& info) {
     Node& node = *slot;
     auto& args = node.children;
-    if (info.function == Function::where) {
-      node.kind = NodeKind::conditional;
-      return type_conditional(node, "where()");
-    }
-    if (info.function == Function::to_int || info.function == Function::to_float) {
-      node.type = info.function == Function::to_int ? ValueType::integer : ValueType::floating;
-      return;
+    switch (info.rule) {
+      case OperandRule::select:
+        node.kind = NodeKind::conditional;
+        node.op = 0;  // as a parsed `?:`, so that where() and its canonical form are one tree
+        return type_conditional(node, "where()");
+      case OperandRule::convert:
+        node.type = info.function == Function::to_int ? ValueType::integer : ValueType::floating;
+        return;
+      case OperandRule::keeps_int:
+      case OperandRule::float_math: break;
+      default: throw std::logic_error("type_function: not a function rule");
     }
     bool all_int = true;
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -192,9 +198,7 @@ class Checker {
       }
       all_int = all_int && args[i]->type == ValueType::integer;
     }
-    const bool keeps_int = info.function == Function::abs || info.function == Function::min ||
-                           info.function == Function::max || info.function == Function::clamp;
-    if (keeps_int && all_int) {
+    if (info.rule == OperandRule::keeps_int && all_int) {
       node.type = ValueType::integer;
       return;
     }
@@ -243,109 +247,82 @@ class Checker {
   void visit_unary(Node& node) {
     if (!visit_children(node)) return;
     const ValueType operand = node.children[0]->type;
-    const std::string_view op = unary_spelling(node.unary_op());
-    switch (node.unary_op()) {
-      case UnaryOp::neg:
-        if (!is_numeric(operand)) {
-          return error(node, node.op_span,
-                       fmt::format("operator '-' needs an int or float operand, got bool{}", kBoolHint));
-        }
-        node.type = operand;
-        return;
-      case UnaryOp::logical_not:
-        if (operand != ValueType::boolean) {
-          return error(node, node.op_span,
-                       fmt::format("operator '!' needs a bool operand, got {} (compare explicitly, "
-                                   "e.g. x == 0)",
-                                   to_string(operand)));
-        }
-        node.type = ValueType::boolean;
-        return;
-      case UnaryOp::bit_not:
-        if (operand != ValueType::integer) {
-          return error(node, node.op_span,
-                       fmt::format("operator '{}' needs an int operand, got {}", op, to_string(operand)));
-        }
-        node.type = ValueType::integer;
-        return;
+    const UnaryInfo& info = unary_info(node.unary_op());
+    if (accepts(info.rule, operand)) {
+      node.type = operand;
+      return;
     }
+    switch (info.rule) {
+      case OperandRule::arithmetic:
+        return error(node, node.op_span,
+                     fmt::format("operator '{}' needs an int or float operand, got bool{}",
+                                 info.spelling, kBoolHint));
+      case OperandRule::logical:
+        return error(node, node.op_span,
+                     fmt::format("operator '{}' needs a bool operand, got {} (compare explicitly, "
+                                 "e.g. x == 0)",
+                                 info.spelling, to_string(operand)));
+      default:
+        return error(node, node.op_span,
+                     fmt::format("operator '{}' needs an int operand, got {}", info.spelling,
+                                 to_string(operand)));
+    }
+  }
+
+  // Hint for a bitwise operator given bools or floats.
+  static std::string integer_operands_hint(BinaryOp op, ValueType left, ValueType right) {
+    if (left == ValueType::boolean && right == ValueType::boolean) {
+      if (op == BinaryOp::bit_and) return " (use '&&' for bools)";
+      if (op == BinaryOp::bit_or) return " (use '||' for bools)";
+      if (op == BinaryOp::bit_xor) return " (use '!=' for bools)";
+    } else if (left == ValueType::floating || right == ValueType::floating) {
+      return " (use int() to convert)";
+    }
+    return {};
   }
 
   void visit_binary(Node& node) {
     if (!visit_children(node)) return;
-    const BinaryOp op = node.binary_op();
+    const BinaryInfo& info = binary_info(node.binary_op());
     const ValueType left = node.children[0]->type, right = node.children[1]->type;
-    const std::string_view spelling = binary_spelling(op);
     const auto operands = fmt::format("got {} and {}", to_string(left), to_string(right));
-    switch (op) {
-      case BinaryOp::add:
-      case BinaryOp::sub:
-      case BinaryOp::mul:
-      case BinaryOp::div:
-      case BinaryOp::lt:
-      case BinaryOp::le:
-      case BinaryOp::gt:
-      case BinaryOp::ge: {
-        if (!is_numeric(left) || !is_numeric(right)) {
+    // Note: a rule admits a pair when it admits each operand and the two are both numbers or
+    // both bools; numbers of different types meet as floats.
+    const bool admitted = accepts(info.rule, left) && accepts(info.rule, right) &&
+                          is_numeric(left) == is_numeric(right);
+    if (!admitted) {
+      switch (info.rule) {
+        case OperandRule::arithmetic:
+        case OperandRule::ordering:
           return error(node, node.op_span,
-                       fmt::format("operator '{}' needs int or float operands, {}{}", spelling,
+                       fmt::format("operator '{}' needs int or float operands, {}{}", info.spelling,
                                    operands, kBoolHint));
-        }
-        const bool is_float = left == ValueType::floating || right == ValueType::floating;
-        if (is_float) {
-          promote(node.children[0]);
-          promote(node.children[1]);
-        }
-        const bool comparison = op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt ||
-                                op == BinaryOp::ge;
-        node.type = comparison ? ValueType::boolean : is_float ? ValueType::floating : ValueType::integer;
-        return;
-      }
-      case BinaryOp::eq:
-      case BinaryOp::ne: {
-        if (is_numeric(left) != is_numeric(right)) {
+        case OperandRule::equality:
           return error(node, node.op_span,
-                       fmt::format("operator '{}' cannot compare {} with {}", spelling,
+                       fmt::format("operator '{}' cannot compare {} with {}", info.spelling,
                                    to_string(left), to_string(right)));
-        }
-        if (left == ValueType::floating || right == ValueType::floating) {
-          promote(node.children[0]);
-          promote(node.children[1]);
-        }
-        node.type = ValueType::boolean;
-        return;
-      }
-      case BinaryOp::logical_and:
-      case BinaryOp::logical_or:
-        if (left != ValueType::boolean || right != ValueType::boolean) {
+        case OperandRule::logical:
           return error(node, node.op_span,
                        fmt::format("operator '{}' needs bool operands, {} (compare explicitly, e.g. "
                                    "x != 0)",
-                                   spelling, operands));
-        }
-        node.type = ValueType::boolean;
-        return;
-      case BinaryOp::mod:
-      case BinaryOp::bit_and:
-      case BinaryOp::bit_or:
-      case BinaryOp::bit_xor:
-      case BinaryOp::shl:
-      case BinaryOp::shr: {
-        if (left != ValueType::integer || right != ValueType::integer) {
-          std::string hint;
-          if (left == ValueType::boolean && right == ValueType::boolean) {
-            if (op == BinaryOp::bit_and) hint = " (use '&&' for bools)";
-            if (op == BinaryOp::bit_or) hint = " (use '||' for bools)";
-            if (op == BinaryOp::bit_xor) hint = " (use '!=' for bools)";
-          } else if (left == ValueType::floating || right == ValueType::floating) {
-            hint = " (use int() to convert)";
-          }
+                                   info.spelling, operands));
+        default:
           return error(node, node.op_span,
-                       fmt::format("operator '{}' needs int operands, {}{}", spelling, operands, hint));
-        }
-        node.type = ValueType::integer;
-        return;
+                       fmt::format("operator '{}' needs int operands, {}{}", info.spelling, operands,
+                                   integer_operands_hint(info.op, left, right)));
       }
+    }
+    const bool is_float = left == ValueType::floating || right == ValueType::floating;
+    if (is_float) {
+      promote(node.children[0]);
+      promote(node.children[1]);
+    }
+    switch (info.rule) {
+      case OperandRule::arithmetic:
+        node.type = is_float ? ValueType::floating : ValueType::integer;
+        return;
+      case OperandRule::integer: node.type = ValueType::integer; return;
+      default: node.type = ValueType::boolean; return;
     }
   }
 

@@ -79,7 +79,7 @@ void build_summaries(const expr::Expression& mask, const AttentionShape& shape,
     tensor.q_summary = TensorSummary{nullptr, nullptr, 0, 0};
     tensor.kv_summary = TensorSummary{nullptr, nullptr, 0, 0};
   }
-  const std::vector<expr::SummaryRequest> requests = expr::summary_requests(mask);
+  const std::vector<expr::SummaryRequest>& requests = expr::summary_requests(mask);
   result.storage.reserve(requests.size());
   for (const expr::SummaryRequest& request : requests) {
     TensorArg& tensor = result.args.tensors[request.tensor];

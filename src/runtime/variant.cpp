@@ -12,11 +12,6 @@
 namespace attnjit {
 namespace {
 
-expr::Expression parse_checked(expr::ExprKind kind, const std::string& source,
-                               const expr::Signature& signature) {
-  return expr::parse_expression(kind, source, signature);
-}
-
 void check_head_dim(const VariantSpec& spec, Backend backend) {
   if (spec.head_dim <= 0 || spec.head_dim > 1024) {
     throw_error(Status::invalid_argument, "head_dim must be in 1..1024; got {}", spec.head_dim);
@@ -33,9 +28,7 @@ void check_head_dim(const VariantSpec& spec, Backend backend) {
 Variant::Variant(Runtime& runtime, VariantSpec spec)
     : runtime_(runtime),
       spec_(std::move(spec)),
-      mask_((expr::validate_signature(spec_.signature),
-             parse_checked(expr::ExprKind::mask, spec_.mask, spec_.signature))),
-      score_(parse_checked(expr::ExprKind::score, spec_.score, spec_.signature)) {
+      parsed_((expr::validate_signature(spec_.signature), parse_variant(spec_))) {
   check_head_dim(spec_, runtime_.backend());
   if (runtime_.backend() == Backend::cuda && spec_.dtype == DType::fp32) {
     throw_error(Status::unsupported,
@@ -47,7 +40,7 @@ Variant::Variant(Runtime& runtime, VariantSpec spec)
 std::shared_ptr<const KernelBinary> Variant::kernel() {
   std::lock_guard lock(mutex_);
   if (!kernel_) {
-    kernel_ = acquire_variant(spec_, runtime_.device_arch(), runtime_.cache()).binary;
+    kernel_ = acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache()).binary;
   }
   return kernel_;
 }
@@ -103,11 +96,11 @@ void Variant::forward(const ForwardCall& call) {
   }
   const VariantArgs args = pack_args(call);
   if (runtime_.backend() == Backend::cpu) {
-    reference::attention_forward(mask_, score_, args, shape, call.buffers);
+    reference::attention_forward(parsed_.mask, parsed_.score, args, shape, call.buffers);
     return;
   }
   const auto binary = kernel();
-  cuda::forward(*binary, mask_, args, shape, call.buffers, call.stream);
+  cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, call.stream);
 }
 
 }  // namespace attnjit

@@ -37,8 +37,8 @@ class Variant {
   Variant(Runtime& runtime, VariantSpec spec);
 
   const VariantSpec& spec() const { return spec_; }
-  const expr::Expression& mask() const { return mask_; }
-  const expr::Expression& score() const { return score_; }
+  const expr::Expression& mask() const { return parsed_.mask; }
+  const expr::Expression& score() const { return parsed_.score; }
 
   // Compiles or loads the kernel for the runtime's device (no-op on the CPU backend).
   void prepare();
@@ -52,8 +52,7 @@ class Variant {
 
   Runtime& runtime_;
   VariantSpec spec_;
-  expr::Expression mask_;
-  expr::Expression score_;
+  ParsedVariant parsed_;  // once, here: kernel requests and forward calls reuse it
   std::mutex mutex_;
   std::shared_ptr<const KernelBinary> kernel_;
 };

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include "codegen/deepest_expressions.hpp"
 #include "codegen/lower_expr.hpp"
 #include "codegen/lower_hooks.hpp"
 #include "expr/random_expr.hpp"
@@ -154,4 +155,15 @@ TEST_CASE("element hooks of random masks and scores compile with NVRTC", "[nvrtc
     scores.push_back(expr::parse_expression(expr::ExprKind::score, generator.score(4), signature));
   }
   compile(wrap_hooks(masks, scores));
+}
+
+TEST_CASE("the deepest accepted expressions compile with NVRTC", "[nvrtc]") {
+  std::vector<expr::Expression> masks, scores;
+  for (const auto& deep : test::deepest_sources()) {
+    if (!deep.mask.empty()) masks.push_back(expr::parse_expression(expr::ExprKind::mask, deep.mask, {}));
+    if (!deep.score.empty()) {
+      scores.push_back(expr::parse_expression(expr::ExprKind::score, deep.score, {}));
+    }
+  }
+  compile(wrap(masks, scores));
 }

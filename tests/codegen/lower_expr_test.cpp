@@ -1,8 +1,11 @@
 // Lowering of expressions to CUDA statements (src/codegen/lower_expr.cpp): golden text.
 #include <catch2/catch.hpp>
 
+#include "codegen/deepest_expressions.hpp"
 #include "codegen/lower_expr.hpp"
+#include "codegen/variant_source.hpp"
 #include "expr/test_support.hpp"
+#include "support/small_stack.hpp"
 
 using attnjit::codegen::lower_classify_body;
 using attnjit::codegen::lower_element_body;
@@ -55,4 +58,28 @@ TEST_CASE("lowering is deterministic") {
   const char* source = "doc[q_idx] == doc[kv_idx] && bias[h, kv_idx] > cap || q_idx < W";
   CHECK(lower_element_body(parse_mask(source)) == lower_element_body(parse_mask(source)));
   CHECK(lower_classify_body(parse_mask(source)) == lower_classify_body(parse_mask(source)));
+}
+
+TEST_CASE("the deepest accepted expressions lower on a 512 KiB stack") {
+  for (const auto& deep : attnjit::test::deepest_sources()) {
+    INFO(deep.what);
+    std::string error;
+    std::size_t source_size = 0;
+    attnjit::test::run_on_stack(512 * 1024, [&] {
+      try {
+        const auto mask = attnjit::expr::parse_expression(attnjit::expr::ExprKind::mask, deep.mask, {});
+        const auto score =
+            attnjit::expr::parse_expression(attnjit::expr::ExprKind::score, deep.score, {});
+        source_size = attnjit::codegen::generate_kernel_source(mask, score, attnjit::DType::bf16, 128, 80)
+                          .source.size();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    CHECK(error.empty());
+    CHECK(source_size > 0);
+  }
+  // One level more is refused.
+  const std::string deeper = "(" + attnjit::test::deepest_sources()[0].mask + ") == true";
+  CHECK_THROWS_WITH(parse_mask(deeper), Catch::Contains("expression is too deep"));
 }

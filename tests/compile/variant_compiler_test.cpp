@@ -61,6 +61,21 @@ TEST_CASE("compile_variant compiles, then finds the kernel in memory and on disk
   CHECK(sidecar["resources"].contains(codegen::kForwardEntry));
 }
 
+TEST_CASE("a variant parsed once compiles from its parsed expressions", "[jit]") {
+  TempDir dir;
+  KernelCache cache(dir.path());
+  const VariantSpec spec = causal();
+  const ParsedVariant parsed = parse_variant(spec);
+  CHECK(parsed.mask.canonical() == "(q_idx >= kv_idx)");
+  CHECK(parsed.score.is_identity());
+  const VariantKernel kernel = acquire_variant(spec, parsed, "sm_80", cache);
+  CHECK(kernel.origin == KernelOrigin::compiled);
+  CHECK(kernel.binary->key == variant_cache_key(spec, "sm_80"));
+  // One request, whichever way it is made.
+  CHECK(acquire_variant(spec, "sm_80", cache).binary == kernel.binary);
+  CHECK(acquire_variant(spec, parsed, "sm_80", cache).origin == KernelOrigin::memory);
+}
+
 TEST_CASE("compile_variant keys differ by dtype, head dim, arch and PTX", "[jit]") {
   auto fp16 = causal();
   fp16.dtype = DType::fp16;

@@ -183,3 +183,12 @@ TEST_CASE("float comparisons with possible NaN stay unknown") {
   CHECK(expr::classify_tile(mask, args, make_tile(0, 4, 0, 4, 4)) == kTilePartial);
   CHECK(expr::evaluate_mask(mask, args, element(0, 0)) == false);
 }
+
+TEST_CASE("summary requests are computed once, when the expression is built") {
+  const auto mask = parse_mask("doc[q_idx] == doc[kv_idx] && doc[q_idx] > 0");
+  const auto copy = mask;
+  // The same vector on every call and in every copy: a forward call does not recompute it.
+  CHECK(&expr::summary_requests(mask) == &expr::summary_requests(mask));
+  CHECK(&expr::summary_requests(copy) == &expr::summary_requests(mask));
+  CHECK(expr::summary_requests(mask).size() == 2);
+}

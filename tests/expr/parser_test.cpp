@@ -1,7 +1,9 @@
 // Parsing, precedence and syntax errors (tests for src/expr/parser.cpp and lexer.cpp).
 #include <catch2/catch.hpp>
 
+#include "expr/parser.hpp"
 #include "expr/test_support.hpp"
+#include "support/small_stack.hpp"
 
 using attnjit::expr::ExprKind;
 using attnjit::test::parse_error;
@@ -67,6 +69,9 @@ TEST_CASE("literals") {
       {"3.", "3.0"},
       {"inf", "inf"},
       {"-inf", "(-inf)"},
+      {"nan", "nan"},
+      {"0.0 / 0.0", "nan"},
+      {"-nan", "nan"},
       {"1E+2", "100.0"},
       // Shortest digits that read back as the same float (2^31 here).
       {"-2147483648", "(-2147483600.0)"},
@@ -181,9 +186,42 @@ TEST_CASE("length and nesting limits give clear errors") {
     const std::string deep = std::string(2000, '!') + "true";
     CHECK(parse_error(ExprKind::mask, deep).find("nests too deeply") != std::string::npos);
   }
-  SECTION("a long flat chain is fine") {
-    std::string chain = "q_idx";
-    while (chain.size() < 4000) chain += " + 1";
-    CHECK(parse_error(ExprKind::mask, chain + " > 0").empty());
+  SECTION("a chain is as deep as its operators: 256 levels are fine, 257 are not") {
+    // `q_idx + 1 + ... + 1 > 0` with n additions is n + 2 levels deep.
+    const auto chain = [](int additions) {
+      std::string source = "q_idx";
+      for (int i = 0; i < additions; ++i) source += " + 1";
+      return source + " > 0";
+    };
+    CHECK(parse_error(ExprKind::mask, chain(254)).empty());
+    CHECK(parse_error(ExprKind::mask, chain(255)).rfind(
+              "mask: col 7: expression is too deep: 257 levels of operations, at most 256 (each "
+              "operator of a chain like a + b + c is a level; group long chains with parentheses)\n"
+              "  q_idx + 1 + 1",
+              0) == 0);
   }
+  SECTION("grouping a chain with parentheses makes it shallow") {
+    std::string half = "1";
+    for (int i = 0; i < 200; ++i) half += " + 1";
+    CHECK(parse_error(ExprKind::mask, "(" + half + ") + (" + half + ") > 0").empty());
+  }
+}
+
+TEST_CASE("a 2,040-term chain gets a clear error on a 512 KiB stack") {
+  std::string source = "1";
+  for (int i = 1; i < 2040; ++i) source += "+1";
+  source += " > 0";
+  REQUIRE(source.size() <= static_cast<std::size_t>(attnjit::expr::kMaxSourceLength));
+  std::string message;
+  attnjit::Status status = attnjit::Status::ok;
+  attnjit::test::run_on_stack(512 * 1024, [&] {
+    try {
+      attnjit::expr::parse_expression(ExprKind::mask, source, {});
+    } catch (const attnjit::Error& error) {
+      status = error.status();
+      message = error.what();
+    }
+  });
+  CHECK(status == attnjit::Status::parse);
+  CHECK(message.rfind("mask: col 3570: expression is too deep: 2041 levels of operations, at most 256", 0) == 0);
 }

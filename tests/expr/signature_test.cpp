@@ -55,6 +55,7 @@ TEST_CASE("bad declarations are refused with the reason") {
       {"_x:int", "is reserved"},
       {"a__b:int", "is reserved"},
       {"true:int", "is reserved"},
+      {"nan:float", "is reserved"},
       {"while:int", "is reserved"},
   }));
   CAPTURE(text);

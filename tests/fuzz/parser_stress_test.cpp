@@ -1,32 +1,52 @@
-// Throws ~20k random and mutated strings at the parser: it must only ever throw
-// Error(Status::parse) and always terminate quickly. Runs in every build (the libFuzzer target
-// in this folder needs clang).
+// Throws ~20k random and mutated strings at the front end: the parser must only ever throw
+// Error(Status::parse) and always terminate quickly, and whatever parses goes on through
+// lowering and kernel source generation (not NVRTC), on a 512 KiB stack. Runs in every build
+// (the libFuzzer target in this folder needs clang).
 #include <chrono>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 #include "expr/expression.hpp"
 #include "expr/random_expr.hpp"
+#include "support/small_stack.hpp"
 
 using namespace attnjit;
 
 namespace {
 
-// Parses; true when it succeeded. Any exception other than a parse Error fails the test.
+// Parses and, when that succeeds, lowers and generates the kernel source, on a thread with a
+// 512 KiB stack; true when it parsed. Any exception other than a parse Error fails the test.
 bool try_parse(expr::ExprKind kind, const std::string& source, const expr::Signature& signature) {
-  try {
-    const auto parsed = expr::parse_expression(kind, source, signature);
-    (void)parsed.canonical();
-    return true;
-  } catch (const Error& error) {
-    if (error.status() != Status::parse) FAIL("unexpected status for: " << source);
-    if (std::string(error.what()).empty()) FAIL("empty message for: " << source);
-  }
-  return false;
+  static const auto default_mask = expr::parse_expression(expr::ExprKind::mask, "", signature);
+  static const auto default_score = expr::parse_expression(expr::ExprKind::score, "", signature);
+  bool parsed = false;
+  std::string failure;
+  test::run_on_stack(512 * 1024, [&] {
+    try {
+      const auto expression = expr::parse_expression(kind, source, signature);
+      parsed = true;
+      (void)expression.canonical();
+      const bool is_mask = kind == expr::ExprKind::mask;
+      const auto kernel = codegen::generate_kernel_source(is_mask ? expression : default_mask,
+                                                          is_mask ? default_score : expression,
+                                                          DType::fp16, 128, 90);
+      if (kernel.source.empty()) failure = "empty kernel source";
+    } catch (const Error& error) {
+      if (parsed || error.status() != Status::parse) {
+        failure = fmt::format("unexpected {} error: {}", status_name(error.status()), error.what());
+      } else if (std::string(error.what()).empty()) {
+        failure = "empty message";
+      }
+    }
+  });
+  if (!failure.empty()) FAIL(failure << " for: " << source);
+  return parsed;
 }
 
 }  // namespace

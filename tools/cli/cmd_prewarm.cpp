@@ -29,7 +29,7 @@ struct Job {
   const NamedVariantSpec* variant;
   std::string arch;
   std::string name() const {
-    return fmt::format("{} {} d{} {}", variant->name, short_dtype_name(variant->spec.dtype),
+    return fmt::format("{} {} d{} {}", variant->name, dtype_short_name(variant->spec.dtype),
                        variant->spec.head_dim, arch);
   }
 };

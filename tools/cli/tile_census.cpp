@@ -12,7 +12,7 @@ TileCensus count_tiles(const expr::Expression& mask, const VariantArgs& args,
                        const AttentionShape& shape, int tile_q, int tile_kv) {
   VariantArgs with_summaries = args;
   std::vector<expr::HostSummary> summaries;
-  const auto requests = expr::summary_requests(mask);
+  const auto& requests = expr::summary_requests(mask);
   summaries.reserve(requests.size());
   for (const auto& request : requests) {
     const bool q_axis = request.axis == expr::SummaryAxis::q;
