@@ -25,39 +25,47 @@ struct EntryDir {
   Dir dir;
 };
 
+// A symlink where the layout has a directory, with the arch and version its place names.
+struct Stray {
+  fs::path path;
+  std::string arch, cuda_version;
+};
+
 // The directories of the layout; symlinks where directories belong are strays, never followed.
 struct Layout {
   std::optional<Dir> root, v1;
   std::vector<Dir> arch_dirs;
   std::vector<EntryDir> entry_dirs;
-  std::vector<fs::path> strays;
+  std::vector<Stray> strays;
 };
 
 Layout open_layout(const fs::path& root_path) {
   Layout layout;
   layout.root = open_root(root_path, /*create=*/false, kNoTrustCheck);
   if (!layout.root) return layout;
-  const auto open_child = [&layout](const Dir& parent, const DirChild& child) -> std::optional<Dir> {
-    if (child.kind == FileKind::symlink) layout.strays.push_back(parent.path / child.name);
+  const auto open_child = [&layout](const Dir& parent, const DirChild& child, std::string arch,
+                                    std::string version) -> std::optional<Dir> {
+    const Stray stray{parent.path / child.name, std::move(arch), std::move(version)};
+    if (child.kind == FileKind::symlink) layout.strays.push_back(stray);
     if (child.kind != FileKind::directory) return std::nullopt;
     try {
       return open_dir(parent, child.name, /*create=*/false, kNoTrustCheck);
     } catch (const Error&) {  // replaced since it was listed
-      layout.strays.push_back(parent.path / child.name);
+      layout.strays.push_back(stray);
       return std::nullopt;
     }
   };
   for (const DirChild& child : list_dir(*layout.root)) {
-    if (child.name == kLayoutDir) layout.v1 = open_child(*layout.root, child);
+    if (child.name == kLayoutDir) layout.v1 = open_child(*layout.root, child, "", "");
   }
   if (!layout.v1) return layout;
   for (const DirChild& arch_child : list_dir(*layout.v1)) {
-    auto arch_dir = open_child(*layout.v1, arch_child);
+    auto arch_dir = open_child(*layout.v1, arch_child, arch_child.name, "");
     if (!arch_dir) continue;
     for (const DirChild& version_child : list_dir(*arch_dir)) {
       const auto version = parse_version_dir_name(version_child.name);
       if (!version) continue;
-      if (auto dir = open_child(*arch_dir, version_child)) {
+      if (auto dir = open_child(*arch_dir, version_child, arch_child.name, *version)) {
         layout.entry_dirs.push_back({arch_child.name, *version, std::move(*dir)});
       }
     }
@@ -196,9 +204,11 @@ std::vector<EntryInfo> list_entries(const fs::path& root) {
 std::vector<EntryProblem> verify_entries(const fs::path& root, const StoreOptions& options) {
   const Layout layout = open_layout(root);
   std::vector<EntryProblem> problems;
-  for (const fs::path& stray : layout.strays) {
+  for (const Stray& stray : layout.strays) {
     EntryInfo info;
-    info.sidecar = stray;
+    info.sidecar = stray.path;
+    info.arch = stray.arch;
+    info.cuda_version = stray.cuda_version;
     problems.push_back({std::move(info), "is a symbolic link (not followed)"});
   }
   const EntryStore store(root, options);

@@ -251,6 +251,8 @@ TEST_CASE("verify reports what the loader refuses, with the loader's reasons", "
     const auto problems = cache::verify_entries(root);
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].entry.sidecar == root / "v1" / "sm_90" / "cuda-12.0");
+    CHECK(problems[0].entry.arch == "sm_90");
+    CHECK(problems[0].entry.cuda_version == "12.0");
     CHECK_THAT(problems[0].reason, Catch::Contains("symbolic link"));
   }
   SECTION("a root that all users can write") {
