@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache_admin.hpp"
+#include "../cache/store_test_entries.hpp"
 #include "cache/sidecar.hpp"
 #include "kernel_cache_support.hpp"
 
@@ -41,15 +42,6 @@ fs::path sidecar_of(const KernelCache& cache, const std::string& source,
 fs::path binary_of(const KernelCache& cache, const std::string& source,
                    const std::string& arch = "sm_90") {
   return cache.store().binary_path(cache.entry_id(test_request(source, arch)));
-}
-
-// Rewrites a sidecar after `edit`, sealed again so that only the edit is wrong.
-template <typename Edit>
-void edit_sidecar(const fs::path& sidecar, Edit edit) {
-  nlohmann::json json = nlohmann::json::parse(slurp(sidecar));
-  edit(json);
-  cache::seal_sidecar(json);
-  overwrite(sidecar, cache::serialize_sidecar(json));
 }
 
 pid_t spawn_worker(const std::vector<std::string>& args) {
@@ -435,9 +427,8 @@ TEST_CASE("a stored kernel whose variant or configuration is not the request's i
     reason = "'registers' is not an int >= 0";
   }
   SECTION("an edit that was not resealed") {
-    nlohmann::json json = nlohmann::json::parse(slurp(sidecar));
-    json["variant"]["name"] = "renamed";
-    overwrite(sidecar, json.dump(2));
+    edit_sidecar(sidecar, [](nlohmann::json& json) { json["variant"]["name"] = "renamed"; },
+                 /*reseal=*/false);
     reason = "integrity check failed";
   }
   LogCapture capture;

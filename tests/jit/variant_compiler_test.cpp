@@ -4,8 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../cache/cache_test_support.hpp"
-#include "cache/sidecar.hpp"
+#include "../cache/store_test_entries.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "jit/kernel_cache.hpp"
@@ -144,10 +143,8 @@ TEST_CASE("a stored kernel's configuration comes from its variant, never from th
   }();
   const std::filesystem::path sidecar =
       std::filesystem::path(stored.path).replace_extension(".json");
-  auto json = nlohmann::json::parse(slurp(sidecar));
-  json["config"]["smem_bytes"] = 1;  // a launch with too little shared memory
-  cache::seal_sidecar(json);
-  test::overwrite(sidecar, cache::serialize_sidecar(json));
+  // A launch with too little shared memory, in a sidecar that is otherwise whole.
+  test::edit_sidecar(sidecar, [](nlohmann::json& json) { json["config"]["smem_bytes"] = 1; });
 
   KernelCache fresh(dir.path());
   const KernelBinary again = compile_variant(causal(), "sm_80", fresh);
