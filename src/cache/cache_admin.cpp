@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
-#include "cache/file_io.hpp"
+#include "cache/cache_fs.hpp"
 #include "cache/sidecar.hpp"
 #include "common/error.hpp"
 
@@ -14,162 +15,213 @@ namespace attnjit::cache {
 namespace fs = std::filesystem;
 namespace {
 
-std::vector<fs::path> sorted_children(const fs::path& dir, bool directories) {
-  std::vector<fs::path> children;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code type_ec;
-    if (it->is_directory(type_ec) == directories) children.push_back(it->path());
-  }
-  std::sort(children.begin(), children.end());
-  return children;
-}
+// Listing and clearing trust nothing and check nothing: they only read names and sidecars and
+// remove files, never through a symlink.
+constexpr Trust kNoTrustCheck = std::nullopt;
 
-// v1/<arch>/cuda-<version> directories.
+// A v1/<arch>/cuda-<version> directory, open.
 struct EntryDir {
   std::string arch, cuda_version;
-  fs::path path;
+  Dir dir;
 };
 
-std::vector<EntryDir> entry_dirs(const fs::path& root) {
-  std::vector<EntryDir> dirs;
-  for (const fs::path& arch_dir : sorted_children(root / "v1", true)) {
-    for (const fs::path& version_dir : sorted_children(arch_dir, true)) {
-      const std::string name = version_dir.filename().string();
-      if (!name.starts_with("cuda-")) continue;
-      dirs.push_back({arch_dir.filename().string(), name.substr(5), version_dir});
+// A symlink where the layout has a directory, with the arch and version its place names.
+struct Stray {
+  fs::path path;
+  std::string arch, cuda_version;
+};
+
+// The directories of the layout; symlinks where directories belong are strays, never followed.
+struct Layout {
+  std::optional<Dir> root, v1;
+  std::vector<Dir> arch_dirs;
+  std::vector<EntryDir> entry_dirs;
+  std::vector<Stray> strays;
+};
+
+Layout open_layout(const fs::path& root_path) {
+  Layout layout;
+  layout.root = open_root(root_path, /*create=*/false, kNoTrustCheck);
+  if (!layout.root) return layout;
+  const auto open_child = [&layout](const Dir& parent, const DirChild& child, std::string arch,
+                                    std::string version) -> std::optional<Dir> {
+    const Stray stray{parent.path / child.name, std::move(arch), std::move(version)};
+    if (child.kind == FileKind::symlink) layout.strays.push_back(stray);
+    if (child.kind != FileKind::directory) return std::nullopt;
+    try {
+      return open_dir(parent, child.name, /*create=*/false, kNoTrustCheck);
+    } catch (const Error&) {  // replaced since it was listed
+      layout.strays.push_back(stray);
+      return std::nullopt;
     }
+  };
+  for (const DirChild& child : list_dir(*layout.root)) {
+    if (child.name == kLayoutDir) layout.v1 = open_child(*layout.root, child, "", "");
   }
-  return dirs;
+  if (!layout.v1) return layout;
+  for (const DirChild& arch_child : list_dir(*layout.v1)) {
+    auto arch_dir = open_child(*layout.v1, arch_child, arch_child.name, "");
+    if (!arch_dir) continue;
+    for (const DirChild& version_child : list_dir(*arch_dir)) {
+      const auto version = parse_version_dir_name(version_child.name);
+      if (!version) continue;
+      if (auto dir = open_child(*arch_dir, version_child, arch_child.name, *version)) {
+        layout.entry_dirs.push_back({arch_child.name, *version, std::move(*dir)});
+      }
+    }
+    layout.arch_dirs.push_back(std::move(*arch_dir));
+  }
+  return layout;
 }
 
-std::chrono::seconds file_age(const fs::path& path) {
-  std::error_code ec;
-  const auto mtime = fs::last_write_time(path, ec);
-  if (ec) return std::chrono::seconds(0);
-  const auto age = fs::file_time_type::clock::now() - mtime;
-  return std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(age));
+std::chrono::seconds seconds_since(std::int64_t unix_time) {
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  return std::max(std::chrono::seconds(0), now - std::chrono::seconds(unix_time));
 }
 
 struct LoadedEntry {
   EntryInfo info;
-  nlohmann::json sidecar;  // discarded when unreadable
-  std::string problem;     // why the sidecar is unreadable
+  std::size_t dir = 0;  // index into Layout::entry_dirs
+  std::string label;
 };
 
-LoadedEntry load_entry(const EntryDir& dir, const fs::path& sidecar_file) {
+// Reads what list needs from the sidecar; a sidecar of any shape (or none readable) still makes
+// an entry, so that clear removes it and verify names it.
+LoadedEntry load_entry(const EntryDir& entry_dir, const DirChild& sidecar_child,
+                       const EntryStem& stem, const std::vector<DirChild>& children) {
   LoadedEntry entry;
   EntryInfo& info = entry.info;
-  info.arch = dir.arch;
-  info.cuda_version = dir.cuda_version;
-  info.key = sidecar_file.stem().string();
-  info.sidecar = sidecar_file;
-  info.age = file_age(sidecar_file);
-  info.unused = info.age;
+  entry.label = stem.label;
+  info.arch = entry_dir.arch;
+  info.cuda_version = entry_dir.cuda_version;
+  info.key = stem.key;
+  info.name = sidecar_child.name.substr(0, sidecar_child.name.size() - 5);
+  info.sidecar = entry_dir.dir.path / sidecar_child.name;
+  info.unused = seconds_since(sidecar_child.mtime);
+  info.age = info.unused;
+  nlohmann::json sidecar;
   try {
-    const auto text = read_file(sidecar_file);
-    entry.sidecar = parse_sidecar(text.value_or(""));
+    const auto file = open_file(entry_dir.dir, sidecar_child.name, kNoTrustCheck);
+    sidecar = parse_sidecar(file ? read_all(*file, kMaxSidecarBytes) : std::string());
   } catch (const Error& e) {
-    entry.problem = e.what();
-  }
-  if (entry.sidecar.is_discarded() || !entry.sidecar.is_object()) {
-    if (entry.problem.empty()) entry.problem = "unreadable sidecar";
-    info.summary = "(" + entry.problem + ")";
-    entry.sidecar = nlohmann::json();
-    // Still name the binary so clear removes it.
-    for (const char* ext : {".cubin", ".ptx"}) {
-      std::error_code ec;
-      if (fs::exists(dir.path / (info.key + ext), ec)) info.binary = dir.path / (info.key + ext);
-    }
+    info.summary = fmt::format("({})", e.what());
     return entry;
   }
-  info.summary = variant_summary(entry.sidecar);
-  // Note: only a plain file name in this directory is trusted as the entry's binary; "file"
-  // comes from disk and may be of any type or name a directory ("..").
-  const auto file_it = entry.sidecar.find("file");
-  const std::string file =
-      file_it != entry.sidecar.end() && file_it->is_string() ? file_it->get<std::string>() : "";
-  if (!file.empty() && file != "." && file != ".." && file.find('/') == std::string::npos) {
-    info.binary = dir.path / file;
+  if (!sidecar.is_object()) {
+    info.summary = "(unreadable sidecar)";
+    return entry;
   }
-  if (!info.binary.empty()) {
-    std::error_code ec;
-    const auto size = fs::file_size(info.binary, ec);
-    info.size = ec ? 0 : size;
+  const auto summary = sidecar.find("summary");
+  info.summary = summary != sidecar.end() && summary->is_string() ? summary->get<std::string>()
+                                                                  : "(no summary)";
+  const auto format = sidecar.find("format");
+  if (format != sidecar.end() && format->is_string() && is_format_name(format->get<std::string>())) {
+    const EntryId id{info.arch, info.cuda_version, stem.label, stem.key, format->get<std::string>()};
+    info.binary = entry_dir.dir.path / binary_file_name(id);
+    for (const DirChild& child : children) {
+      if (child.name == info.binary.filename().string()) info.size = child.size;
+    }
   }
-  if (entry.sidecar.contains("created_unix") && entry.sidecar["created_unix"].is_number_integer()) {
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-        std::chrono::system_clock::now().time_since_epoch());
-    // Note: the sidecar is untrusted; a creation time before the epoch or in the future is
-    // clamped, so `now - created` cannot overflow.
-    const auto& created_json = entry.sidecar["created_unix"];
-    const std::int64_t created_raw =
-        created_json.is_number_unsigned()
-            ? static_cast<std::int64_t>(std::min<std::uint64_t>(created_json.get<std::uint64_t>(),
-                                                                static_cast<std::uint64_t>(now.count())))
-            : std::clamp<std::int64_t>(created_json.get<std::int64_t>(), 0, now.count());
-    info.age = now - std::chrono::seconds(created_raw);
+  const auto created = sidecar.find("created_unix");
+  if (created != sidecar.end() && created->is_number_integer()) {
+    // Note: the sidecar may come from anywhere; a creation time before the epoch or in the
+    // future is clamped, so `now - created` cannot overflow.
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    const std::int64_t time =
+        created->is_number_unsigned()
+            ? static_cast<std::int64_t>(
+                  std::min<std::uint64_t>(created->get<std::uint64_t>(), static_cast<std::uint64_t>(now)))
+            : std::clamp<std::int64_t>(created->get<std::int64_t>(), 0, now);
+    info.age = seconds_since(time);
   }
   return entry;
 }
 
-// A root that does not exist is an empty cache; one that is not a directory is a mistake.
-void check_root(const fs::path& root) {
-  std::error_code ec;
-  const auto status = fs::status(root, ec);
-  if (fs::exists(status) && !fs::is_directory(status)) {
-    throw_error(Status::io, "cache root {} is not a directory", root.string());
-  }
-}
-
-std::vector<LoadedEntry> load_entries(const fs::path& root) {
-  check_root(root);
+std::vector<LoadedEntry> load_entries(const Layout& layout) {
   std::vector<LoadedEntry> entries;
-  for (const EntryDir& dir : entry_dirs(root)) {
-    for (const fs::path& file : sorted_children(dir.path, false)) {
-      const std::string name = file.filename().string();
-      if (file.extension() != ".json" || is_temp_file_name(name)) continue;
-      entries.push_back(load_entry(dir, file));
+  for (std::size_t i = 0; i < layout.entry_dirs.size(); ++i) {
+    const auto children = list_dir(layout.entry_dirs[i].dir);
+    for (const DirChild& child : children) {
+      const auto stem = parse_sidecar_file_name(child.name);
+      if (!stem || child.kind == FileKind::directory) continue;
+      entries.push_back(load_entry(layout.entry_dirs[i], child, *stem, children));
+      entries.back().dir = i;
     }
   }
+  std::stable_sort(entries.begin(), entries.end(), [](const LoadedEntry& a, const LoadedEntry& b) {
+    return std::tie(a.info.arch, a.info.cuda_version, a.info.name) <
+           std::tie(b.info.arch, b.info.cuda_version, b.info.name);
+  });
   return entries;
 }
 
-bool remove_file(const fs::path& path, ClearResult& result) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (!fs::remove(path, ec)) {
-    if (ec) throw_error(Status::io, "cannot remove {}: {}", path.string(), ec.message());
-    return false;
-  }
+// Removes a file (or a symlink, or a FIFO) listed in `dir`, counting it.
+void remove_child(const Dir& dir, const DirChild& child, ClearResult& result) {
+  if (child.kind == FileKind::directory || !remove_file(dir, child.name)) return;
   ++result.files;
-  result.bytes += size == static_cast<std::uintmax_t>(-1) ? 0 : size;
-  return true;
+  result.bytes += child.size;
+}
+
+// Everything in v1/ that the entries did not account for: every non-directory in the entry
+// directories, symlinks where directories belong, then the directories once empty.
+void clear_everything_else(const Layout& layout, ClearResult& result) {
+  for (const EntryDir& entry_dir : layout.entry_dirs) {
+    for (const DirChild& child : list_dir(entry_dir.dir)) remove_child(entry_dir.dir, child, result);
+  }
+  if (!layout.v1) {
+    // v1 itself may be a stray symlink: remove the link.
+    for (const DirChild& child : list_dir(*layout.root)) {
+      if (child.name == kLayoutDir && child.kind == FileKind::symlink) {
+        remove_child(*layout.root, child, result);
+      }
+    }
+    return;
+  }
+  for (const Dir& arch_dir : layout.arch_dirs) {
+    for (const DirChild& child : list_dir(arch_dir)) {
+      if (child.kind == FileKind::symlink) remove_child(arch_dir, child, result);
+      if (child.kind == FileKind::directory) remove_dir_if_empty(arch_dir, child.name);
+    }
+  }
+  for (const DirChild& child : list_dir(*layout.v1)) {
+    if (child.kind == FileKind::symlink) remove_child(*layout.v1, child, result);
+    if (child.kind == FileKind::directory) remove_dir_if_empty(*layout.v1, child.name);
+  }
+  remove_dir_if_empty(*layout.root, kLayoutDir);
 }
 
 }  // namespace
 
 std::vector<EntryInfo> list_entries(const fs::path& root) {
   std::vector<EntryInfo> infos;
-  for (auto& entry : load_entries(root)) infos.push_back(std::move(entry.info));
+  for (auto& entry : load_entries(open_layout(root))) infos.push_back(std::move(entry.info));
   return infos;
 }
 
-std::vector<EntryProblem> verify_entries(const fs::path& root) {
+std::vector<EntryProblem> verify_entries(const fs::path& root, const StoreOptions& options) {
+  const Layout layout = open_layout(root);
   std::vector<EntryProblem> problems;
-  for (auto& entry : load_entries(root)) {
-    std::string reason = entry.problem;
-    if (reason.empty()) {
-      if (entry.info.binary.empty()) {
-        reason = "sidecar names no binary";
-      } else {
-        try {
-          const auto image = read_file(entry.info.binary);
-          reason = image ? check_binary(entry.sidecar, *image) : "binary missing";
-        } catch (const Error& e) {
-          reason = e.what();
-        }
-      }
+  for (const Stray& stray : layout.strays) {
+    EntryInfo info;
+    info.sidecar = stray.path;
+    info.arch = stray.arch;
+    info.cuda_version = stray.cuda_version;
+    problems.push_back({std::move(info), "is a symbolic link (not followed)"});
+  }
+  const EntryStore store(root, options);
+  for (auto& entry : load_entries(layout)) {
+    const EntryInfo& info = entry.info;
+    std::string reason;
+    try {
+      // The loader's own checks, with the format the sidecar gives (empty) and no use recorded.
+      const EntryId id{info.arch, info.cuda_version, entry.label, info.key, ""};
+      const LoadResult loaded = store.load(id, /*record_use=*/false);
+      if (!loaded.entry) reason = loaded.problem.empty() ? "sidecar vanished" : loaded.problem;
+    } catch (const Error& e) {
+      reason = e.what();
     }
     if (!reason.empty()) problems.push_back({std::move(entry.info), std::move(reason)});
   }
@@ -177,49 +229,48 @@ std::vector<EntryProblem> verify_entries(const fs::path& root) {
 }
 
 ClearResult clear_entries(const fs::path& root, const ClearFilter& filter) {
+  const Layout layout = open_layout(root);
   ClearResult result;
-  std::vector<EntryInfo> selected;
-  for (const auto& entry : load_entries(root)) {
+  std::vector<LoadedEntry> selected;
+  for (auto& entry : load_entries(layout)) {
     const EntryInfo& info = entry.info;
     if (filter.arch && info.arch != *filter.arch) continue;
     if (filter.older_than && info.age < *filter.older_than) continue;
-    selected.push_back(info);
+    selected.push_back(std::move(entry));
   }
   if (filter.max_bytes) {
     // Least recently used first; keep the rest once they fit.
-    std::stable_sort(selected.begin(), selected.end(), [](const EntryInfo& a, const EntryInfo& b) {
-      return a.unused > b.unused;
+    std::stable_sort(selected.begin(), selected.end(), [](const LoadedEntry& a, const LoadedEntry& b) {
+      return a.info.unused > b.info.unused;
     });
     std::uintmax_t total = 0;
-    for (const EntryInfo& info : selected) total += info.size;
+    for (const LoadedEntry& entry : selected) total += entry.info.size;
     std::size_t removed = 0;
     while (removed < selected.size() && total > *filter.max_bytes) {
-      total -= selected[removed++].size;
+      total -= selected[removed++].info.size;
     }
     selected.resize(removed);
   }
-  for (const EntryInfo& info : selected) {
+  for (const LoadedEntry& entry : selected) {
+    const Dir& dir = layout.entry_dirs[entry.dir].dir;
+    const std::string sidecar = entry.info.sidecar.filename().string();
+    const std::string prefix = entry.info.name + ".";
+    const auto children = list_dir(dir);
     // Sidecar first: once it is gone the entry no longer exists, whatever happens next.
-    if (remove_file(info.sidecar, result)) ++result.entries;
-    if (!info.binary.empty()) remove_file(info.binary, result);
-    remove_file(info.sidecar.parent_path() / (info.key + ".lock"), result);
-  }
-  if (filter.arch || filter.older_than || filter.max_bytes) return result;
-  // Everything else we may have left: temporaries of killed writers, locks, orphan binaries.
-  for (const EntryDir& dir : entry_dirs(root)) {
-    for (const fs::path& file : sorted_children(dir.path, false)) {
-      const std::string name = file.filename().string();
-      const auto ext = file.extension();
-      if (is_temp_file_name(name) || ext == ".lock" || ext == ".cubin" || ext == ".ptx") {
-        remove_file(file, result);
+    for (const DirChild& child : children) {
+      if (child.name != sidecar) continue;
+      const std::size_t files = result.files;
+      remove_child(dir, child, result);
+      if (result.files > files) ++result.entries;
+    }
+    for (const DirChild& child : children) {
+      if (child.name.starts_with(prefix) && child.name != sidecar &&
+          child.name.find('.', prefix.size()) == std::string::npos) {
+        remove_child(dir, child, result);
       }
     }
-    std::error_code ec;
-    fs::remove(dir.path, ec);  // only when empty
-    fs::remove(dir.path.parent_path(), ec);
   }
-  std::error_code ec;
-  fs::remove(root / "v1", ec);
+  if (!filter.arch && !filter.older_than && !filter.max_bytes) clear_everything_else(layout, result);
   return result;
 }
 

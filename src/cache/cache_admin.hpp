@@ -1,5 +1,5 @@
 // What `attnjit cache list|verify|clear` needs: enumerate the entries under a cache root, check
-// their checksums, remove some or all of them.
+// them as the loader does, remove some or all of them.
 #pragma once
 
 #include <chrono>
@@ -9,15 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "cache/entry_store.hpp"
+
 namespace attnjit::cache {
 
 struct EntryInfo {
   std::string arch;          // from the directory: "sm_90"
   std::string cuda_version;  // "13.0"
+  std::string name;          // the entry's file names without extension: "bf16-d128-<key>"
   std::string key;
   std::filesystem::path sidecar;
   std::filesystem::path binary;   // empty when the sidecar cannot say
-  std::string summary;            // variant_summary of the sidecar, or why it is unreadable
+  std::string summary;            // the sidecar's "summary" line, or why there is none
   std::uintmax_t size = 0;        // bytes of the binary (0 when missing)
   std::chrono::seconds age{0};    // since the sidecar's creation time (or its mtime)
   std::chrono::seconds unused{0};  // since the entry was last stored or loaded (sidecar mtime)
@@ -28,12 +31,17 @@ struct EntryProblem {
   std::string reason;
 };
 
-// Entries (a sidecar *.json under v1/<arch>/cuda-<version>/), sorted by arch, version, key.
-// Temporary files and lock files are never entries. A missing root has no entries.
+// Entries (a sidecar <name>.json under v1/<arch>/cuda-<version>/, entry_name.hpp), sorted by
+// arch, version, name. Temporary files and lock files are never entries. Nothing is followed
+// through a symlink. A missing root has no entries.
 std::vector<EntryInfo> list_entries(const std::filesystem::path& root);
 
-// The entries whose sidecar is unreadable or whose binary is missing, truncated or corrupted.
-std::vector<EntryProblem> verify_entries(const std::filesystem::path& root);
+// The entries the loader would refuse, each with the loader's reason (EntryStore::load: a
+// sidecar unreadable or naming another entry, a binary missing, truncated, corrupted, not a
+// regular file, a file or directory not trusted), and every symlink where the layout expects a
+// directory.
+std::vector<EntryProblem> verify_entries(const std::filesystem::path& root,
+                                         const StoreOptions& options = {});
 
 struct ClearFilter {
   std::optional<std::string> arch;               // only this arch
@@ -49,8 +57,10 @@ struct ClearResult {
   std::uintmax_t bytes = 0;
 };
 
-// Removes the matching entries (sidecar, binary, lock). With no filter, also leftover temporary
-// files, lock files and orphan binaries, and empty directories. Throws Error(io) on failure.
+// Removes the matching entries (every <name>.* file of each). With no filter, also everything
+// else in the entry directories (temporaries of killed writers, locks, orphan binaries), the
+// symlinks where the layout expects directories, and the empty directories. Never follows a
+// symlink: a link is removed, its target left alone. Throws Error(io) on failure.
 ClearResult clear_entries(const std::filesystem::path& root, const ClearFilter& filter);
 
 // "512M", "2G", "100K", "1T", "4096" -> bytes (K, M, G, T are powers of 1024; a trailing "B" or

@@ -1,87 +1,65 @@
 #include "cache/sidecar.hpp"
 
+#include <xxhash.h>
+
 #include <chrono>
-#include <cstdint>
-#include <limits>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "cache/cache_key.hpp"
-#include "common/error.hpp"
-
 namespace attnjit::cache {
-
-nlohmann::json to_json(const codegen::KernelConfig& config) {
-  return {{"block_m", config.block_m},       {"block_n", config.block_n},
-          {"num_warps", config.num_warps},   {"num_stages", config.num_stages},
-          {"smem_bytes", config.smem_bytes}};
-}
-
-nlohmann::json to_json(const ResourceUsage& usage) {
-  return {{"registers", usage.registers},
-          {"shared_bytes", usage.shared_bytes},
-          {"stack_frame_bytes", usage.stack_frame_bytes},
-          {"spill_store_bytes", usage.spill_store_bytes},
-          {"spill_load_bytes", usage.spill_load_bytes}};
-}
-
 namespace {
 
-// Note: get<int>() on a JSON float out of int's range is undefined behaviour, and these numbers
-// come from a file on disk, so each must be an integer that fits (else the entry is damaged).
-int int_field(const nlohmann::json& json, const char* key) {
-  const nlohmann::json& value = json.at(key);
-  if (!value.is_number_integer() ||
-      (value.is_number_unsigned() ? value.get<std::uint64_t>() > std::numeric_limits<int>::max()
-                                  : value.get<std::int64_t>() < std::numeric_limits<int>::min() ||
-                                        value.get<std::int64_t>() > std::numeric_limits<int>::max())) {
-    throw Error(Status::cache, fmt::format("sidecar: '{}' is not an int: {}", key, value.dump()));
-  }
-  return static_cast<int>(value.get<std::int64_t>());
+constexpr const char* kIntegrity = "integrity";
+
+std::string dump(const nlohmann::json& json, int indent) {
+  // Note: strings from manifests may hold invalid UTF-8; replacing it keeps dump() from throwing
+  // and serialises the same way the reader's re-serialisation of the replaced text does.
+  return json.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string integrity_of(const nlohmann::json& sidecar) {
+  nlohmann::json rest = sidecar;
+  rest.erase(kIntegrity);
+  const std::string text = dump(rest, -1);
+  return checksum(text);
+}
+
+std::string string_field(const nlohmann::json& sidecar, const char* name) {
+  const auto it = sidecar.find(name);
+  return it != sidecar.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 }  // namespace
 
-codegen::KernelConfig config_from_json(const nlohmann::json& json) {
-  codegen::KernelConfig config;
-  config.block_m = int_field(json, "block_m");
-  config.block_n = int_field(json, "block_n");
-  config.num_warps = int_field(json, "num_warps");
-  config.num_stages = int_field(json, "num_stages");
-  config.smem_bytes = int_field(json, "smem_bytes");
-  return config;
+std::string checksum(std::span<const char> bytes) {
+  return fmt::format("xxh3-64:{:016x}", XXH3_64bits(bytes.data(), bytes.size()));
 }
 
-ResourceUsage resources_from_json(const nlohmann::json& json) {
-  ResourceUsage usage;
-  usage.registers = int_field(json, "registers");
-  usage.shared_bytes = int_field(json, "shared_bytes");
-  usage.stack_frame_bytes = int_field(json, "stack_frame_bytes");
-  usage.spill_store_bytes = int_field(json, "spill_store_bytes");
-  usage.spill_load_bytes = int_field(json, "spill_load_bytes");
-  return usage;
-}
-
-nlohmann::json make_sidecar(const std::string& key, const std::string& cuda_version,
-                            const KernelBinary& binary, const nlohmann::json& details) {
-  nlohmann::json sidecar = details.is_object() ? details : nlohmann::json::object();
+nlohmann::json make_sidecar(const EntryId& id, std::span<const char> binary,
+                            const nlohmann::json& fields) {
+  nlohmann::json sidecar = fields.is_object() ? fields : nlohmann::json::object();
   const auto now = std::chrono::system_clock::now();
   sidecar["sidecar_version"] = kSidecarVersion;
-  sidecar["key"] = key;
-  sidecar["arch"] = binary.arch;
-  sidecar["cuda_version"] = cuda_version;
-  sidecar["format"] = binary.is_ptx ? "ptx" : "cubin";
-  sidecar["file"] = key + (binary.is_ptx ? ".ptx" : ".cubin");
-  sidecar["size"] = binary.image.size();
-  sidecar["checksum"] = checksum(binary.image);
-  sidecar["config"] = to_json(binary.config);
-  sidecar["forward_resources"] = to_json(binary.forward_resources);
-  sidecar["created"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
-  sidecar["created_unix"] = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  sidecar["key"] = id.key;
+  sidecar["arch"] = id.arch;
+  sidecar["cuda_version"] = id.cuda_version;
+  sidecar["format"] = id.format;
+  sidecar["file"] = binary_file_name(id);
+  sidecar["size"] = binary.size();
+  sidecar["checksum"] = checksum(binary);
+  sidecar["created"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                                   fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+  sidecar["created_unix"] =
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   sidecar["attnjit_version"] = ATTNJIT_VERSION_STRING;
+  seal_sidecar(sidecar);
   return sidecar;
 }
+
+void seal_sidecar(nlohmann::json& sidecar) { sidecar[kIntegrity] = integrity_of(sidecar); }
+
+std::string serialize_sidecar(const nlohmann::json& sidecar) { return dump(sidecar, 2) + "\n"; }
 
 nlohmann::json parse_sidecar(std::string_view text) {
   constexpr int kMaxDepth = 16;
@@ -90,46 +68,60 @@ nlohmann::json parse_sidecar(std::string_view text) {
   return nlohmann::json::parse(text, drop_deep, /*allow_exceptions=*/false);
 }
 
-std::string check_binary(const nlohmann::json& sidecar, std::span<const char> image) {
+std::string check_sidecar(const nlohmann::json& sidecar, const EntryId& id) {
   if (!sidecar.is_object()) return "sidecar is not a JSON object";
-  for (const char* field : {"size", "checksum"}) {
-    if (!sidecar.contains(field)) return fmt::format("sidecar lacks '{}'", field);
+  const auto version = sidecar.find("sidecar_version");
+  if (version == sidecar.end() || *version != kSidecarVersion) {
+    return fmt::format("sidecar version {} is not {} (written by another attnjit version)",
+                       version == sidecar.end() ? "(none)" : version->dump(), kSidecarVersion);
   }
-  if (!sidecar["size"].is_number_unsigned()) return "sidecar 'size' is not a size";
-  const auto size = sidecar["size"].get<std::size_t>();
-  if (size != image.size()) return fmt::format("binary has {} bytes, sidecar records {}", image.size(), size);
-  if (!sidecar["checksum"].is_string() || sidecar["checksum"].get<std::string>() != checksum(image)) {
-    return "checksum mismatch";
+  const auto integrity = sidecar.find(kIntegrity);
+  if (integrity == sidecar.end() || !integrity->is_string() ||
+      integrity->get<std::string>() != integrity_of(sidecar)) {
+    return "sidecar integrity check failed (edited or damaged)";
+  }
+  EntryId recorded{string_field(sidecar, "arch"), string_field(sidecar, "cuda_version"), id.label,
+                   string_field(sidecar, "key"), string_field(sidecar, "format")};
+  // Note: each of these is what the entry's location says it is; a sidecar saying otherwise
+  // belongs to another entry (copied or renamed), however whole it is.
+  const std::pair<const char*, std::pair<const std::string*, const std::string*>> fields[] = {
+      {"key", {&recorded.key, &id.key}},
+      {"arch", {&recorded.arch, &id.arch}},
+      {"cuda_version", {&recorded.cuda_version, &id.cuda_version}},
+  };
+  for (const auto& [name, values] : fields) {
+    if (*values.first != *values.second) {
+      return fmt::format("sidecar records {} '{}' but the entry is for '{}'", name,
+                         *values.first, *values.second);
+    }
+  }
+  if (!is_format_name(recorded.format) || (!id.format.empty() && recorded.format != id.format)) {
+    return fmt::format("sidecar records format '{}' but the entry is for '{}'", recorded.format,
+                       id.format.empty() ? "a binary" : id.format);
+  }
+  if (const std::string file = string_field(sidecar, "file"); file != binary_file_name(recorded)) {
+    return fmt::format("sidecar names the binary '{}' but the entry's binary is '{}'", file,
+                       binary_file_name(recorded));
+  }
+  const auto size = sidecar.find("size");
+  if (size == sidecar.end() || !size->is_number_unsigned()) return "sidecar 'size' is not a size";
+  if (size->get<std::uintmax_t>() > kMaxBinaryBytes) {
+    return fmt::format("sidecar records a binary of {} bytes, more than the {} allowed",
+                       size->get<std::uintmax_t>(), kMaxBinaryBytes);
+  }
+  if (!sidecar.contains("checksum") || !sidecar["checksum"].is_string()) {
+    return "sidecar lacks 'checksum'";
   }
   return {};
 }
 
-std::string variant_summary(const nlohmann::json& sidecar) {
-  const auto variant = sidecar.value("variant", nlohmann::json::object());
-  if (!variant.is_object() || variant.empty()) return "(no variant description)";
-  std::string text = variant.contains("name") && variant["name"].is_string()
-                         ? variant["name"].get<std::string>() + ": "
-                         : std::string();
-  // Note: sidecars are read back from disk and may have been edited; a field of the wrong type
-  // shows as its fallback instead of throwing, so `cache list` and `cache clear` still work.
-  const auto text_field = [&variant](const char* key, const char* fallback) {
-    const auto it = variant.find(key);
-    return it != variant.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
-  };
-  text += fmt::format("mask='{}' score='{}'", text_field("mask", ""), text_field("score", ""));
-  for (const char* list : {"params", "tensors"}) {
-    if (variant.contains(list) && variant[list].is_array() && !variant[list].empty()) {
-      std::vector<std::string> items;
-      for (const auto& item : variant[list]) items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
-      text += fmt::format(" {}=[{}]", list, fmt::join(items, ","));
-    }
+std::string check_binary(const nlohmann::json& sidecar, std::span<const char> image) {
+  const auto size = sidecar.at("size").get<std::uintmax_t>();
+  if (size != image.size()) {
+    return fmt::format("binary has {} bytes, sidecar records {}", image.size(), size);
   }
-  const auto head_dim = variant.find("head_dim");
-  text += fmt::format(" {} d{}", text_field("dtype", "?"),
-                      head_dim != variant.end() && head_dim->is_number_integer()
-                          ? head_dim->get<std::int64_t>()
-                          : 0);
-  return text;
+  if (sidecar.at("checksum").get<std::string>() != checksum(image)) return "checksum mismatch";
+  return {};
 }
 
 }  // namespace attnjit::cache

@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 #include "compile/embedded_templates.hpp"
-#include "compile/variant_compiler.hpp"
+#include "compile/resource_usage.hpp"
 
 namespace attnjit::nvrtc {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 #include "runtime/cuda_backend.hpp"
 
 namespace attnjit::cuda {

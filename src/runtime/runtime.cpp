@@ -1,6 +1,6 @@
 #include "runtime/runtime.hpp"
 
-#include "cache/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "runtime/cuda_backend.hpp"

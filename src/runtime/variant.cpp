@@ -2,9 +2,9 @@
 
 #include <limits>
 
-#include "cache/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 #include "common/error.hpp"
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 #include "reference/attention.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/runtime.hpp"

@@ -10,7 +10,7 @@
 
 #include "attnjit/variant_args.cuh"
 #include "common/attention_problem.hpp"
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 #include "expr/expression.hpp"
 
 namespace attnjit {

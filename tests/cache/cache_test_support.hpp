@@ -1,20 +1,28 @@
-// Helpers for the cache tests: scratch directories, a hand-written kernel (the cache stage is
-// tested without codegen), and capture of the library's warnings.
+// Helpers for the cache tests: scratch directories, whole-file reads and writes that do not go
+// through the cache's own code, a child process with a deadline, and capture of the library's
+// log messages.
 #pragma once
 
+#include <signal.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "cache/cache_key.hpp"
-#include "cache/kernel_cache.hpp"
 #include "common/log.hpp"
-#include "compile/nvrtc_compiler.hpp"
 
 namespace attnjit::test {
 
@@ -37,60 +45,66 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// A small kernel with a distinct constant per `variant`, so tests can make distinct keys.
-inline std::string test_source(int variant = 0) {
-  return "#include \"attnjit/fwd_params.cuh\"\n"
-         "extern \"C\" __global__ void attnjit_fwd(attnjit::FwdParams params) {\n"
-         "  __shared__ float tile[128];\n"
-         "  tile[threadIdx.x] = params.scale * " + std::to_string(variant) + ".0f;\n"
-         "  __syncthreads();\n"
-         "  static_cast<float*>(params.o)[threadIdx.x] = tile[(threadIdx.x + 1) % 128];\n"
-         "}\n";
+inline std::string slurp(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
-inline std::string test_key(const std::string& source, const std::string& arch, bool ptx = false) {
-  return cache::compute_key(cache::current_key_inputs(source, arch, ptx));
+inline void overwrite(const std::filesystem::path& path, const std::string& contents) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << contents;
 }
 
-struct Lookup {
-  CacheLookup result;
-  int compiles = 0;
-};
-
-// Looks the source up, compiling it with NVRTC on a miss; counts compiles.
-inline Lookup lookup(KernelCache& cache, const std::string& source, const std::string& arch = "sm_90",
-                     bool ptx = false) {
-  Lookup out;
-  out.result = cache.get_or_compile(test_key(source, arch, ptx), arch, ptx, [&] {
-    ++out.compiles;
-    auto program = nvrtc::compile_program(source, arch, ptx);
-    CompiledKernel compiled;
-    compiled.binary.image = std::move(program.image);
-    compiled.binary.config.block_m = 64;
-    compiled.binary.config.block_n = 32;
-    compiled.binary.forward_resources = program.resources["attnjit_fwd"];
-    compiled.details = {{"variant", {{"name", "test"}, {"mask", "true"}, {"score", "score"},
-                                     {"dtype", "bf16"}, {"head_dim", 64}}},
-                        {"options", program.options}};
-    return compiled;
-  });
-  return out;
+inline unsigned file_mode(const std::filesystem::path& path) {
+  return static_cast<unsigned>(std::filesystem::symlink_status(path).permissions());
 }
 
-// Captures the library's log messages at warn level and above while alive.
+// Runs `body` in a forked child and returns its exit status (what `body` returns), or nullopt
+// when it has not finished within `deadline` (the child is killed). For operations that the
+// code under test could get stuck in (reading a FIFO), so that a regression fails instead of
+// hanging the suite.
+inline std::optional<int> exit_code_within(const std::function<int()>& body,
+                                           std::chrono::seconds deadline) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 99;
+    try {
+      code = body();
+    } catch (...) {
+      code = 98;
+    }
+    ::_exit(code);
+  }
+  if (pid < 0) return std::nullopt;
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > end) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt;
+}
+
+// Captures the library's log messages at `level` and above while alive.
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
+  explicit LogCapture(spdlog::level::level_enum level = spdlog::level::warn)
+      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
     sink_->set_pattern("%v");
     log().sinks().push_back(sink_);
     previous_ = log().level();
-    log().set_level(spdlog::level::warn);
+    log().set_level(level);
   }
   ~LogCapture() {
     auto& sinks = log().sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
     log().set_level(previous_);
   }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
   std::vector<std::string> messages() const { return sink_->last_formatted(); }
   std::size_t count(const std::string& needle) const {
     std::size_t n = 0;
@@ -101,6 +115,36 @@ class LogCapture {
  private:
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
   spdlog::level::level_enum previous_;
+};
+
+// Sets an environment variable for the life of the object.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1); else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1); else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Sets the process umask for the life of the object.
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t mask) : old_(::umask(mask)) {}
+  ~ScopedUmask() { ::umask(old_); }
+  ScopedUmask(const ScopedUmask&) = delete;
+  ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+ private:
+  mode_t old_;
 };
 
 }  // namespace attnjit::test

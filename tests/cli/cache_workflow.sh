@@ -8,8 +8,11 @@ rm -rf "$dir"
 mkdir -p "$dir"
 cache="$dir/cache"
 
-out=$("$bin" prewarm --manifest "$manifest" --arch sm_80,sm_90 --jobs 2 --cache-dir "$cache")
+# Under umask 000 too, the cache is private: directories 0700, files 0600.
+out=$(umask 000 && "$bin" prewarm --manifest "$manifest" --arch sm_80,sm_90 --jobs 2 --cache-dir "$cache")
 echo "$out" | grep -q "4 compiled, 0 already cached, 0 failed" || fail "first prewarm: $out"
+[ "$(find "$cache" -type d ! -perm 700 | wc -l)" = 0 ] || fail "modes: $(ls -laR "$cache")"
+[ "$(find "$cache" -type f ! -perm 600 | wc -l)" = 0 ] || fail "modes: $(ls -laR "$cache")"
 out=$("$bin" prewarm --manifest "$manifest" --arch sm_80,sm_90 --cache-dir "$cache")
 echo "$out" | grep -q "0 compiled, 4 already cached, 0 failed" || fail "second prewarm: $out"
 
@@ -25,6 +28,24 @@ out=$("$bin" cache list --arch sm_90 --cache-dir "$cache")
 
 out=$("$bin" cache verify --cache-dir "$cache")
 echo "$out" | grep -q "4 entries checked, 0 bad" || fail "verify: $out"
+
+# Readable names: what each entry is, then its key, in ls and in cache list.
+[ "$(find "$cache" -name 'bf16-d64-*.cubin' | wc -l)" = 4 ] || fail "file names: $(find "$cache")"
+"$bin" cache list --cache-dir "$cache" | grep -q "^sm_90 .* bf16-d64-[0-9a-f]* " ||
+  fail "list names"
+
+# An entry's pair of files copied over another's names: verify names it, the next prewarm
+# replaces it.
+set -- $(find "$cache" -path '*sm_80*' -name '*.cubin' | sort)
+cp "$1" "$2"
+cp "${1%.cubin}.json" "${2%.cubin}.json"
+if "$bin" cache verify --cache-dir "$cache" >"$dir/verify.out" 2>"$dir/verify.err"; then
+  fail "verify passed on a copied entry"
+fi
+grep -q "records key" "$dir/verify.err" || fail "verify did not name the copied entry"
+out=$("$bin" prewarm --manifest "$manifest" --arch sm_80,sm_90 --cache-dir "$cache" 2>&1)
+echo "$out" | grep -q "1 compiled, 3 already cached, 0 failed" || fail "prewarm over a copy: $out"
+"$bin" cache verify --cache-dir "$cache" >/dev/null || fail "verify after replacing the copy"
 
 # Flip bytes in the middle of one cubin: verify must name it and exit non-zero.
 cubin=$(find "$cache" -name '*.cubin' | sort | head -n 1)

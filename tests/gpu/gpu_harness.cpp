@@ -9,7 +9,7 @@
 #include <memory>
 #include <span>
 
-#include "cache/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 #include "reference/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"

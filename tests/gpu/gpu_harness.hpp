@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 #include "support/kernel_case.hpp"
 
 namespace attnjit::gpu_test {

@@ -9,7 +9,7 @@
 
 #include "attnjit/variant_args.cuh"
 #include "common/attention_problem.hpp"
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 #include "expr/expression.hpp"
 #include "reference/compare.hpp"
 #include "reference/random_inputs.hpp"

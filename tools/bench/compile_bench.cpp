@@ -21,10 +21,10 @@
 
 #include <fmt/format.h>
 
-#include "cache/kernel_cache.hpp"
-#include "cache/manifest.hpp"
+#include "jit/kernel_cache.hpp"
+#include "jit/manifest.hpp"
 #include "compile/nvrtc_compiler.hpp"
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 
 extern char** environ;
 

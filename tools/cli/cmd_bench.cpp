@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "cache/kernel_cache.hpp"
-#include "cache/manifest.hpp"
+#include "jit/kernel_cache.hpp"
+#include "jit/manifest.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "expr/block_analysis.hpp"

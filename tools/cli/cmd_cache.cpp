@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include "cache/cache_admin.hpp"
-#include "cache/kernel_cache.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
@@ -17,7 +16,7 @@ struct CacheOptions {
   std::string max_size;
 
   std::filesystem::path root() const {
-    return cache_dir.empty() ? default_cache_dir() : std::filesystem::path(cache_dir);
+    return cache_dir.empty() ? cache::default_cache_dir() : std::filesystem::path(cache_dir);
   }
 };
 
@@ -30,12 +29,12 @@ std::string human_size(std::uintmax_t bytes) {
 void run_list(const CacheOptions& options) {
   const auto entries = cache::list_entries(options.root());
   std::uintmax_t total = 0;
-  fmt::print("{:<7} {:<6} {:<32} {:>10} {:>5}  {}\n", "ARCH", "CUDA", "KEY", "SIZE", "AGE",
+  fmt::print("{:<7} {:<6} {:<42} {:>10} {:>5}  {}\n", "ARCH", "CUDA", "ENTRY", "SIZE", "AGE",
              "VARIANT");
   for (const auto& entry : entries) {
     if (!options.arch.empty() && entry.arch != options.arch) continue;
     total += entry.size;
-    fmt::print("{:<7} {:<6} {:<32} {:>10} {:>5}  {}\n", entry.arch, entry.cuda_version, entry.key,
+    fmt::print("{:<7} {:<6} {:<42} {:>10} {:>5}  {}\n", entry.arch, entry.cuda_version, entry.name,
                human_size(entry.size), cache::format_age(entry.age), entry.summary);
   }
   fmt::print("{} entries, {} in {}\n", entries.size(), human_size(total), options.root().string());
@@ -81,12 +80,12 @@ void add_cache_command(CLI::App& app) {
   add_dir(path);
   path->callback([options] { fmt::print("{}\n", options->root().string()); });
 
-  CLI::App* list = command->add_subcommand("list", "List entries: arch, CUDA, key, size, age, variant");
+  CLI::App* list = command->add_subcommand("list", "List entries: arch, CUDA, name, size, age, variant");
   add_dir(list);
   list->add_option("--arch", options->arch, "only this arch");
   list->callback([options] { run_list(*options); });
 
-  CLI::App* verify = command->add_subcommand("verify", "Check every entry's checksum (exit 1 if any is bad)");
+  CLI::App* verify = command->add_subcommand("verify", "Check every entry as the loader does (exit 1 if any is bad)");
   add_dir(verify);
   verify->callback([options] { run_verify(*options); });
 

@@ -5,8 +5,8 @@
 
 #include <fmt/core.h>
 
-#include "cache/kernel_cache.hpp"
-#include "cache/manifest.hpp"
+#include "jit/kernel_cache.hpp"
+#include "jit/manifest.hpp"
 #include "commands.hpp"
 #include "example_inputs.hpp"
 #include "common/error.hpp"

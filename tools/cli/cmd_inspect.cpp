@@ -2,7 +2,7 @@
 // resource report of the compiled kernel, or its cache key and path.
 #include <fmt/format.h>
 
-#include "cache/kernel_cache.hpp"
+#include "jit/kernel_cache.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
@@ -65,11 +65,10 @@ void run_inspect(const InspectOptions& options) {
   } else if (options.emit == "resources") {
     print_resources(spec, compile_variant(spec, arch, cache));
   } else {  // key
-    const std::string key = variant_cache_key(spec, arch);
-    const auto path = cache.binary_path(arch, nvrtc::nvrtc_version(), key, false);
+    const VariantCacheEntry entry = variant_cache_entry(spec, arch, cache);
     std::error_code ec;
-    fmt::print("key   {}\npath  {}{}\n", key, path.string(),
-               std::filesystem::exists(path, ec) ? "" : "  (not cached)");
+    fmt::print("key   {}\npath  {}{}\n", entry.key, entry.binary.string(),
+               std::filesystem::exists(entry.binary, ec) ? "" : "  (not cached)");
   }
 }
 

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "cache/kernel_cache.hpp"
-#include "cache/manifest.hpp"
+#include "jit/kernel_cache.hpp"
+#include "jit/manifest.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
@@ -70,11 +70,11 @@ void run_prewarm(const PrewarmOptions& options) {
   KernelCache cache{std::filesystem::path(options.cache_dir)};
   // Prewarming exists to fill the cache: a root that cannot hold it fails now, not after every
   // kernel was compiled into memory only.
-  std::error_code ec;
-  std::filesystem::create_directories(cache.root(), ec);
-  if (ec || !std::filesystem::is_directory(cache.root(), ec)) {
-    throw_error(Status::io, "cannot use {} as the cache directory: {}", cache.root().string(),
-                ec ? ec.message() : "not a directory");
+  try {
+    cache.store().create_root();  // private (0700) whatever the umask, and checked
+  } catch (const Error& e) {
+    throw_error(e.status(), "cannot use {} as the cache directory: {}", cache.root().string(),
+                e.what());
   }
   const int workers = std::clamp(
       options.jobs > 0 ? options.jobs : static_cast<int>(std::thread::hardware_concurrency()), 1,

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "attnjit/variant_args.cuh"
-#include "cache/manifest.hpp"
+#include "jit/manifest.hpp"
 
 namespace attnjit::cli {
 

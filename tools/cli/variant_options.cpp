@@ -3,7 +3,7 @@
 #include <bit>
 #include <charconv>
 
-#include "cache/manifest.hpp"
+#include "jit/manifest.hpp"
 #include "common/error.hpp"
 #include "expr/signature.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 
 namespace attnjit::cli {
 

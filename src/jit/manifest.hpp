@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 
 namespace attnjit {
 

@@ -1,10 +1,10 @@
-#include "cache/manifest.hpp"
+#include "jit/manifest.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <fstream>
 
-#include "cache_test_support.hpp"
+#include "../cache/cache_test_support.hpp"
 #include "common/error.hpp"
 
 using namespace attnjit;

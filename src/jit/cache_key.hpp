@@ -9,7 +9,7 @@
 
 #include "compile/embedded_templates.hpp"
 
-namespace attnjit::cache {
+namespace attnjit {
 
 struct KeyInputs {
   std::string_view source;                  // the generated kernel source
@@ -26,7 +26,4 @@ KeyInputs current_key_inputs(std::string_view source, std::string_view arch, boo
 // Every field is length-prefixed, so no two different inputs hash the same byte stream.
 std::string compute_key(const KeyInputs& inputs);
 
-// Checksum of a stored binary as the sidecar spells it: "xxh3-64:<16 hex digits>".
-std::string checksum(std::span<const char> bytes);
-
-}  // namespace attnjit::cache
+}  // namespace attnjit

@@ -1,18 +1,17 @@
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include "cache/cache_key.hpp"
-#include "cache/file_io.hpp"
-#include "cache/kernel_cache.hpp"
-#include "cache/manifest.hpp"
+#include "../cache/store_test_entries.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
-#include "../cache/cache_test_support.hpp"
+#include "jit/kernel_cache.hpp"
+#include "jit/manifest.hpp"
 
 using namespace attnjit;
+using attnjit::test::slurp;
 using attnjit::test::TempDir;
 
 namespace {
@@ -52,8 +51,10 @@ TEST_CASE("compile_variant compiles, then finds the kernel in memory and on disk
   CHECK(again.forward_resources.registers == first.forward_resources.registers);
   CHECK(again.config.block_m == first.config.block_m);
 
-  const auto sidecar = nlohmann::json::parse(cache::read_file(fresh.sidecar_path(
-      "sm_80", nvrtc::nvrtc_version(), first.key)).value());
+  const auto entry = variant_cache_entry(causal(), "sm_80", fresh);
+  CHECK(entry.binary == first.path);
+  const auto sidecar =
+      nlohmann::json::parse(slurp(std::filesystem::path(entry.binary).replace_extension(".json")));
   CHECK(sidecar["variant"]["mask"] == "q_idx >= kv_idx");
   CHECK(sidecar["variant"]["mask_index_only"] == true);
   CHECK(sidecar["variant"]["dtype"] == "bf16");
@@ -126,10 +127,43 @@ TEST_CASE("a variant's name is recorded in the sidecar and is not part of the ke
   CHECK(variant_cache_key(named, "sm_80") == variant_cache_key(causal(), "sm_80"));
   const KernelBinary binary = compile_variant(named, "sm_80", cache);
   const auto sidecar = nlohmann::json::parse(
-      cache::read_file(cache.sidecar_path("sm_80", nvrtc::nvrtc_version(), binary.key)).value());
+      slurp(std::filesystem::path(binary.path).replace_extension(".json")));
   CHECK(sidecar["variant"]["name"] == "causal");
   // The manifest names every spec it expands.
   for (const NamedVariantSpec& spec : expand_manifest(standard_manifest())) {
     CHECK(spec.spec.name == spec.name);
   }
+}
+
+TEST_CASE("a variant's cache files are named for what it is: <dtype>-d<head dim>-<key>", "[jit]") {
+  TempDir dir;
+  KernelCache cache(dir.path());
+  VariantSpec spec = causal();
+  spec.dtype = DType::fp16;
+  spec.head_dim = 128;
+  const auto entry = variant_cache_entry(spec, "sm_90", cache);
+  CHECK(entry.key == variant_cache_key(spec, "sm_90"));
+  CHECK(entry.binary == dir.path() / "v1" / "sm_90" / ("cuda-" + nvrtc::nvrtc_version()) /
+                            ("fp16-d128-" + entry.key + ".cubin"));
+  CHECK(variant_cache_entry(spec, "sm_90", cache, true).binary.filename().string() ==
+        "fp16-d128-" + variant_cache_key(spec, "sm_90", true) + ".ptx");
+}
+
+TEST_CASE("a stored kernel's configuration comes from its variant, never from the sidecar",
+          "[jit]") {
+  TempDir dir;
+  const KernelBinary stored = [&] {
+    KernelCache cache(dir.path());
+    return compile_variant(causal(), "sm_80", cache);
+  }();
+  const std::filesystem::path sidecar =
+      std::filesystem::path(stored.path).replace_extension(".json");
+  // A launch with too little shared memory, in a sidecar that is otherwise whole.
+  test::edit_sidecar(sidecar, [](nlohmann::json& json) { json["config"]["smem_bytes"] = 1; });
+
+  KernelCache fresh(dir.path());
+  const KernelBinary again = compile_variant(causal(), "sm_80", fresh);
+  CHECK(again.origin == KernelOrigin::compiled);
+  CHECK(again.config.smem_bytes == stored.config.smem_bytes);
+  CHECK(again.config.smem_bytes > 1);
 }

@@ -1,13 +1,14 @@
-#include "compile/variant_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cache/cache_key.hpp"
-#include "cache/kernel_cache.hpp"
-#include "cache/sidecar.hpp"
 #include "common/log.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "expr/expression.hpp"
+#include "jit/cache_key.hpp"
+#include "jit/kernel_cache.hpp"
+#include "jit/kernel_sidecar.hpp"
 
 namespace attnjit {
 namespace {
@@ -62,21 +63,36 @@ nlohmann::json describe(const VariantSpec& spec, const codegen::GeneratedKernel&
   return details;
 }
 
+// What the cache is asked for: the key of the generated source, and what a stored kernel must
+// agree with (the variant, the configuration derived from it).
+KernelRequest make_request(const VariantSpec& spec, const ParsedVariant& parsed,
+                           const codegen::GeneratedKernel& generated, const std::string& arch,
+                           bool ptx) {
+  KernelRequest request;
+  request.key = compute_key(current_key_inputs(generated.source, arch, ptx));
+  request.arch = arch;
+  request.ptx = ptx;
+  request.label = fmt::format("{}-d{}", dtype_short_name(spec.dtype), spec.head_dim);
+  request.config = generated.config;
+  request.variant = describe(spec, generated, parsed.mask, parsed.score);
+  return request;
+}
+
 // The kernel of a request that missed the in-process map: from the disk cache or NVRTC.
 VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& parsed,
                               const std::string& arch, KernelCache& cache, bool ptx,
-                              std::string request) {
+                              std::string request_text) {
   const int sm = nvrtc::arch_sm(arch);
   auto generated =
       codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim, sm);
-  const std::string key = cache::compute_key(cache::current_key_inputs(generated.source, arch, ptx));
-  const CacheLookup found = cache.get_or_compile(key, arch, ptx, [&] {
+  const KernelRequest request = make_request(spec, parsed, generated, arch, ptx);
+  const std::string& key = request.key;
+  const CacheLookup found = cache.get_or_compile(request, [&] {
     log().info("compiling kernel {} for {} (mask '{}', score '{}')", key, arch, spec.mask,
                spec.score);
     nvrtc::CompiledProgram program = nvrtc::compile_program(generated.source, arch, ptx);
     CompiledKernel compiled;
     compiled.binary.image = std::move(program.image);
-    compiled.binary.config = generated.config;
     if (const auto it = program.resources.find(codegen::kForwardEntry);
         it != program.resources.end()) {
       compiled.binary.forward_resources = it->second;
@@ -89,14 +105,13 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
       }
     }
     nlohmann::json resources = nlohmann::json::object();
-    for (const auto& [entry, usage] : program.resources) resources[entry] = cache::to_json(usage);
-    compiled.details = {{"variant", describe(spec, generated, parsed.mask, parsed.score)},
-                        {"options", program.options},
+    for (const auto& [entry, usage] : program.resources) resources[entry] = to_json(usage);
+    compiled.details = {{"options", program.options},
                         {"nvrtc_version", nvrtc::nvrtc_version()},
                         {"resources", resources}};
     return compiled;
   });
-  cache.remember_request(std::move(request), found.binary);
+  cache.remember_request(std::move(request_text), found.binary);
   return {found.binary, found.origin};
 }
 
@@ -114,7 +129,16 @@ codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm
 
 std::string variant_cache_key(const VariantSpec& spec, const std::string& arch, bool ptx) {
   const auto generated = generate_variant_source(spec, nvrtc::arch_sm(arch));
-  return cache::compute_key(cache::current_key_inputs(generated.source, arch, ptx));
+  return compute_key(current_key_inputs(generated.source, arch, ptx));
+}
+
+VariantCacheEntry variant_cache_entry(const VariantSpec& spec, const std::string& arch,
+                                      const KernelCache& cache, bool ptx) {
+  const ParsedVariant parsed = parse_variant(spec);
+  const auto generated = codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype,
+                                                         spec.head_dim, nvrtc::arch_sm(arch));
+  const KernelRequest request = make_request(spec, parsed, generated, arch, ptx);
+  return {request.key, cache.store().binary_path(cache.entry_id(request))};
 }
 
 VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,

@@ -1,4 +1,4 @@
-#include "cache/cache_key.hpp"
+#include "jit/cache_key.hpp"
 
 #include <xxhash.h>
 
@@ -8,7 +8,7 @@
 
 #include "compile/nvrtc_compiler.hpp"
 
-namespace attnjit::cache {
+namespace attnjit {
 namespace {
 
 class Hasher {
@@ -65,8 +65,4 @@ std::string compute_key(const KeyInputs& inputs) {
   return hasher.hex();
 }
 
-std::string checksum(std::span<const char> bytes) {
-  return fmt::format("xxh3-64:{:016x}", XXH3_64bits(bytes.data(), bytes.size()));
-}
-
-}  // namespace attnjit::cache
+}  // namespace attnjit

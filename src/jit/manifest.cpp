@@ -1,8 +1,11 @@
-#include "cache/manifest.hpp"
+#include "jit/manifest.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <set>
 
-#include "cache/file_io.hpp"
 #include "common/error.hpp"
 #include "expr/expression.hpp"
 
@@ -204,9 +207,11 @@ Manifest parse_manifest(std::string_view json_text, std::string_view source_name
 }
 
 Manifest load_manifest(const std::filesystem::path& path) {
-  const auto text = cache::read_file(path);
-  if (!text) throw_error(Status::io, "cannot read manifest {}: no such file", path.string());
-  return parse_manifest(*text, path.string());
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw_error(Status::io, "cannot read manifest {}: {}", path.string(), std::strerror(errno));
+  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  if (file.bad()) throw_error(Status::io, "cannot read manifest {}", path.string());
+  return parse_manifest(text, path.string());
 }
 
 const Manifest& standard_manifest() {

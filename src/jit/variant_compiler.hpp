@@ -2,11 +2,13 @@
 // parse -> lower -> generate source -> cache lookup -> NVRTC on a miss.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/variant_source.hpp"
+#include "compile/resource_usage.hpp"
 #include "expr/expression.hpp"
 #include "expr/signature.hpp"
 
@@ -20,14 +22,6 @@ struct VariantSpec {
   int head_dim = 128;
   std::string name;  // optional label for operators (a manifest's "causal"): recorded in the
                      // cache sidecar, not part of the cache key
-};
-
-struct ResourceUsage {
-  int registers = 0;
-  int shared_bytes = 0;  // static shared memory
-  int stack_frame_bytes = 0;
-  int spill_store_bytes = 0;
-  int spill_load_bytes = 0;
 };
 
 enum class KernelOrigin { memory, disk, compiled };
@@ -47,7 +41,7 @@ struct KernelBinary {
 
 namespace attnjit {
 
-class KernelCache;  // cache/kernel_cache.hpp
+class KernelCache;  // jit/kernel_cache.hpp
 
 // A variant's expressions, parsed and checked once: a Variant keeps them for its lifetime and
 // hands them to acquire_variant, so neither a forward call nor a kernel request parses again.
@@ -64,8 +58,17 @@ ParsedVariant parse_variant(const VariantSpec& spec);
 codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm);
 
 // The cache key of the variant's kernel: generates the source and hashes it with the templates,
-// options, NVRTC version and arch (cache/cache_key.hpp).
+// options, NVRTC version and arch (jit/cache_key.hpp).
 std::string variant_cache_key(const VariantSpec& spec, const std::string& arch, bool ptx = false);
+
+// The key and the file the variant's kernel has (or would have) in `cache`:
+// <root>/v1/<arch>/cuda-<version>/<dtype>-d<head dim>-<key>.cubin (or .ptx).
+struct VariantCacheEntry {
+  std::string key;
+  std::filesystem::path binary;
+};
+VariantCacheEntry variant_cache_entry(const VariantSpec& spec, const std::string& arch,
+                                      const KernelCache& cache, bool ptx = false);
 
 // The kernel of `spec` for `arch` ("sm_80" ... "sm_90a"), from the cache's memory, its disk, or
 // NVRTC, in that order; compiled kernels are stored. A compile failure throws

@@ -1,0 +1,131 @@
+#include "jit/kernel_sidecar.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/error.hpp"
+
+namespace attnjit {
+namespace {
+
+// Note: get<int>() on a JSON float out of int's range is undefined behaviour, and these numbers
+// come from a file on disk, so each must be an integer that fits (else the entry is refused).
+int int_field(const nlohmann::json& json, const char* key, std::int64_t min) {
+  const auto it = json.is_object() ? json.find(key) : json.end();
+  if (it == json.end()) throw Error(Status::cache, fmt::format("sidecar lacks '{}'", key));
+  const nlohmann::json& value = *it;
+  const bool fits =
+      value.is_number_integer() &&
+      (value.is_number_unsigned()
+           ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<int>::max())
+           : value.get<std::int64_t>() >= min &&
+                 value.get<std::int64_t>() <= std::numeric_limits<int>::max());
+  if (!fits) {
+    throw Error(Status::cache, fmt::format("sidecar: '{}' is not an int{}: {}", key,
+                                           min >= 0 ? " >= 0" : "", value.dump()));
+  }
+  return static_cast<int>(value.get<std::int64_t>());
+}
+
+bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) {
+  return a.block_m == b.block_m && a.block_n == b.block_n && a.num_warps == b.num_warps &&
+         a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const codegen::KernelConfig& config) {
+  return {{"block_m", config.block_m},       {"block_n", config.block_n},
+          {"num_warps", config.num_warps},   {"num_stages", config.num_stages},
+          {"smem_bytes", config.smem_bytes}};
+}
+
+nlohmann::json to_json(const ResourceUsage& usage) {
+  return {{"registers", usage.registers},
+          {"shared_bytes", usage.shared_bytes},
+          {"stack_frame_bytes", usage.stack_frame_bytes},
+          {"spill_store_bytes", usage.spill_store_bytes},
+          {"spill_load_bytes", usage.spill_load_bytes}};
+}
+
+codegen::KernelConfig config_from_json(const nlohmann::json& json) {
+  constexpr std::int64_t kAny = std::numeric_limits<int>::min();
+  codegen::KernelConfig config;
+  config.block_m = int_field(json, "block_m", kAny);
+  config.block_n = int_field(json, "block_n", kAny);
+  config.num_warps = int_field(json, "num_warps", kAny);
+  config.num_stages = int_field(json, "num_stages", kAny);
+  config.smem_bytes = int_field(json, "smem_bytes", kAny);
+  return config;
+}
+
+ResourceUsage resources_from_json(const nlohmann::json& json) {
+  ResourceUsage usage;
+  usage.registers = int_field(json, "registers", 0);
+  usage.shared_bytes = int_field(json, "shared_bytes", 0);
+  usage.stack_frame_bytes = int_field(json, "stack_frame_bytes", 0);
+  usage.spill_store_bytes = int_field(json, "spill_store_bytes", 0);
+  usage.spill_load_bytes = int_field(json, "spill_load_bytes", 0);
+  return usage;
+}
+
+std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::json& variant,
+                                 const codegen::KernelConfig& config) {
+  const nlohmann::json stored_variant = sidecar.value("variant", nlohmann::json());
+  for (const char* field : kVariantIdentityFields) {
+    if (!variant.contains(field)) continue;
+    const auto stored = stored_variant.is_object() ? stored_variant.find(field) : stored_variant.end();
+    if (stored == stored_variant.end() || *stored != variant[field]) {
+      return fmt::format("sidecar records variant {} {} but the request is for {}", field,
+                         stored == stored_variant.end() ? "(none)" : stored->dump(),
+                         variant[field].dump());
+    }
+  }
+  try {
+    const auto stored_config = sidecar.find("config");
+    if (stored_config == sidecar.end()) return "sidecar lacks 'config'";
+    if (!(config_from_json(*stored_config) == config)) {
+      return fmt::format("sidecar config {} is not the variant's {}", stored_config->dump(),
+                         to_json(config).dump());
+    }
+    const auto resources = sidecar.find("forward_resources");
+    if (resources == sidecar.end()) return "sidecar lacks 'forward_resources'";
+    resources_from_json(*resources);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+std::string variant_summary(const nlohmann::json& variant) {
+  if (!variant.is_object() || variant.empty()) return "(no variant description)";
+  std::string text = variant.contains("name") && variant["name"].is_string()
+                         ? variant["name"].get<std::string>() + ": "
+                         : std::string();
+  const auto text_field = [&variant](const char* key, const char* fallback) {
+    const auto it = variant.find(key);
+    return it != variant.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+  };
+  text += fmt::format("mask='{}' score='{}'", text_field("mask", ""), text_field("score", ""));
+  for (const char* list : {"params", "tensors"}) {
+    if (variant.contains(list) && variant[list].is_array() && !variant[list].empty()) {
+      std::vector<std::string> items;
+      for (const auto& item : variant[list]) {
+        items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+      }
+      text += fmt::format(" {}=[{}]", list, fmt::join(items, ","));
+    }
+  }
+  const auto head_dim = variant.find("head_dim");
+  text += fmt::format(" {} d{}", text_field("dtype", "?"),
+                      head_dim != variant.end() && head_dim->is_number_integer()
+                          ? head_dim->get<std::int64_t>()
+                          : 0);
+  return text;
+}
+
+}  // namespace attnjit

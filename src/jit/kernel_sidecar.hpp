@@ -1,0 +1,38 @@
+// What a kernel's sidecar records beyond the store's own fields (cache/sidecar.hpp), and the
+// checks of a stored kernel against the request that found it: the variant it was compiled for
+// and the launch configuration, which is derived from the variant, never taken from disk.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/variant_source.hpp"
+#include "compile/resource_usage.hpp"
+
+namespace attnjit {
+
+nlohmann::json to_json(const codegen::KernelConfig& config);
+nlohmann::json to_json(const ResourceUsage& usage);
+// Throw Error(cache) for a missing field or one that is not an int in range (non-negative
+// for resources).
+codegen::KernelConfig config_from_json(const nlohmann::json& json);
+ResourceUsage resources_from_json(const nlohmann::json& json);
+
+// The fields of a variant description ("variant" in the sidecar) that decide the kernel: the
+// canonical expressions, params, tensors, dtype and head dim. The name and the expressions as
+// written are for operators (two spellings of one expression share a kernel).
+inline constexpr const char* kVariantIdentityFields[] = {
+    "mask_canonical", "score_canonical", "params", "tensors", "dtype", "head_dim"};
+
+// Why a stored kernel's sidecar (checked by the store already) does not fit the request, or "":
+// every identity field the requested `variant` has must be equal in the sidecar's, its config
+// must be `config`, and its forward_resources must be well-formed.
+std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::json& variant,
+                                 const codegen::KernelConfig& config);
+
+// One line describing a variant description, for `attnjit cache list`:
+// "causal: mask='q_idx >= kv_idx' score='score' bf16 d128".
+std::string variant_summary(const nlohmann::json& variant);
+
+}  // namespace attnjit

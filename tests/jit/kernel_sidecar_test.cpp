@@ -1,0 +1,77 @@
+#include "jit/kernel_sidecar.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace attnjit;
+
+namespace {
+
+codegen::KernelConfig config() {
+  codegen::KernelConfig config;
+  config.block_m = 128;
+  config.block_n = 64;
+  config.num_warps = 8;
+  config.num_stages = 2;
+  config.smem_bytes = 65536;
+  return config;
+}
+
+nlohmann::json variant() {
+  return {{"name", "causal"},         {"mask", "q_idx>=kv_idx"}, {"mask_canonical", "q_idx >= kv_idx"},
+          {"score_canonical", "score"}, {"params", nlohmann::json::array()},
+          {"tensors", nlohmann::json::array()}, {"dtype", "bf16"}, {"head_dim", 128}};
+}
+
+nlohmann::json sidecar() {
+  return {{"variant", variant()}, {"config", to_json(config())}, {"forward_resources", to_json(ResourceUsage{})}};
+}
+
+}  // namespace
+
+TEST_CASE("a stored kernel fits a request with its variant's identity and configuration",
+          "[jit][sidecar]") {
+  CHECK(check_kernel_sidecar(sidecar(), variant(), config()).empty());
+  // Name and spelling are for operators: another name or spelling shares the kernel.
+  nlohmann::json renamed = variant();
+  renamed["name"] = "other";
+  renamed["mask"] = "q_idx >= kv_idx";
+  CHECK(check_kernel_sidecar(sidecar(), renamed, config()).empty());
+
+  for (const char* field : kVariantIdentityFields) {
+    INFO(field);
+    nlohmann::json other = variant();
+    other[field] = "something else";
+    CHECK_THAT(check_kernel_sidecar(sidecar(), other, config()),
+               Catch::Contains(std::string("records variant ") + field));
+  }
+  codegen::KernelConfig smaller = config();
+  smaller.smem_bytes = 1024;
+  CHECK_THAT(check_kernel_sidecar(sidecar(), variant(), smaller), Catch::Contains("is not the variant's"));
+  nlohmann::json no_config = sidecar();
+  no_config.erase("config");
+  CHECK(check_kernel_sidecar(no_config, variant(), config()) == "sidecar lacks 'config'");
+  nlohmann::json huge = sidecar();
+  huge["forward_resources"]["registers"] = 1e300;
+  CHECK_THAT(check_kernel_sidecar(huge, variant(), config()), Catch::Contains("'registers' is not an int"));
+}
+
+TEST_CASE("configurations and resources round-trip through JSON", "[jit][sidecar]") {
+  const codegen::KernelConfig parsed = config_from_json(to_json(config()));
+  CHECK(parsed.block_m == 128);
+  CHECK(parsed.smem_bytes == 65536);
+  ResourceUsage usage;
+  usage.registers = 96;
+  usage.spill_load_bytes = 4;
+  const ResourceUsage back = resources_from_json(to_json(usage));
+  CHECK(back.registers == 96);
+  CHECK(back.spill_load_bytes == 4);
+}
+
+TEST_CASE("a variant summary is one line for cache list", "[jit][sidecar]") {
+  CHECK(variant_summary(variant()) == "causal: mask='q_idx>=kv_idx' score='' bf16 d128");
+  nlohmann::json with_params = variant();
+  with_params["params"] = {"W:int"};
+  with_params["head_dim"] = "big";
+  CHECK(variant_summary(with_params) == "causal: mask='q_idx>=kv_idx' score='' params=[W:int] bf16 d0");
+  CHECK(variant_summary(nlohmann::json()) == "(no variant description)");
+}
