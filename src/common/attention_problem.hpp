@@ -29,7 +29,8 @@ struct Strides {
   std::int64_t row = 0;
 };
 
-// Contiguous strides of a [B, H, L, D] or [B, L, H, D] tensor.
+// Contiguous strides of a [B, H, L, D] or [B, L, H, D] tensor. Throws Error(invalid_argument)
+// when they do not fit in 64 bits.
 Strides layout_strides(Layout layout, int num_heads, int len, int head_dim);
 
 struct AttentionBuffers {
@@ -51,7 +52,9 @@ struct AttentionBuffers {
 float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 // Throws Error(invalid_argument) naming the first problem: non-positive sizes, GQA ratio,
-// null buffers, strides that let rows overlap.
+// null buffers, negative strides or rows that overlap, a view whose last element's offset
+// overflows 64 bits or wraps the address space, output elements that share memory (e.g. a head
+// stride of 0), an lse too large to address. Nothing is read or written before these checks.
 void validate_problem(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 }  // namespace attnjit
