@@ -1,9 +1,8 @@
 // attnjit_forward's checks of sizes and strides through the public C API (CPU backend), with
 // hostile values: each must come back as ATTNJIT_ERROR_INVALID_ARGUMENT before any memory is
 // touched, so a missing check shows as a crash or a sanitizer report, never as a pass.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -88,8 +87,8 @@ TEST_CASE("sizes whose products overflow 64 bits are refused") {
     p.args.batch = p.args.num_heads_q = p.args.num_heads_kv = kHuge;
     p.args.q_len = p.args.kv_len = kHuge;
     const std::int64_t row = kHeadDim, head = row * kHuge, batch = std::int64_t{1} << 62;
-    for (auto* strides : {&p.args.q_strides, &p.args.k_strides, &p.args.v_strides,
-                          &p.args.out_strides}) {
+    for (auto* strides :
+         {&p.args.q_strides, &p.args.k_strides, &p.args.v_strides, &p.args.out_strides}) {
       set_strides(*strides, batch, head, row);
     }
     CHECK(forward(v, p.args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
@@ -102,8 +101,8 @@ TEST_CASE("strides of INT64_MAX are refused before any memory is read") {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   const std::int64_t contiguous[3] = {2 * 4 * kHeadDim, 4 * kHeadDim, kHeadDim};
   const auto reset = [&] {
-    for (auto* strides : {&p.args.q_strides, &p.args.k_strides, &p.args.v_strides,
-                          &p.args.out_strides}) {
+    for (auto* strides :
+         {&p.args.q_strides, &p.args.k_strides, &p.args.v_strides, &p.args.out_strides}) {
       set_strides(*strides, contiguous[0], contiguous[1], contiguous[2]);
     }
   };
@@ -219,4 +218,24 @@ TEST_CASE("explicit strides equal to the layout's give the layout's result") {
   REQUIRE(forward(v, explicit_strides.args) == ATTNJIT_OK);
   CHECK(explicit_strides.out == from_layout.out);
   CHECK(explicit_strides.lse == from_layout.lse);
+}
+
+TEST_CASE("a NaN input comes back as NaN in the rows it reaches, with status OK") {
+  CpuVariant v;
+  Problem p(1, 2, 6);
+  for (std::size_t i = 0; i < p.input.size(); ++i)
+    p.input[i] = std::cos(0.11f * static_cast<float>(i));
+  // q = k = v: element 3 of head 1, row 2 is in query row 2 and key row 2 of head 1, so it
+  // reaches every row of head 1 (no mask) and nothing of head 0.
+  p.input[(1 * 6 + 2) * kHeadDim + 3] = std::numeric_limits<float>::quiet_NaN();
+  REQUIRE(forward(v, p.args) == ATTNJIT_OK);
+  for (int h = 0; h < 2; ++h) {
+    for (int row = 0; row < 6; ++row) {
+      INFO("h=" << h << " row=" << row);
+      const float lse = p.lse[static_cast<std::size_t>(h * 6 + row)];
+      const float first = p.out[static_cast<std::size_t>((h * 6 + row) * kHeadDim)];
+      CHECK(std::isnan(lse) == (h == 1));
+      CHECK(std::isnan(first) == (h == 1));
+    }
+  }
 }
