@@ -34,8 +34,8 @@ std::array<Dimension, 4> dimensions(const Strides& strides, int batch, int heads
 
 // Bytes from the first element of the view to one past its last, or nothing when that does not
 // fit in 63 bits. Strides are non-negative here.
-std::optional<std::int64_t> view_extent_bytes(const std::array<Dimension, 4>& dims,
-                                              std::size_t element_size) {
+std::optional<std::int64_t> extent_bytes(const std::array<Dimension, 4>& dims,
+                                         std::size_t element_size) {
   std::int64_t last = 0;
   for (const Dimension& dim : dims) {
     std::int64_t step = 0;
@@ -55,7 +55,7 @@ std::optional<std::int64_t> view_extent_bytes(const std::array<Dimension, 4>& di
 // overflows nor wraps around the address space.
 void check_addressable(const char* name, const void* data, const std::array<Dimension, 4>& dims,
                        std::size_t element_size) {
-  const auto bytes = view_extent_bytes(dims, element_size);
+  const auto bytes = extent_bytes(dims, element_size);
   const auto address = reinterpret_cast<std::uintptr_t>(data);
   if (!bytes || static_cast<std::uint64_t>(*bytes) > UINTPTR_MAX - address) {
     throw_error(Status::invalid_argument,
@@ -69,7 +69,7 @@ void check_addressable(const char* name, const void* data, const std::array<Dime
 // True when two elements of the view can share memory. Note: sufficient, not necessary: ordered
 // by stride, each dimension must step past everything the smaller ones reach. That is every
 // layout a tensor library produces (any permutation of dimensions, any padding); exotic
-// interleavings that happen not to collide are refused too. Needs view_extent_bytes to succeed.
+// interleavings that happen not to collide are refused too. Needs extent_bytes to succeed.
 bool view_overlaps(std::array<Dimension, 4> dims) {
   std::sort(dims.begin(), dims.end(),
             [](const Dimension& a, const Dimension& b) { return a.stride < b.stride; });
@@ -109,6 +109,19 @@ Strides layout_strides(Layout layout, int num_heads, int len, int head_dim) {
   return {batch, d, heads_d};
 }
 
+std::array<TensorView, 4> tensor_views(const AttentionShape& s, const AttentionBuffers& b) {
+  return {{{"query", b.q, b.q_strides, s.num_heads_q, s.q_len},
+           {"key", b.k, b.k_strides, s.num_heads_kv, s.kv_len},
+           {"value", b.v, b.v_strides, s.num_heads_kv, s.kv_len},
+           {"output", b.out, b.out_strides, s.num_heads_q, s.q_len}}};
+}
+
+std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const AttentionShape& shape,
+                                              std::size_t element_size) {
+  return extent_bytes(dimensions(view.strides, shape.batch, view.heads, view.len, shape.head_dim),
+                      element_size);
+}
+
 float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers) {
   if (buffers.scale != 0.0f) return buffers.scale;
   return static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
@@ -136,23 +149,15 @@ void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {
                 dtype_name(b.q_dtype), dtype_name(b.k_dtype), dtype_name(b.v_dtype));
   }
   const std::size_t element_size = dtype_size(b.q_dtype);
-  const struct {
-    const char* name;
-    const void* data;
-    const Strides& strides;
-    int heads;
-    int len;
-  } all[] = {{"query", b.q, b.q_strides, s.num_heads_q, s.q_len},
-             {"key", b.k, b.k_strides, s.num_heads_kv, s.kv_len},
-             {"value", b.v, b.v_strides, s.num_heads_kv, s.kv_len},
-             {"output", b.out, b.out_strides, s.num_heads_q, s.q_len}};
-  for (const auto& [name, data, st, heads, len] : all) {
+  for (const TensorView& view : tensor_views(s, b)) {
+    const Strides& st = view.strides;
     if (st.row < s.head_dim || st.batch < 0 || st.head < 0) {
       throw_error(Status::invalid_argument,
-                  "{} strides (batch={}, head={}, row={}) let rows of {} elements overlap", name,
-                  st.batch, st.head, st.row, s.head_dim);
+                  "{} strides (batch={}, head={}, row={}) let rows of {} elements overlap",
+                  view.name, st.batch, st.head, st.row, s.head_dim);
     }
-    check_addressable(name, data, dimensions(st, s.batch, heads, len, s.head_dim), element_size);
+    check_addressable(view.name, view.data,
+                      dimensions(st, s.batch, view.heads, view.len, s.head_dim), element_size);
   }
   // Note: inputs may share memory between heads or batches (reads only); output elements may not,
   // or two threads would write one element and the result would depend on their order.

@@ -2,7 +2,10 @@
 // Shared by the CPU reference, the CUDA dispatcher and the C API boundary.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace attnjit {
@@ -45,6 +48,25 @@ struct AttentionBuffers {
   Strides q_strides, k_strides, v_strides, out_strides;
   float scale = 0.0f;  // 0 means 1/sqrt(head_dim)
 };
+
+// One of the four [batch, heads, len, head_dim] tensors of a call, for the checks that go over
+// each of them.
+struct TensorView {
+  const char* name;  // "query", "key", "value", "output"
+  const void* data;
+  Strides strides;
+  int heads;
+  int len;
+};
+
+// query, key, value, output.
+std::array<TensorView, 4> tensor_views(const AttentionShape& shape,
+                                       const AttentionBuffers& buffers);
+
+// Bytes from the view's first element to one past its last, or nullopt when that does not fit in
+// 63 bits. Note: after validate_problem, it fits for every view of the call.
+std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const AttentionShape& shape,
+                                              std::size_t element_size);
 
 // The softmax scale applied: buffers.scale, or 1/sqrt(head_dim) (rounded once from double) when
 // it is 0. Note: the CPU reference and the CUDA launcher both call this, so they apply
