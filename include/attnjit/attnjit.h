@@ -173,7 +173,13 @@ typedef struct attnjit_forward_args {
   int q_len;
   int kv_len;
   attnjit_layout layout;
-  /* Optional explicit strides in elements (batch, head, row); all zero means from `layout`. */
+  /* Optional explicit strides in elements (batch, head, row); the head-dim stride is 1. All three
+   * zero: the strides of `layout`. Otherwise all three are used as given and each must be set:
+   * a partial set (say only the row stride) is refused with ATTNJIT_ERROR_INVALID_ARGUMENT, never
+   * completed, and a zero batch or head stride is only accepted where batch or the head count
+   * is 1. Strides are non-negative; every offset must fit in 64 bits (in bytes); inputs may
+   * overlap, but no two output elements may share memory (a head stride of 0, or heads closer
+   * than their rows reach, is refused). */
   int64_t q_strides[3], k_strides[3], v_strides[3], out_strides[3];
   float scale; /* 0: 1/sqrt(head_dim) */
   const attnjit_scalar* params; /* one per declared parameter, in declaration order */

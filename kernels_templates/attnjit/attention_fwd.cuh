@@ -566,8 +566,11 @@ struct AttentionForward {
       for (int r = 0; r < 2; ++r) {
         const float sum = quad_sum(softmax[mt].row_sum[r]);
         // Note: a row with a finite max has sum >= 1 (its max element contributes exp2(0));
-        // sum == 0 only for a fully masked row, which writes zeros and lse = -inf.
-        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        // sum == 0 only for a fully masked row, which writes zeros and lse = -inf. A NaN or
+        // +inf score makes the sum NaN (fmaxf drops a NaN from the max, exp2 does not), and
+        // that NaN must reach the row's output and lse, so the test is sum == 0, not sum > 0.
+        const bool masked_row = sum == 0.0f;
+        const float inv = masked_row ? 0.0f : 1.0f / sum;
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) {
           acc_o[mt][j][2 * r] *= inv;
@@ -576,7 +579,7 @@ struct AttentionForward {
         const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
         if (params.lse != nullptr && tig == 0 && q_idx < params.q_len) {
           const float lse =
-              sum > 0.0f ? (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2 : neg_infinity();
+              masked_row ? neg_infinity() : (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2;
           store_global_f32(
               params.lse + (static_cast<long long>(b) * params.num_heads_q + h) * params.q_len +
                   q_idx,

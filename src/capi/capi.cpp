@@ -149,10 +149,23 @@ attnjit::VariantSpec to_spec(const attnjit_variant_desc& desc) {
   return spec;
 }
 
-attnjit::Strides strides_or_layout(const int64_t (&explicit_strides)[3], int layout, int heads,
-                                   int len, int head_dim) {
-  if (explicit_strides[0] != 0 || explicit_strides[1] != 0 || explicit_strides[2] != 0) {
-    return {explicit_strides[0], explicit_strides[1], explicit_strides[2]};
+// All three strides zero: the layout's. Otherwise every stride is taken as given, so each must
+// be set: a zero batch or head stride is refused unless that dimension has a single index
+// (where it is never used), since leaving it zero would make every head (or batch) read the
+// first one.
+attnjit::Strides strides_or_layout(const char* name, const int64_t (&explicit_strides)[3],
+                                   int layout, int batch, int heads, int len, int head_dim) {
+  const int64_t batch_stride = explicit_strides[0], head_stride = explicit_strides[1],
+                row_stride = explicit_strides[2];
+  if (batch_stride != 0 || head_stride != 0 || row_stride != 0) {
+    if (row_stride == 0 || (batch_stride == 0 && batch > 1) || (head_stride == 0 && heads > 1)) {
+      attnjit::throw_error(attnjit::Status::invalid_argument,
+                           "{} = {{{}, {}, {}}} sets only some strides: set the batch, head and "
+                           "row strides, or none of them to use the layout (a zero stride is "
+                           "only accepted where batch or the head count is 1)",
+                           name, batch_stride, head_stride, row_stride);
+    }
+    return {batch_stride, head_stride, row_stride};
   }
   if (layout != ATTNJIT_LAYOUT_BHLD && layout != ATTNJIT_LAYOUT_BLHD) {
     attnjit::throw_error(attnjit::Status::invalid_argument, "unknown layout {}", layout);
@@ -175,10 +188,14 @@ attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   b.k_dtype = to_dtype(enum_value(a.k_dtype), "k");
   b.v_dtype = to_dtype(enum_value(a.v_dtype), "v");
   const int layout = enum_value(a.layout);
-  b.q_strides = strides_or_layout(a.q_strides, layout, a.num_heads_q, a.q_len, head_dim);
-  b.k_strides = strides_or_layout(a.k_strides, layout, a.num_heads_kv, a.kv_len, head_dim);
-  b.v_strides = strides_or_layout(a.v_strides, layout, a.num_heads_kv, a.kv_len, head_dim);
-  b.out_strides = strides_or_layout(a.out_strides, layout, a.num_heads_q, a.q_len, head_dim);
+  b.q_strides =
+      strides_or_layout("q_strides", a.q_strides, layout, a.batch, a.num_heads_q, a.q_len, head_dim);
+  b.k_strides = strides_or_layout("k_strides", a.k_strides, layout, a.batch, a.num_heads_kv,
+                                  a.kv_len, head_dim);
+  b.v_strides = strides_or_layout("v_strides", a.v_strides, layout, a.batch, a.num_heads_kv,
+                                  a.kv_len, head_dim);
+  b.out_strides = strides_or_layout("out_strides", a.out_strides, layout, a.batch,
+                                    a.num_heads_q, a.q_len, head_dim);
   b.scale = a.scale;
   if (a.num_params < 0 || a.num_tensors < 0 || (a.num_params > 0 && !a.params) ||
       (a.num_tensors > 0 && !a.tensors)) {

@@ -1,11 +1,89 @@
 #include "common/attention_problem.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <iterator>
+#include <optional>
 
 #include "common/error.hpp"
 
 namespace attnjit {
+namespace {
+
+// Note: sizes and strides come from callers (the C API passes them through unchecked), so every
+// product and sum over them is checked; a wrapped offset would address memory outside the buffer.
+bool mul_overflows(std::int64_t a, std::int64_t b, std::int64_t& result) {
+  return __builtin_mul_overflow(a, b, &result);
+}
+
+bool add_overflows(std::int64_t a, std::int64_t b, std::int64_t& result) {
+  return __builtin_add_overflow(a, b, &result);
+}
+
+// One dimension of a [batch, heads, len, head_dim] view: `extent` indices `stride` elements apart.
+struct Dimension {
+  std::int64_t extent;
+  std::int64_t stride;
+};
+
+std::array<Dimension, 4> dimensions(const Strides& strides, int batch, int heads, int len,
+                                    int head_dim) {
+  return {{{batch, strides.batch}, {heads, strides.head}, {len, strides.row}, {head_dim, 1}}};
+}
+
+// Bytes from the first element of the view to one past its last, or nothing when that does not
+// fit in 63 bits. Strides are non-negative here.
+std::optional<std::int64_t> extent_bytes(const std::array<Dimension, 4>& dims,
+                                         std::size_t element_size) {
+  std::int64_t last = 0;
+  for (const Dimension& dim : dims) {
+    std::int64_t step = 0;
+    if (mul_overflows(dim.extent - 1, dim.stride, step) || add_overflows(last, step, last)) {
+      return std::nullopt;
+    }
+  }
+  std::int64_t bytes = 0;
+  if (add_overflows(last, 1, last) ||
+      mul_overflows(last, static_cast<std::int64_t>(element_size), bytes)) {
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+// Throws unless every element of the view has an offset (in bytes, from `data`) that neither
+// overflows nor wraps around the address space.
+void check_addressable(const char* name, const void* data, const std::array<Dimension, 4>& dims,
+                       std::size_t element_size) {
+  const auto bytes = extent_bytes(dims, element_size);
+  const auto address = reinterpret_cast<std::uintptr_t>(data);
+  if (!bytes || static_cast<std::uint64_t>(*bytes) > UINTPTR_MAX - address) {
+    throw_error(Status::invalid_argument,
+                "{} [{}, {}, {}, {}] with strides ({}, {}, {}, {}) reaches past the end of the "
+                "address space",
+                name, dims[0].extent, dims[1].extent, dims[2].extent, dims[3].extent,
+                dims[0].stride, dims[1].stride, dims[2].stride, dims[3].stride);
+  }
+}
+
+// True when two elements of the view can share memory. Note: sufficient, not necessary: ordered
+// by stride, each dimension must step past everything the smaller ones reach. That is every
+// layout a tensor library produces (any permutation of dimensions, any padding); exotic
+// interleavings that happen not to collide are refused too. Needs extent_bytes to succeed.
+bool view_overlaps(std::array<Dimension, 4> dims) {
+  std::sort(dims.begin(), dims.end(),
+            [](const Dimension& a, const Dimension& b) { return a.stride < b.stride; });
+  std::int64_t reach = 1;  // elements spanned by the dimensions so far
+  for (const Dimension& dim : dims) {
+    if (dim.extent == 1) continue;  // its stride is never used
+    if (dim.stride < reach) return true;
+    reach += (dim.extent - 1) * dim.stride;
+  }
+  return false;
+}
+
+}  // namespace
 
 namespace {
 
@@ -36,8 +114,28 @@ std::size_t dtype_size(DType dtype) { return dtype == DType::fp32 ? 4 : 2; }
 Strides layout_strides(Layout layout, int num_heads, int len, int head_dim) {
   // Note: in 64 bits from the first product; num_heads * len alone can overflow int.
   const std::int64_t d = head_dim, heads = num_heads, rows = len;
-  if (layout == Layout::bhld) return {heads * rows * d, rows * d, d};
-  return {rows * heads * d, d, heads * d};
+  std::int64_t rows_d = 0, heads_d = 0, batch = 0;
+  if (mul_overflows(rows, d, rows_d) || mul_overflows(heads, d, heads_d) ||
+      mul_overflows(heads, rows_d, batch)) {
+    throw_error(Status::invalid_argument,
+                "a tensor of {} heads x {} rows x {} elements is too large to address", num_heads,
+                len, head_dim);
+  }
+  if (layout == Layout::bhld) return {batch, rows_d, d};
+  return {batch, d, heads_d};
+}
+
+std::array<TensorView, 4> tensor_views(const AttentionShape& s, const AttentionBuffers& b) {
+  return {{{"query", b.q, b.q_strides, s.num_heads_q, s.q_len},
+           {"key", b.k, b.k_strides, s.num_heads_kv, s.kv_len},
+           {"value", b.v, b.v_strides, s.num_heads_kv, s.kv_len},
+           {"output", b.out, b.out_strides, s.num_heads_q, s.q_len}}};
+}
+
+std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const AttentionShape& shape,
+                                              std::size_t element_size) {
+  return extent_bytes(dimensions(view.strides, shape.batch, view.heads, view.len, shape.head_dim),
+                      element_size);
 }
 
 float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers) {
@@ -66,17 +164,30 @@ void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {
                 "query, key and value must have the same dtype; got {}, {} and {}",
                 dtype_name(b.q_dtype), dtype_name(b.k_dtype), dtype_name(b.v_dtype));
   }
-  const struct {
-    const char* name;
-    const Strides& strides;
-  } all[] = {{"query", b.q_strides}, {"key", b.k_strides}, {"value", b.v_strides},
-             {"output", b.out_strides}};
-  for (const auto& [name, st] : all) {
+  const std::size_t element_size = dtype_size(b.q_dtype);
+  for (const TensorView& view : tensor_views(s, b)) {
+    const Strides& st = view.strides;
     if (st.row < s.head_dim || st.batch < 0 || st.head < 0) {
       throw_error(Status::invalid_argument,
-                  "{} strides (batch={}, head={}, row={}) let rows of {} elements overlap", name,
-                  st.batch, st.head, st.row, s.head_dim);
+                  "{} strides (batch={}, head={}, row={}) let rows of {} elements overlap",
+                  view.name, st.batch, st.head, st.row, s.head_dim);
     }
+    check_addressable(view.name, view.data,
+                      dimensions(st, s.batch, view.heads, view.len, s.head_dim), element_size);
+  }
+  // Note: inputs may share memory between heads or batches (reads only); output elements may not,
+  // or two threads would write one element and the result would depend on their order.
+  if (view_overlaps(dimensions(b.out_strides, s.batch, s.num_heads_q, s.q_len, s.head_dim))) {
+    throw_error(Status::invalid_argument,
+                "output strides (batch={}, head={}, row={}) make elements of [batch={}, "
+                "heads={}, len={}, head_dim={}] overlap; every output element needs its own memory",
+                b.out_strides.batch, b.out_strides.head, b.out_strides.row, s.batch,
+                s.num_heads_q, s.q_len, s.head_dim);
+  }
+  if (b.lse != nullptr) {
+    const Strides lse_strides{std::int64_t{s.num_heads_q} * s.q_len, s.q_len, 1};
+    check_addressable("lse", b.lse, dimensions(lse_strides, s.batch, s.num_heads_q, s.q_len, 1),
+                      sizeof(float));
   }
 }
 

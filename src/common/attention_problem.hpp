@@ -2,7 +2,10 @@
 // Shared by the CPU reference, the CUDA dispatcher and the C API boundary.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace attnjit {
@@ -30,7 +33,8 @@ struct Strides {
   std::int64_t row = 0;
 };
 
-// Contiguous strides of a [B, H, L, D] or [B, L, H, D] tensor.
+// Contiguous strides of a [B, H, L, D] or [B, L, H, D] tensor. Throws Error(invalid_argument)
+// when they do not fit in 64 bits.
 Strides layout_strides(Layout layout, int num_heads, int len, int head_dim);
 
 struct AttentionBuffers {
@@ -46,13 +50,34 @@ struct AttentionBuffers {
   float scale = 0.0f;  // 0 means 1/sqrt(head_dim)
 };
 
+// One of the four [batch, heads, len, head_dim] tensors of a call, for the checks that go over
+// each of them.
+struct TensorView {
+  const char* name;  // "query", "key", "value", "output"
+  const void* data;
+  Strides strides;
+  int heads;
+  int len;
+};
+
+// query, key, value, output.
+std::array<TensorView, 4> tensor_views(const AttentionShape& shape,
+                                       const AttentionBuffers& buffers);
+
+// Bytes from the view's first element to one past its last, or nullopt when that does not fit in
+// 63 bits. Note: after validate_problem, it fits for every view of the call.
+std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const AttentionShape& shape,
+                                              std::size_t element_size);
+
 // The softmax scale applied: buffers.scale, or 1/sqrt(head_dim) (rounded once from double) when
 // it is 0. Note: the CPU reference and the CUDA launcher both call this, so they apply
 // bit-identical scales.
 float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 // Throws Error(invalid_argument) naming the first problem: non-positive sizes, GQA ratio,
-// null buffers, strides that let rows overlap.
+// null buffers, negative strides or rows that overlap, a view whose last element's offset
+// overflows 64 bits or wraps the address space, output elements that share memory (e.g. a head
+// stride of 0), an lse too large to address. Nothing is read or written before these checks.
 void validate_problem(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 }  // namespace attnjit

@@ -1,9 +1,9 @@
 #include "jit/manifest.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <set>
 
 #include "common/error.hpp"
@@ -16,6 +16,31 @@ using nlohmann::json;
 
 constexpr int kMaxJsonDepth = 64;
 
+// The deepest nesting of arrays and objects in `text`, from its brackets outside strings. Exact
+// for valid JSON, which is all the parser accepts.
+std::size_t json_nesting_depth(std::string_view text) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 class ManifestParser {
  public:
   explicit ManifestParser(std::string_view source) : source_(source) {}
@@ -26,17 +51,20 @@ class ManifestParser {
   }
 
   Manifest parse(std::string_view text) {
-    json root;
+    if (text.size() > kMaxManifestBytes) {
+      fail("", fmt::format("the manifest is larger than {} bytes", kMaxManifestBytes));
+    }
     // Note: nlohmann::json parses iteratively but copies and compares recursively, so a deeply
-    // nested manifest (say 100000 '[' in "example") would overflow the stack after parsing.
-    const json::parser_callback_t limit_depth = [this](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxJsonDepth) {
-        fail("", fmt::format("JSON nests deeper than {} levels", kMaxJsonDepth));
-      }
-      return true;
-    };
+    // nested manifest (say 100000 '[' in "example") would overflow the stack after parsing. The
+    // depth is checked on the text first: a parser callback could do it, but nlohmann's callback
+    // parser rescans an array's elements at the end of each object in it, quadratic in the size
+    // of an array of objects.
+    if (json_nesting_depth(text) > kMaxJsonDepth) {
+      fail("", fmt::format("JSON nests deeper than {} levels", kMaxJsonDepth));
+    }
+    json root;
     try {
-      root = json::parse(text, limit_depth);
+      root = json::parse(text);
     } catch (const json::parse_error& e) {
       const auto [line, column] = line_column(text, e.byte);
       throw_error(Status::invalid_argument, "{}: line {}, column {}: invalid JSON: {}", source_,
@@ -209,8 +237,12 @@ Manifest parse_manifest(std::string_view json_text, std::string_view source_name
 Manifest load_manifest(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw_error(Status::io, "cannot read manifest {}: {}", path.string(), std::strerror(errno));
-  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  // Note: one byte more than a manifest may have, so an oversized file (or /dev/zero) is refused
+  // by parse_manifest without being read whole.
+  std::string text(kMaxManifestBytes + 1, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (file.bad()) throw_error(Status::io, "cannot read manifest {}", path.string());
+  text.resize(static_cast<std::size_t>(file.gcount()));
   return parse_manifest(text, path.string());
 }
 

@@ -9,6 +9,7 @@
 // the demo uses and is kept as is.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -40,11 +41,16 @@ struct NamedVariantSpec {
   VariantSpec spec;
 };
 
-// Parses and checks a manifest: the JSON, every field's type, unknown fields, duplicate names,
-// params/tensors declarations and both expressions. Throws Error(invalid_argument) as
+// A manifest lists variants: anything larger is refused before parsing.
+constexpr std::size_t kMaxManifestBytes = std::size_t{1} << 20;
+
+// Parses and checks a manifest: its size, nesting depth (64), the JSON, every field's type,
+// unknown fields, duplicate names, params/tensors declarations and both expressions, in time
+// linear in its size. Throws Error(invalid_argument) as
 //   "<source>: <JSON pointer>: <reason>", e.g. "m.json: /variants/2/params/0: invalid ...".
 Manifest parse_manifest(std::string_view json_text, std::string_view source_name);
-// Reads and parses a file. Throws Error(io) when it cannot be read.
+// Reads (at most kMaxManifestBytes + 1 bytes) and parses a file. Throws Error(io) when it cannot
+// be read.
 Manifest load_manifest(const std::filesystem::path& path);
 
 // cache/standard.json as embedded in the library at build time.

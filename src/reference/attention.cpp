@@ -179,11 +179,14 @@ void accumulate_tile(const Job& job, const TileBounds& tile, TileClass tile_clas
       float s = job.scale * scores[c];
       if (!job.score_is_identity) s = expr::evaluate_score(job.score, job.args, at, s);
       scores[c] = s;
-      tile_max = std::max(tile_max, s);
+      tile_max = max_keeping_nan(tile_max, s);
     }
 
+    // Note: a NaN score (from NaN or inf in q or k, or from the score expression) makes the
+    // running max NaN, and with it the row's output and lse: a row it reaches never passes for
+    // a masked one. A +inf score gives exp(inf - inf) = NaN below, to the same effect.
     float& running_max = scratch.row_max[r];
-    const float new_max = std::max(running_max, tile_max);
+    const float new_max = max_keeping_nan(running_max, tile_max);
     if (new_max == kNegInf) continue;  // nothing kept in this row so far
     // Note: exp(-inf - finite) is 0, so a row's first kept tile starts from a clean slate.
     const float correction = std::exp(running_max - new_max);
@@ -210,7 +213,8 @@ void write_rows(const Job& job, int b, int h, int q_begin, int rows, Scratch& sc
     const int q_idx = q_begin + r;
     float* acc = scratch.acc.data() + static_cast<std::size_t>(r) * head_dim;
     const float sum = scratch.row_sum[r];
-    const bool empty_row = !(sum > 0.0f);  // nothing kept, or every kept score -inf
+    // Note: recognised by its max, not its sum, so that a NaN sum reaches the output.
+    const bool empty_row = scratch.row_max[r] == kNegInf;  // nothing kept, or all kept -inf
     if (empty_row) {
       std::fill(acc, acc + head_dim, 0.0f);
     } else {

@@ -7,8 +7,10 @@
 //   lse[b, h, i] = log(sum_j exp(s'))                         natural log, over kept pairs only
 //
 // with group = num_heads_q / num_heads_kv (GQA / MQA). A row with no kept pair, or whose kept
-// scores are all -inf, gets a zero output and lse = -inf, never NaN. The output is written in
-// the dtype of q, rounded to nearest even.
+// scores are all -inf, gets a zero output and lse = -inf, never NaN. A row with a kept score that
+// is NaN or +inf (NaN or inf in q or k, or made by the score expression) gets NaN output and
+// lse, as in FlashAttention: bad input shows where it lands instead of passing for a masked row.
+// The output is written in the dtype of q, rounded to nearest even.
 //
 // Like the GPU kernels it walks (q-tile, kv-tile) blocks with an fp32 online softmax per row,
 // asks the block analysis (expr::classify_tile) about each tile, skips empty tiles and skips the

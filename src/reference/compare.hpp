@@ -2,8 +2,9 @@
 // from naive_attention. One error measure per result, in the style of ggml's backend tests:
 //   max_abs_error  largest |actual - expected| over finite pairs
 //   nmse           normalised mean squared error, sum (actual - expected)^2 / sum expected^2
-//   non_finite     actual NaN / inf where the reference is finite, or an infinity that does not
-//                  match the reference's (an lse of -inf matching -inf is simply correct)
+//   non_finite     actual NaN / inf where the reference is finite, or a non-finite value that
+//                  does not match the reference's (an lse of -inf matching -inf, or NaN where
+//                  the reference is NaN, is simply correct)
 #pragma once
 
 #include <cstdint>

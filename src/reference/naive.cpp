@@ -66,7 +66,7 @@ void naive_attention(const expr::Expression& mask, const expr::Expression& score
           }
           scores[j] = s;
           any_kept = true;
-          max_score = std::max(max_score, s);
+          max_score = max_keeping_nan(max_score, s);  // a NaN score makes the row NaN
         }
         if (!any_kept || max_score == kNegInf) continue;  // zero output, lse -inf
 

@@ -117,6 +117,11 @@ float HostTensor::at(int b, int h, int row, int d) const {
                        b * strides_.batch + h * strides_.head + row * strides_.row + d);
 }
 
+void HostTensor::set(int b, int h, int row, int d, float value) {
+  store_from_float(data(), dtype_, b * strides_.batch + h * strides_.head + row * strides_.row + d,
+                   value);
+}
+
 void HostTensor::fill_random(std::uint64_t seed, Distribution distribution) {
   Generator generator(seed);
   for (int b = 0; b < batch_; ++b) {

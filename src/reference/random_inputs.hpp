@@ -42,6 +42,8 @@ class HostTensor {
 
   // Element (b, h, row, d) widened to float.
   float at(int b, int h, int row, int d) const;
+  // Element (b, h, row, d) = value, rounded to the dtype (tests plant NaN and inf this way).
+  void set(int b, int h, int row, int d, float value);
 
   // The logical elements, padding skipped; the padding keeps what it had (NaN after fill_nan).
   void fill_random(std::uint64_t seed, Distribution distribution = Distribution::normal);

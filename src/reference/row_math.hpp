@@ -64,6 +64,13 @@ inline void dot_rows_fp32(const float* __restrict q, const float* __restrict k_t
   }
 }
 
+// The larger of a and b, or NaN when either is NaN. Note: std::max and fmax drop a NaN, which
+// would turn a row whose scores are NaN into one that looks fully masked.
+template <typename T>
+inline T max_keeping_nan(T a, T b) {
+  return (a != a || a > b) ? a : b;
+}
+
 // y += alpha * x
 inline void axpy_fp32(float alpha, const float* __restrict x, float* __restrict y, int n) {
   for (int d = 0; d < n; ++d) y[d] += alpha * x[d];

@@ -122,13 +122,6 @@ void check_device_buffer(const char* what, const void* pointer, std::size_t byte
   }
 }
 
-// Bytes from the first to one past the last element of a [batch, heads, len, head_dim] view.
-std::size_t view_bytes(const Strides& s, int batch, int heads, int len, int head_dim,
-                       std::size_t element) {
-  const std::int64_t last = (batch - 1) * s.batch + (heads - 1) * s.head + (len - 1) * s.row;
-  return static_cast<std::size_t>(last + head_dim) * element;
-}
-
 void check_strides(const char* what, const Strides& s, std::size_t element) {
   const struct {
     const char* name;
@@ -191,22 +184,12 @@ void check_tensor_args(const expr::Signature& signature, const VariantArgs& args
 void check_buffers(const AttentionShape& s, const AttentionBuffers& b, const DeviceInfo& device,
                    const ContextRef& context) {
   const std::size_t element = dtype_size(b.q_dtype);
-  const struct {
-    const char* name;
-    const void* pointer;
-    const Strides& strides;
-    int heads;
-    int len;
-  } all[] = {{"query", b.q, b.q_strides, s.num_heads_q, s.q_len},
-             {"key", b.k, b.k_strides, s.num_heads_kv, s.kv_len},
-             {"value", b.v, b.v_strides, s.num_heads_kv, s.kv_len},
-             {"output", b.out, b.out_strides, s.num_heads_q, s.q_len}};
-  for (const auto& buffer : all) {
-    check_strides(buffer.name, buffer.strides, element);
-    check_device_buffer(
-        buffer.name, buffer.pointer,
-        view_bytes(buffer.strides, s.batch, buffer.heads, buffer.len, s.head_dim, element),
-        kVectorAlignment, device, context);
+  for (const TensorView& view : tensor_views(s, b)) {
+    check_strides(view.name, view.strides, element);
+    // Note: validate_problem ran first, so the extent fits.
+    check_device_buffer(view.name, view.data,
+                        static_cast<std::size_t>(view_extent_bytes(view, s, element).value()),
+                        kVectorAlignment, device, context);
   }
   if (b.lse != nullptr) {
     const std::size_t rows = static_cast<std::size_t>(s.batch) * s.num_heads_q * s.q_len;

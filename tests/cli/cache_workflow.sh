@@ -25,6 +25,17 @@ echo "$out" | grep -q "^4 entries" || fail "list: $out"
 echo "$out" | grep -q "sm_80 .*mask='q_idx >= kv_idx' .*bf16 d64" || fail "list summary: $out"
 out=$("$bin" cache list --arch sm_90 --cache-dir "$cache")
 [ "$(echo "$out" | grep -c '^sm_90 ')" = 2 ] || fail "list --arch: $out"
+echo "$out" | grep -q "^2 entries for sm_90 (4 in all), " || fail "list --arch footer: $out"
+
+# An empty filter is an error, never "no filter" (which would clear everything).
+for filter in --max-size --older-than --arch --cache-dir; do
+  if "$bin" cache clear "$filter" '' --cache-dir "$cache" >"$dir/empty.out" 2>&1; then
+    fail "cache clear $filter '' succeeded: $(cat "$dir/empty.out")"
+  fi
+  grep -q -- "$filter: an empty value is not allowed" "$dir/empty.out" ||
+    fail "cache clear $filter '': $(cat "$dir/empty.out")"
+done
+"$bin" cache list --cache-dir "$cache" | grep -q "^4 entries" || fail "empty filters removed entries"
 
 out=$("$bin" cache verify --cache-dir "$cache")
 echo "$out" | grep -q "4 entries checked, 0 bad" || fail "verify: $out"

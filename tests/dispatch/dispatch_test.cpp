@@ -45,7 +45,10 @@ class EmulatedDevice {
         reinterpret_cast<AttnjitFakeAllocations>(dlsym(handle, "attnjit_fake_cuda_allocations"));
     launch_count_ =
         reinterpret_cast<AttnjitFakeLaunchCount>(dlsym(handle, "attnjit_fake_cuda_launch_count"));
-    if (set_launcher_ == nullptr || allocations_ == nullptr || launch_count_ == nullptr) {
+    param_info_past_end_ = reinterpret_cast<AttnjitFakeParamInfoPastEnd>(
+        dlsym(handle, "attnjit_fake_cuda_param_info_past_end"));
+    if (set_launcher_ == nullptr || allocations_ == nullptr || launch_count_ == nullptr ||
+        param_info_past_end_ == nullptr) {
       throw std::runtime_error(driver::driver_library_path() + " is not the fake CUDA driver");
     }
     set_launcher_(&EmulatedDevice::launch, this);
@@ -59,6 +62,7 @@ class EmulatedDevice {
   }
   const std::string& error() const { return error_; }
   int launch_count() const { return launch_count_(); }
+  int param_info_past_end() const { return param_info_past_end_(); }
 
  private:
   static int launch(const AttnjitFakeLaunch* launch, void* user) {
@@ -90,6 +94,7 @@ class EmulatedDevice {
   AttnjitFakeSetLauncher set_launcher_ = nullptr;
   AttnjitFakeAllocations allocations_ = nullptr;
   AttnjitFakeLaunchCount launch_count_ = nullptr;
+  AttnjitFakeParamInfoPastEnd param_info_past_end_ = nullptr;
   const simt::SimtModule* module_ = nullptr;
   int kernel_ = 0;
   std::string error_;
@@ -181,6 +186,19 @@ TEST_CASE("fake device: a mask reading a tensor launches its summary first", "[d
   const int middle = device().launch_count();
   check_through_backend({plain});
   CHECK(device().launch_count() - middle == 1);
+}
+
+TEST_CASE("fake device: the parameter check never asks past a kernel's last parameter",
+          "[dispatch]") {
+  // A document mask loads both kernels: the forward (1 parameter) and the summary (6).
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(90, 3, true, 1)};
+  doc.shape = shape(1, 1, 1, 90, 90);
+  const int launches_before = device().launch_count();
+  check_through_backend({doc});
+  CHECK(device().launch_count() >= launches_before + 2);
+  CHECK(device().param_info_past_end() == 0);
 }
 
 TEST_CASE("fake device: the C API's cuda backend", "[dispatch]") {

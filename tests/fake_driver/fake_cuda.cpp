@@ -10,32 +10,31 @@
 // (the CLI, the C API) runs on the fake device with real results. The device it pretends to be is set by
 // ATTNJIT_FAKE_CUDA_SM (default 90; e.g. 75 for a device attnjit must refuse) and
 // ATTNJIT_FAKE_CUDA_DEVICES (default 1; 0 makes cuInit answer CUDA_ERROR_NO_DEVICE).
-#include <cuda.h>
+#include "fake_cuda.h"
 
+#include <cuda.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "attnjit/fwd_params.cuh"
 #include "codegen/variant_source.hpp"
 #include "expr/expression.hpp"
 #include "expr/signature.hpp"
-#include "fake_cuda.h"
 #include "simt_module.hpp"
 
 namespace {
@@ -66,6 +65,9 @@ struct State {
   AttnjitFakeLauncher launcher = nullptr;
   void* launcher_user = nullptr;
   int launches = 0;
+  // cuFuncGetParamInfo calls for an index past the last parameter: the real driver answers them
+  // with CUDA_ERROR_INVALID_VALUE and compute-sanitizer reports each one.
+  std::atomic<int> param_info_past_end{0};
 };
 
 // Note: never destroyed, because the backend frees its workspaces and modules from static
@@ -235,6 +237,10 @@ ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_allocations(AttnjitFakeRange* out, int
 
 ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_launch_count() { return state().launches; }
 
+ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_param_info_past_end() {
+  return state().param_info_past_end.load();
+}
+
 // ---- Initialisation, errors, devices.
 CUresult CUDAAPI cuInit(unsigned int) {
   return env_int("ATTNJIT_FAKE_CUDA_DEVICES", 1) > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
@@ -370,13 +376,16 @@ CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, 
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset,
                                     size_t* size) {
   static const std::size_t summary[][2] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
-  if (reinterpret_cast<Function*>(function)->name == "attnjit_fwd") {
-    if (index != 0) return CUDA_ERROR_INVALID_VALUE;
+  const bool forward = reinterpret_cast<Function*>(function)->name == "attnjit_fwd";
+  if (index >= (forward ? 1u : std::size(summary))) {
+    ++state().param_info_past_end;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (forward) {
     *offset = 0;
     *size = sizeof(attnjit::FwdParams);
     return CUDA_SUCCESS;
   }
-  if (index >= 6) return CUDA_ERROR_INVALID_VALUE;
   *offset = summary[index][0];
   *size = summary[index][1];
   return CUDA_SUCCESS;

@@ -30,6 +30,9 @@ typedef void (*AttnjitFakeSetLauncher)(AttnjitFakeLauncher launcher, void* user)
 /* Writes up to `capacity` live allocations to `out`; returns how many there are. */
 typedef int (*AttnjitFakeAllocations)(AttnjitFakeRange* out, int capacity);
 typedef int (*AttnjitFakeLaunchCount)(void);
+/* attnjit_fake_cuda_param_info_past_end: cuFuncGetParamInfo calls for an index past the kernel's
+   last parameter so far (each is a compute-sanitizer error on a real device). */
+typedef int (*AttnjitFakeParamInfoPastEnd)(void);
 
 #ifdef __cplusplus
 }

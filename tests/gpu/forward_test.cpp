@@ -106,6 +106,14 @@ TEST_CASE("fully masked rows give zeros and an lse of -inf", "[gpu]") {
   check_cases({c, none, odd_rows, with(c, DType::fp16, Layout::blhd, 128)});
 }
 
+TEST_CASE("NaN and +inf inputs make exactly the rows they reach NaN", "[gpu]") {
+  std::vector<KernelCase> cases = non_finite_inputs(64);
+  for (const KernelCase& c : non_finite_inputs(128)) {
+    cases.push_back(with(c, DType::fp16, Layout::blhd, 128));
+  }
+  check_cases(cases);
+}
+
 TEST_CASE("changing parameters and tensors needs no recompilation", "[gpu]") {
   KernelCase c;
   c.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";

@@ -1,8 +1,9 @@
 #include "jit/manifest.hpp"
 
 #include <catch2/catch.hpp>
-
+#include <chrono>
 #include <fstream>
+#include <string>
 
 #include "../cache/cache_test_support.hpp"
 #include "common/error.hpp"
@@ -99,4 +100,56 @@ TEST_CASE("load_manifest reads a file and reports a missing one", "[manifest]") 
     CHECK(e.status() == Status::io);
     CHECK_THAT(e.what(), Catch::Matchers::Contains("missing.json"));
   }
+}
+
+namespace {
+
+// A valid manifest whose variant's "example" holds `count` empty objects in one array.
+std::string manifest_with_objects(std::size_t count) {
+  std::string objects;
+  for (std::size_t i = 0; i < count; ++i) objects += i == 0 ? "{}" : ",{}";
+  return R"({"version": 1, "variants": [{"name": "a", "example": {"x": [)" + objects + "]}}]}";
+}
+
+}  // namespace
+
+TEST_CASE("manifest parsing is linear in the size of an array of objects", "[manifest]") {
+  // Note: nlohmann's callback parser took ~10 s on this input (quadratic); the plain parser takes
+  // milliseconds, so 2 s leaves room for a loaded machine and still catches the quadratic one.
+  const std::string text = manifest_with_objects(300000);
+  REQUIRE(text.size() < kMaxManifestBytes);
+  const auto start = std::chrono::steady_clock::now();
+  const Manifest manifest = parse_manifest(text, "big.json");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(manifest.variants.at(0).example["x"].size() == 300000);
+  CHECK(seconds < 2.0);
+}
+
+TEST_CASE("a manifest over the size cap is refused before parsing", "[manifest]") {
+  const std::string text = manifest_with_objects(kMaxManifestBytes / 3 + 1);
+  REQUIRE(text.size() > kMaxManifestBytes);
+  CHECK_THAT(error_of(text),
+             Catch::Matchers::Contains("/: the manifest is larger than 1048576 bytes"));
+  attnjit::test::TempDir dir;
+  const auto path = dir.path() / "big.json";
+  std::ofstream(path) << text;
+  CHECK_THROWS_WITH(load_manifest(path),
+                    Catch::Matchers::Contains("big.json: /: the manifest is larger than"));
+}
+
+TEST_CASE("manifest nesting is limited, counting brackets outside strings only", "[manifest]") {
+  const auto nested = [](int depth) {
+    return R"({"version": 1, "variants": [{"name": "a", "example": {"x": )" +
+           std::string(static_cast<std::size_t>(depth), '[') +
+           std::string(static_cast<std::size_t>(depth), ']') + "}}]}";
+  };
+  CHECK_NOTHROW(parse_manifest(nested(60), "m.json"));  // 4 levels around it: 64 in all
+  CHECK_THAT(error_of(nested(61)), Catch::Matchers::Contains("nests deeper than 64"));
+  CHECK_THAT(error_of(nested(100000)), Catch::Matchers::Contains("nests deeper than 64"));
+  // Brackets inside strings (escaped quotes included) are text, not nesting.
+  const std::string brackets_in_strings =
+      R"({"version": 1, "variants": [{"name": "a", "example": {"x": ")" + std::string(200, '[') +
+      R"(\"[[[[", "y": "\\"}}]})";
+  CHECK_NOTHROW(parse_manifest(brackets_in_strings, "m.json"));
 }

@@ -45,6 +45,17 @@ TEST_CASE("compare_values measures max abs error, nmse and non-finite values") {
   }
 }
 
+TEST_CASE("compare_values takes NaN where the reference has NaN as correct, and only there") {
+  const double nan = std::nan("");
+  const std::vector<double> expected{1.0, nan, nan};
+  CHECK(within(compare_values(std::vector<double>{1.0, nan, nan}, expected), {0.0, 0.0}));
+  const ErrorStats finite_for_nan = compare_values(std::vector<double>{1.0, 0.0, nan}, expected);
+  CHECK(finite_for_nan.non_finite == 1);
+  CHECK(finite_for_nan.worst_index == 1);
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(compare_values(std::vector<double>{1.0, -inf, nan}, expected).non_finite == 1);
+}
+
 TEST_CASE("compare_output reads any dtype through strides") {
   const DType dtype = GENERATE(DType::bf16, DType::fp16, DType::fp32);
   const Layout layout = GENERATE(Layout::bhld, Layout::blhd);

@@ -116,6 +116,14 @@ TEST_CASE("emulated: fully masked rows give zeros and an lse of -inf", "[simt]")
   }
 }
 
+TEST_CASE("emulated: NaN and +inf inputs make the rows they reach NaN", "[simt]") {
+  std::vector<KernelCase> cases = non_finite_inputs(64);
+  for (const KernelCase& c : non_finite_inputs(128)) {
+    cases.push_back(with(c, DType::fp16, Layout::blhd, 128));
+  }
+  check_simt(cases, 80);
+}
+
 TEST_CASE("emulated: per-call parameters and tensors with one kernel", "[simt]") {
   std::vector<KernelCase> cases;
   KernelCase window;

@@ -1,6 +1,7 @@
 #include "case_tables.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 namespace attnjit::kernel_test {
@@ -100,6 +101,36 @@ std::vector<KernelCase> mask_families(const AttentionShape& s) {
     c.tensors = {bias};
     add(c);
   }
+  return cases;
+}
+
+std::vector<KernelCase> non_finite_inputs(int head_dim) {
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  KernelCase base;
+  base.mask = "kv_idx <= q_idx";
+  base.shape = shape(1, 2, 1, 100, 150);
+  base.head_dim = head_dim;
+  std::vector<KernelCase> cases;
+  const auto add = [&](std::vector<PlantedValue> planted) {
+    KernelCase c = base;
+    c.planted = std::move(planted);
+    cases.push_back(c);
+  };
+  add({{'q', 0, 1, 10, 5, kNaN}});   // its own row only
+  add({{'k', 0, 0, 30, 7, kNaN}});   // every row from 30 on, both query heads (GQA)
+  add({{'k', 0, 0, 40, 0, kInf}});   // +inf scores (NaN rows) or -inf (ignored pairs) by q's sign
+  add({{'k', 0, 0, 120, 2, kNaN}});  // no row keeps key 120: nothing changes
+  std::vector<PlantedValue> whole_row;  // every score of the row NaN: NaN, not masked
+  for (int d = 0; d < head_dim; ++d) whole_row.push_back({'q', 0, 0, 3, d, kNaN});
+  add(whole_row);
+  KernelCase masked = base;  // a NaN in a row that keeps nothing leaves it masked
+  masked.mask = "kv_idx <= q_idx && q_idx != 12";
+  masked.planted = {{'q', 0, 0, 12, 0, kNaN}};
+  cases.push_back(masked);
+  KernelCase from_score = base;  // log of a negative number for kv_idx <= 4: every row
+  from_score.score = "score + log(float(kv_idx) - 4.5)";
+  cases.push_back(from_score);
   return cases;
 }
 

@@ -18,4 +18,10 @@ TensorInput document_ids(int len, int documents, bool sorted, std::uint64_t seed
 // (sorted and shuffled ids), ALiBi, soft-cap, a relative bias from a 2-D tensor.
 std::vector<KernelCase> mask_families(const AttentionShape& s);
 
+// NaN and +inf planted in q and k (one element, a whole row, a key that some rows keep and some
+// do not, one no row keeps) and a score expression that makes NaN: the rows each reaches must be
+// NaN, output and lse, exactly as in the reference; the others unaffected. Causal, [1, 2, 1, 100,
+// 150] at head dim `head_dim`.
+std::vector<KernelCase> non_finite_inputs(int head_dim);
+
 }  // namespace attnjit::kernel_test

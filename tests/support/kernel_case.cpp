@@ -65,6 +65,9 @@ std::string KernelCase::name() const {
   for (const TensorInput& tensor : tensors) {
     text += fmt::format(" {}[{}x{}]", tensor.decl, tensor.dims[0], tensor.dims[1]);
   }
+  for (const PlantedValue& p : planted) {
+    text += fmt::format(" {}[{},{},{},{}]={}", p.tensor, p.b, p.h, p.row, p.d, p.value);
+  }
   return text + fmt::format(" {} {} D={} B={} Hq={} Hkv={} Lq={} Lkv={} pad={} lse={} seed={}",
                             dtype_name(dtype), layout == Layout::bhld ? "bhld" : "blhd", head_dim,
                             shape.batch, shape.num_heads_q, shape.num_heads_kv, shape.q_len,
@@ -109,6 +112,12 @@ PreparedCase::PreparedCase(const KernelCase& c)
         return s;
       }()),
       problem(make_case_problem(c, shape)) {
+  for (const PlantedValue& p : c.planted) {
+    reference::HostTensor& tensor = p.tensor == 'q'   ? problem.q
+                                    : p.tensor == 'k' ? problem.k
+                                                      : problem.v;
+    tensor.set(p.b, p.h, p.row, p.d, p.value);
+  }
   const auto* out = static_cast<const std::byte*>(problem.out.data());
   poisoned_out.assign(out, out + problem.out.storage_bytes());
   for (std::size_t i = 0; i < c.scalars.size(); ++i) host_args.scalars[i] = c.scalars[i];

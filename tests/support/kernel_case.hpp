@@ -23,6 +23,13 @@ struct TensorInput {
   int dims[2] = {0, 1};
 };
 
+// An input element overwritten after the random fill: element (b, h, row, d) of q, k or v.
+struct PlantedValue {
+  char tensor;  // 'q', 'k' or 'v'
+  int b, h, row, d;
+  float value;  // NaN or inf, typically
+};
+
 struct KernelCase {
   std::string mask;                   // empty: "true"
   std::string score;                  // empty: "score"
@@ -37,6 +44,7 @@ struct KernelCase {
   bool with_lse = true;
   std::uint64_t seed = 1;
   float scale = 0.0f;
+  std::vector<PlantedValue> planted;  // applied to the inputs after the random fill
   double tolerance_factor = 1.0;  // multiplies output_tolerance(dtype)
   bool managed = false;           // GPU only: buffers in managed memory
   void* stream = nullptr;         // GPU only: CUstream of the launch; null: legacy default

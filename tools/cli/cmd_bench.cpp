@@ -17,12 +17,13 @@
 #include "jit/manifest.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
+#include "common/printable.hpp"
+#include "example_inputs.hpp"
 #include "expr/block_analysis.hpp"
 #include "expr/evaluate.hpp"
 #include "reference/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
-#include "example_inputs.hpp"
 #include "tile_census.hpp"
 
 namespace attnjit::cli {
@@ -161,8 +162,8 @@ void run_bench(const BenchOptions& options) {
         count_tiles(mask, inputs.host, shape, kernel.config.block_m, kernel.config.block_n);
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
     const double flops = 4.0 * options.head_dim * static_cast<double>(count.kept_pairs);
-    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}%\n", variant.name, median_ms,
-               flops / (median_ms * 1e-3) / 1e12, static_cast<double>(count.kept_pairs),
+    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}%\n", printable(variant.name),
+               median_ms, flops / (median_ms * 1e-3) / 1e12, static_cast<double>(count.kept_pairs),
                100.0 * count.skipped_fraction());
   }
   if (benchmarked == 0) {

@@ -1,21 +1,22 @@
 // attnjit demo: the standard variants end to end. For each: parse, lower, compile through the
 // cache (for the local GPU, or sm_90 to show the JIT path without one), run on the GPU if there
 // is one and on the CPU reference otherwise, check against the naive reference, print a table.
-#include <chrono>
-
 #include <fmt/core.h>
 
+#include <chrono>
+
+#include "codegen/variant_source.hpp"
+#include "commands.hpp"
+#include "common/error.hpp"
+#include "example_inputs.hpp"
 #include "jit/kernel_cache.hpp"
 #include "jit/manifest.hpp"
-#include "commands.hpp"
-#include "example_inputs.hpp"
-#include "common/error.hpp"
-#include "codegen/variant_source.hpp"
+#include "option_checks.hpp"
+#include "problem_placement.hpp"
 #include "reference/attention.hpp"
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
 #include "reference/random_inputs.hpp"
-#include "problem_placement.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/variant.hpp"
 #include "tile_census.hpp"
@@ -123,7 +124,7 @@ void add_demo_command(CLI::App& app) {
       "demo", "Compile, cache and run the standard variants; print a table");
   auto cache_dir = std::make_shared<std::string>();
   auto len = std::make_shared<int>(0);
-  command->add_option("--cache-dir", *cache_dir, "kernel cache directory");
+  add_cache_dir_option(*command, *cache_dir);
   command->add_option("--seq-len", *len, "sequence length (default: 4096 on a GPU, 1024 on the CPU)");
   command->callback([cache_dir, len] { demo(*cache_dir, *len); });
 }

@@ -8,6 +8,7 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "expr/expression.hpp"
 #include "local_gpu.hpp"
+#include "option_checks.hpp"
 #include "variant_options.hpp"
 
 namespace attnjit::cli {
@@ -85,9 +86,7 @@ void add_inspect_command(CLI::App& app) {
   command->add_option("--emit", options->emit, "what to print")
       ->check(CLI::IsMember({"source", "ptx", "resources", "key"}))
       ->capture_default_str();
-  command->add_option("--cache-dir", options->cache_dir,
-                      "cache root (default: ATTNJIT_CACHE_DIR, $XDG_CACHE_HOME/attnjit, "
-                      "~/.cache/attnjit)");
+  add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
 }
 

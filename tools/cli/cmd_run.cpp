@@ -1,25 +1,25 @@
 // attnjit run: one forward pass on random inputs through the public C API, timed, and checked
 // against the naive double-precision reference.
+#include <fmt/core.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <limits>
 #include <random>
 
-#include <unistd.h>
-
-#include <fmt/core.h>
-
 #include "attnjit/attnjit.hpp"
+#include "codegen/variant_source.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "expr/block_analysis.hpp"
-#include "codegen/variant_source.hpp"
+#include "option_checks.hpp"
+#include "problem_placement.hpp"
 #include "reference/attention.hpp"
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
 #include "reference/random_inputs.hpp"
-#include "problem_placement.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
 #include "tile_census.hpp"
@@ -279,7 +279,9 @@ void add_run_command(CLI::App& app) {
   command->add_option("--q-len", o->q_len)->capture_default_str()->check(positive);
   command->add_option("--kv-len", o->kv_len, "(default: --q-len)")->check(zero_or_more);
   command->add_option("--repeat", o->repeat)->capture_default_str()->check(positive);
-  command->add_option("--seed", o->seed)->capture_default_str();
+  command->add_option("--seed", o->seed, "seed of the random inputs")
+      ->capture_default_str()
+      ->check(unsigned_64());
   command->add_flag("!--no-check", o->check, "skip the check against the naive reference");
   command->callback([o] { run(*o); });
 }

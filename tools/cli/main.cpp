@@ -1,15 +1,42 @@
 // attnjit: the command-line client. Each command lives in its own cmd_*.cpp.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <new>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "attnjit/attnjit.h"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/printable.hpp"
+
+namespace {
+
+// The message for an argument where a subcommand belongs ("attnjit frobnicate", "attnjit cache
+// lst"), or nothing when the error is another one. CLI11 would say "A subcommand is required".
+std::optional<std::string> unknown_subcommand(const CLI::App& app) {
+  const CLI::App* command = &app;
+  std::string path = "attnjit";
+  while (!command->get_subcommands().empty()) {
+    command = command->get_subcommands().front();
+    path += " " + command->get_name();
+  }
+  if (command->get_require_subcommand_min() == 0) return std::nullopt;
+  const std::vector<std::string> rest = command->remaining();
+  if (rest.empty() || rest.front().starts_with("-")) return std::nullopt;
+  return fmt::format("unknown subcommand '{}'; try {} --help", attnjit::printable(rest.front()),
+                     path);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  // Note: the logger reads ATTNJIT_LOG_LEVEL when first used, and warns there about a value it
+  // does not know; a command that logs nothing would otherwise ignore a bad value silently.
+  attnjit::log();
   CLI::App app{"attnjit: JIT-compiled custom attention for NVIDIA GPUs", "attnjit"};
   app.set_version_flag("--version", attnjit_version());
   app.require_subcommand(1);
@@ -29,15 +56,21 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const auto message = unknown_subcommand(app)) {
+      fmt::print(stderr, "attnjit: {}\n", *message);
+      return e.get_exit_code();
+    }
     return app.exit(e);
   } catch (const attnjit::Error& e) {
-    fmt::print(stderr, "attnjit: {}: {}\n", attnjit::status_name(e.status()), e.what());
+    // Note: messages quote manifests, sidecars and file names: escaped, line breaks kept.
+    fmt::print(stderr, "attnjit: {}: {}\n", attnjit::status_name(e.status()),
+               attnjit::printable_lines(e.what()));
     return 1;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "attnjit: out of memory: out of host memory\n");
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "attnjit: internal error: {}\n", e.what());
+    fmt::print(stderr, "attnjit: internal error: {}\n", attnjit::printable_lines(e.what()));
     return 1;
   }
   return 0;
