@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "common/printable.hpp"
 #include "expr/lexer.hpp"
 #include "expr/operators.hpp"
 
@@ -34,19 +35,6 @@ struct Rule {
 std::string describe(const Token& token) {
   if (token.kind == TokenKind::end) return "end of input";
   return fmt::format("'{}'", token.text);
-}
-
-std::string printable(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte >= 0x7f) {
-      out += fmt::format("\\x{:02x}", byte);
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 class Parser {
