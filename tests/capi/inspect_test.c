@@ -75,6 +75,16 @@ static void test_all_parts_compile_cubin_and_ptx(void) {
   attnjit_variant_info_destroy(info);
 }
 
+/* NULL options: every part, for the runtime's GPU, else (here, a CPU runtime) sm_90. */
+static void test_default_options(void) {
+  attnjit_variant_info* info = NULL;
+  CHECK(attnjit_variant_inspect(&info, variant, NULL) == ATTNJIT_OK);
+  if (info == NULL) return;
+  CHECK(strcmp(info->arch, "sm_90") == 0);
+  CHECK(info->has_resources == 1 && info->source != NULL && info->ptx != NULL);
+  attnjit_variant_info_destroy(info);
+}
+
 static void test_bad_input(void) {
   attnjit_inspect_options options;
   attnjit_inspect_options_init(&options);
@@ -130,6 +140,7 @@ int main(int argc, char** argv) {
   create_variant(argv[1]);
   test_source_only_compiles_nothing();
   test_all_parts_compile_cubin_and_ptx();
+  test_default_options();
   test_bad_input();
   test_cpu_only_dtype_is_unsupported();
   attnjit_variant_destroy(variant);
