@@ -1,6 +1,9 @@
 // The kernel cache from C: its path, its entries (listed or verified), clearing. Works on a
 // cache directory alone, without a runtime, as `attnjit cache` does.
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
