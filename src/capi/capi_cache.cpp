@@ -134,8 +134,7 @@ size_t attnjit_cache_list_count(const attnjit_cache_list* list) {
   return list != nullptr ? list->entries.size() : 0;
 }
 
-const attnjit_cache_entry* attnjit_cache_list_entry(const attnjit_cache_list* list,
-                                                    size_t index) {
+const attnjit_cache_entry* attnjit_cache_list_entry(const attnjit_cache_list* list, size_t index) {
   if (list == nullptr || index >= list->entries.size()) return nullptr;
   return &list->entries[index];
 }
@@ -157,8 +156,7 @@ attnjit_status attnjit_cache_clear(attnjit_cache_clear_result* out,
     attnjit_cache_clear_options defaults;
     attnjit_cache_clear_options_init(&defaults);
     const attnjit_cache_clear_options& o = options != nullptr ? *options : defaults;
-    require_version(o.version, ATTNJIT_CACHE_CLEAR_OPTIONS_VERSION,
-                    "attnjit_cache_clear_options");
+    require_version(o.version, ATTNJIT_CACHE_CLEAR_OPTIONS_VERSION, "attnjit_cache_clear_options");
     attnjit::cache::ClearFilter filter;
     if (o.arch != nullptr) filter.arch = attnjit::nvrtc::validate_arch(o.arch);
     if (o.older_than_seconds >= 0) filter.older_than = std::chrono::seconds(o.older_than_seconds);

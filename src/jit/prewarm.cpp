@@ -1,6 +1,7 @@
 #include "jit/prewarm.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "compile/nvrtc_compiler.hpp"
 
@@ -33,9 +32,8 @@ PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
       const std::string why = why_unwritable(arch_directory(cache, job.arch));
       outcome.failed = outcome.not_stored = true;
       outcome.status = Status::cache;
-      outcome.error =
-          "compiled, but the cache could not store it: " +
-          (why.empty() ? std::string("see the cache's warning (log level warn)") : why);
+      outcome.error = "compiled, but the cache could not store it: " +
+                      (why.empty() ? std::string("see the cache's warning (log level warn)") : why);
     }
   } catch (const Error& e) {
     outcome.failed = true;

@@ -1,9 +1,9 @@
 #include "jit/prewarm.hpp"
 
-#include <catch2/catch.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <set>
 
@@ -37,17 +37,15 @@ TEST_CASE("prewarm_jobs gives every variant for every arch, variant first", "[pr
   CHECK(jobs[2].variant == &variants[1]);
 }
 
-TEST_CASE("prewarm reports each job once, a failure as an outcome with its status",
-          "[prewarm]") {
+TEST_CASE("prewarm reports each job once, a failure as an outcome with its status", "[prewarm]") {
   test::TempDir dir;
   KernelCache cache{dir.path()};
   const auto variants = two_variants();
   const auto jobs = prewarm_jobs(variants, {"sm_80"});
   require_storable(cache, {"sm_80"});
   std::multiset<std::size_t> reported;
-  const auto outcomes = prewarm(jobs, cache, 4, [&](std::size_t index, const PrewarmOutcome&) {
-    reported.insert(index);
-  });
+  const auto outcomes = prewarm(
+      jobs, cache, 4, [&](std::size_t index, const PrewarmOutcome&) { reported.insert(index); });
   CHECK(reported == std::multiset<std::size_t>{0, 1});
   REQUIRE(outcomes.size() == 2);
   CHECK_FALSE(outcomes[0].failed);
