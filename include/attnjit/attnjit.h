@@ -195,6 +195,180 @@ ATTNJIT_API void attnjit_forward_args_init(attnjit_forward_args* args);
 ATTNJIT_API attnjit_status attnjit_forward(attnjit_variant* variant,
                                            const attnjit_forward_args* args);
 
+/* ---- Variant information ---- */
+
+/* Where a kernel came from on this request. */
+typedef enum attnjit_kernel_origin {
+  ATTNJIT_ORIGIN_COMPILED = 0, /* compiled by NVRTC now */
+  ATTNJIT_ORIGIN_DISK = 1,     /* loaded from the on-disk cache */
+  ATTNJIT_ORIGIN_MEMORY = 2    /* already held by this process */
+} attnjit_kernel_origin;
+
+/* What attnjit_variant_inspect produces beyond the configuration, key and path (which are
+ * always filled). Each part that compiles goes through the runtime's kernel cache. */
+#define ATTNJIT_INSPECT_SOURCE 1u    /* the generated CUDA source (no compile) */
+#define ATTNJIT_INSPECT_RESOURCES 2u /* compile (or load) the cubin: registers, spills, ... */
+#define ATTNJIT_INSPECT_PTX 4u       /* compile (or load) the PTX */
+#define ATTNJIT_INSPECT_ALL 7u
+
+#define ATTNJIT_INSPECT_OPTIONS_VERSION 1
+typedef struct attnjit_inspect_options {
+  int version;      /* ATTNJIT_INSPECT_OPTIONS_VERSION */
+  const char* arch; /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"; NULL: the runtime's GPU,
+                       else sm_90 */
+  unsigned parts;   /* ATTNJIT_INSPECT_* bits; attnjit_inspect_options_init sets ALL */
+} attnjit_inspect_options;
+
+/* Allocated by attnjit_variant_inspect, freed by attnjit_variant_info_destroy; every string in
+ * it is owned by it. Fields may be appended in later versions (never reordered). */
+typedef struct attnjit_variant_info {
+  const char* arch;       /* as validated: "sm_90" */
+  const char* kernel;     /* the entry point: "attnjit_fwd" */
+  const char* canonical_mask; /* the mask as attnjit reads it (canonical form) */
+  int mask_reads_tensors; /* 1: tiles are classified per call; 0: from indices alone */
+  /* The kernel configuration chosen for this arch, dtype and head dim. */
+  int block_m, block_n, num_warps, num_stages;
+  int dynamic_smem_bytes;
+  /* The compiled cubin's resources: 0 unless ATTNJIT_INSPECT_RESOURCES was asked. */
+  int has_resources;
+  int registers, static_smem_bytes, stack_frame_bytes, spill_store_bytes, spill_load_bytes;
+  size_t cubin_bytes;
+  attnjit_kernel_origin origin; /* of the cubin, when has_resources */
+  /* The cubin's cache entry: its key, and the file it has or would have. */
+  const char* cache_key;
+  const char* cache_path;
+  int cached;         /* 1 when cache_path exists now */
+  const char* source; /* NULL unless ATTNJIT_INSPECT_SOURCE */
+  const char* ptx;    /* NULL unless ATTNJIT_INSPECT_PTX */
+} attnjit_variant_info;
+
+ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);
+/* options may be NULL for the defaults. Works on either backend (NVRTC does not need a GPU). An
+ * unknown arch gives ATTNJIT_ERROR_INVALID_ARGUMENT, one below sm_80 ATTNJIT_ERROR_UNSUPPORTED;
+ * a compile failure ATTNJIT_ERROR_COMPILE with the log in the message. */
+ATTNJIT_API attnjit_status attnjit_variant_inspect(attnjit_variant_info** out,
+                                                   attnjit_variant* variant,
+                                                   const attnjit_inspect_options* options);
+ATTNJIT_API void attnjit_variant_info_destroy(attnjit_variant_info* info);
+
+/* ---- The kernel cache ----
+ * These work on a cache directory without a runtime: cache_dir NULL or "" means the default
+ * (ATTNJIT_CACHE_DIR, else $XDG_CACHE_HOME/attnjit, else ~/.cache/attnjit). */
+
+/* The cache root, into a caller-owned buffer: *length receives strlen(path) always; the path and
+ * its NUL are copied when capacity > *length, else ATTNJIT_ERROR_INVALID_ARGUMENT is returned
+ * and buffer is left untouched (pass NULL and 0 to ask for the length). */
+ATTNJIT_API attnjit_status attnjit_cache_path(char* buffer, size_t capacity, size_t* length,
+                                              const char* cache_dir);
+
+/* One entry of a cache list; owned by its list. */
+typedef struct attnjit_cache_entry {
+  const char* arch;         /* "sm_90" */
+  const char* cuda_version; /* of the NVRTC that compiled it: "13.0" */
+  const char* name;         /* file name without extension: "bf16-d128-<key>" */
+  const char* key;
+  const char* binary_path;  /* "" when the sidecar cannot say */
+  const char* sidecar_path;
+  const char* summary;      /* the variant it holds, or why that is unknown */
+  uint64_t size_bytes;      /* of the binary */
+  int64_t age_seconds;      /* since it was created */
+  int64_t unused_seconds;   /* since it was last stored or loaded */
+  const char* problem;      /* attnjit_cache_verify only: NULL when sound, else why the loader
+                               refuses it; always NULL in attnjit_cache_list_create's lists */
+} attnjit_cache_entry;
+
+typedef struct attnjit_cache_list attnjit_cache_list;
+
+#define ATTNJIT_CACHE_LIST_OPTIONS_VERSION 1
+typedef struct attnjit_cache_list_options {
+  int version;           /* ATTNJIT_CACHE_LIST_OPTIONS_VERSION */
+  const char* cache_dir; /* NULL: the default */
+  const char* arch;      /* NULL: every arch; else only this one (validated) */
+} attnjit_cache_list_options;
+
+ATTNJIT_API void attnjit_cache_list_options_init(attnjit_cache_list_options* options);
+/* The entries, sorted by arch, CUDA version, name. A missing cache has none. */
+ATTNJIT_API attnjit_status attnjit_cache_list_create(attnjit_cache_list** out,
+                                                     const attnjit_cache_list_options* options);
+/* Every entry checked as the loader checks it (sizes, checksums, ownership, symlinks): the list
+ * holds every entry (the arch filter applies), each with its `problem`; *num_bad (optional)
+ * receives how many have one. A damaged entry is recompiled on its next use. */
+ATTNJIT_API attnjit_status attnjit_cache_verify(attnjit_cache_list** out, size_t* num_bad,
+                                                const attnjit_cache_list_options* options);
+ATTNJIT_API size_t attnjit_cache_list_count(const attnjit_cache_list* list); /* 0 for NULL */
+/* NULL when index >= count. */
+ATTNJIT_API const attnjit_cache_entry* attnjit_cache_list_entry(const attnjit_cache_list* list,
+                                                                size_t index);
+ATTNJIT_API void attnjit_cache_list_destroy(attnjit_cache_list* list);
+
+#define ATTNJIT_CACHE_CLEAR_OPTIONS_VERSION 1
+typedef struct attnjit_cache_clear_options {
+  int version;           /* ATTNJIT_CACHE_CLEAR_OPTIONS_VERSION */
+  const char* cache_dir; /* NULL: the default */
+  const char* arch;      /* NULL: every arch */
+  int64_t older_than_seconds; /* < 0 (the default): any age; else only entries this old */
+  int64_t max_bytes;    /* < 0 (the default): no limit; else remove the least recently used of
+                           the selected entries until their binaries fit in this many bytes */
+} attnjit_cache_clear_options;
+
+typedef struct attnjit_cache_clear_result {
+  uint64_t entries; /* entries removed */
+  uint64_t files;   /* files removed, temporaries, locks and orphans included */
+  uint64_t bytes;
+} attnjit_cache_clear_result;
+
+ATTNJIT_API void attnjit_cache_clear_options_init(attnjit_cache_clear_options* options);
+/* With no filter set, removes everything in the cache's entry directories. out is caller-owned
+ * and may be NULL. */
+ATTNJIT_API attnjit_status attnjit_cache_clear(attnjit_cache_clear_result* out,
+                                               const attnjit_cache_clear_options* options);
+
+/* ---- Prewarm ---- */
+
+/* One kernel of a prewarm: owned by its report (or, in a progress callback, valid during the
+ * call only). */
+typedef struct attnjit_prewarm_result {
+  const char* name; /* the manifest's variant name */
+  attnjit_dtype dtype;
+  int head_dim;
+  const char* arch;
+  attnjit_status status;        /* ATTNJIT_OK when the kernel is in the cache */
+  attnjit_kernel_origin origin; /* when status is ATTNJIT_OK */
+  const char* error;            /* NULL when status is ATTNJIT_OK, else why it failed */
+} attnjit_prewarm_result;
+
+/* Called once per kernel as it finishes, from worker threads but never two at a time. */
+typedef void (*attnjit_prewarm_progress_fn)(void* user_data, size_t done, size_t total,
+                                            const attnjit_prewarm_result* result);
+
+#define ATTNJIT_PREWARM_OPTIONS_VERSION 1
+typedef struct attnjit_prewarm_options {
+  int version;               /* ATTNJIT_PREWARM_OPTIONS_VERSION */
+  const char* manifest_path; /* NULL: the embedded standard manifest */
+  const char* const* arches; /* each validated; duplicates are compiled once */
+  size_t num_arches;         /* at least 1 */
+  const char* cache_dir;     /* NULL: the default */
+  int jobs;                  /* parallel compiles; 0: one per core */
+  attnjit_prewarm_progress_fn progress; /* optional */
+  void* user_data;                      /* passed to progress */
+} attnjit_prewarm_options;
+
+typedef struct attnjit_prewarm_report attnjit_prewarm_report;
+
+ATTNJIT_API void attnjit_prewarm_options_init(attnjit_prewarm_options* options);
+/* Compiles every variant x dtype x head dim x arch of the manifest into the cache. A bad
+ * manifest, arch or unusable cache fails the call before anything is compiled; otherwise the
+ * call returns ATTNJIT_OK with one result per kernel (variant order, then arch), and a kernel
+ * that failed is a result with its status, not a failed call. */
+ATTNJIT_API attnjit_status attnjit_prewarm(attnjit_prewarm_report** out,
+                                           const attnjit_prewarm_options* options);
+ATTNJIT_API size_t attnjit_prewarm_report_count(const attnjit_prewarm_report* report);
+ATTNJIT_API size_t attnjit_prewarm_report_failures(const attnjit_prewarm_report* report);
+/* NULL when index >= count. */
+ATTNJIT_API const attnjit_prewarm_result* attnjit_prewarm_report_result(
+    const attnjit_prewarm_report* report, size_t index);
+ATTNJIT_API void attnjit_prewarm_report_destroy(attnjit_prewarm_report* report);
+
 #ifdef __cplusplus
 }
 #endif

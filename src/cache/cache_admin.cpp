@@ -168,6 +168,7 @@ void remove_child(const Dir& dir, const DirChild& child, ClearResult& result) {
 // Everything in v1/ that the entries did not account for: every non-directory in the entry
 // directories, symlinks where directories belong, then the directories once empty.
 void clear_everything_else(const Layout& layout, ClearResult& result) {
+  if (!layout.root) return;  // no cache: nothing to clear
   for (const EntryDir& entry_dir : layout.entry_dirs) {
     for (const DirChild& child : list_dir(entry_dir.dir)) remove_child(entry_dir.dir, child, result);
   }
@@ -201,15 +202,15 @@ std::vector<EntryInfo> list_entries(const fs::path& root) {
   return infos;
 }
 
-std::vector<EntryProblem> verify_entries(const fs::path& root, const StoreOptions& options) {
+std::vector<EntryProblem> check_entries(const fs::path& root, const StoreOptions& options) {
   const Layout layout = open_layout(root);
-  std::vector<EntryProblem> problems;
+  std::vector<EntryProblem> checked;
   for (const Stray& stray : layout.strays) {
     EntryInfo info;
     info.sidecar = stray.path;
     info.arch = stray.arch;
     info.cuda_version = stray.cuda_version;
-    problems.push_back({std::move(info), "is a symbolic link (not followed)"});
+    checked.push_back({std::move(info), "is a symbolic link (not followed)"});
   }
   const EntryStore store(root, options);
   for (auto& entry : load_entries(layout)) {
@@ -223,8 +224,14 @@ std::vector<EntryProblem> verify_entries(const fs::path& root, const StoreOption
     } catch (const Error& e) {
       reason = e.what();
     }
-    if (!reason.empty()) problems.push_back({std::move(entry.info), std::move(reason)});
+    checked.push_back({std::move(entry.info), std::move(reason)});
   }
+  return checked;
+}
+
+std::vector<EntryProblem> verify_entries(const fs::path& root, const StoreOptions& options) {
+  std::vector<EntryProblem> problems = check_entries(root, options);
+  std::erase_if(problems, [](const EntryProblem& checked) { return checked.reason.empty(); });
   return problems;
 }
 

@@ -42,6 +42,10 @@ std::vector<EntryInfo> list_entries(const std::filesystem::path& root);
 // directory.
 std::vector<EntryProblem> verify_entries(const std::filesystem::path& root,
                                          const StoreOptions& options = {});
+// Every entry of list_entries and every symlink verify_entries reports, each with the reason
+// verify_entries would give, or an empty reason when the entry is sound.
+std::vector<EntryProblem> check_entries(const std::filesystem::path& root,
+                                        const StoreOptions& options = {});
 
 struct ClearFilter {
   std::optional<std::string> arch;               // only this arch

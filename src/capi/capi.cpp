@@ -3,73 +3,17 @@
 #include "attnjit/attnjit.h"
 
 #include <cstring>
-#include <new>
 #include <string>
 
-#include "common/error.hpp"
+#include "capi/boundary.hpp"
 #include "common/log.hpp"
-#include "runtime/runtime.hpp"
-#include "runtime/variant.hpp"
-
-struct attnjit_runtime {
-  explicit attnjit_runtime(const attnjit::RuntimeOptions& options) : impl(options) {}
-  attnjit::Runtime impl;
-};
-
-struct attnjit_variant {
-  attnjit_variant(attnjit::Runtime& runtime, attnjit::VariantSpec spec)
-      : impl(runtime, std::move(spec)) {}
-  attnjit::Variant impl;
-};
 
 namespace {
 
-thread_local std::string last_error;
-
-template <typename Fn>
-attnjit_status guarded(Fn&& fn) {
-  try {
-    fn();
-    last_error.clear();
-    return ATTNJIT_OK;
-  } catch (const attnjit::Error& e) {
-    last_error = e.what();
-    return static_cast<attnjit_status>(e.status());
-  } catch (const std::bad_alloc&) {
-    last_error = "out of host memory";
-    return ATTNJIT_ERROR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    last_error = std::string("internal error: ") + e.what();
-    return ATTNJIT_ERROR_INTERNAL;
-  } catch (...) {
-    last_error = "internal error: unknown exception";
-    return ATTNJIT_ERROR_INTERNAL;
-  }
-}
-
-// Note: a C caller may store any int in an enum field (C allows it), but in C++ loading a value
-// outside an unfixed enum's range is undefined; every enum from the caller is read as its int
-// value before it is checked.
-template <typename Enum>
-int enum_value(const Enum& value) {
-  static_assert(sizeof(Enum) == sizeof(int));
-  int raw;
-  std::memcpy(&raw, &value, sizeof raw);
-  return raw;
-}
-
-template <typename T>
-void require(const T* pointer, const char* name) {
-  if (pointer == nullptr) attnjit::throw_error(attnjit::Status::invalid_argument, "{} is NULL", name);
-}
-
-void require_version(int got, int expected, const char* name) {
-  if (got != expected) {
-    attnjit::throw_error(attnjit::Status::invalid_argument,
-                         "{}.version is {}; this library expects {} (initialise it with {}_init)",
-                         name, got, expected, name);
-  }
-}
+using attnjit::capi::enum_value;
+using attnjit::capi::guarded;
+using attnjit::capi::require;
+using attnjit::capi::require_version;
 
 attnjit::DType to_dtype(int dtype, const char* what) {
   switch (dtype) {
@@ -213,6 +157,41 @@ attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
 
 }  // namespace
 
+namespace attnjit::capi {
+
+std::string& last_error() {
+  thread_local std::string message;
+  return message;
+}
+
+void require_version(int got, int expected, const char* name) {
+  if (got != expected) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "{}.version is {}; this library expects {} (initialise it with {}_init)",
+                         name, got, expected, name);
+  }
+}
+
+attnjit_dtype to_c_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return ATTNJIT_DTYPE_BF16;
+    case DType::fp16: return ATTNJIT_DTYPE_FP16;
+    case DType::fp32: return ATTNJIT_DTYPE_FP32;
+  }
+  return ATTNJIT_DTYPE_BF16;
+}
+
+attnjit_kernel_origin to_c_origin(KernelOrigin origin) {
+  switch (origin) {
+    case KernelOrigin::compiled: return ATTNJIT_ORIGIN_COMPILED;
+    case KernelOrigin::disk: return ATTNJIT_ORIGIN_DISK;
+    case KernelOrigin::memory: return ATTNJIT_ORIGIN_MEMORY;
+  }
+  return ATTNJIT_ORIGIN_COMPILED;
+}
+
+}  // namespace attnjit::capi
+
 extern "C" {
 
 const char* attnjit_version(void) { return ATTNJIT_VERSION_STRING; }
@@ -224,7 +203,7 @@ const char* attnjit_status_string(attnjit_status status) {
   return attnjit::status_name(static_cast<attnjit::Status>(value));
 }
 
-const char* attnjit_last_error(void) { return last_error.c_str(); }
+const char* attnjit_last_error(void) { return attnjit::capi::last_error().c_str(); }
 
 void attnjit_runtime_options_init(attnjit_runtime_options* options) {
   if (options == nullptr) return;

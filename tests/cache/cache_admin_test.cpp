@@ -74,6 +74,18 @@ TEST_CASE("verify_entries reports the damaged entries", "[cache][admin]") {
   CHECK(problems[2].reason == "binary missing");
 }
 
+TEST_CASE("check_entries gives every entry, the sound ones with no reason", "[cache][admin]") {
+  PopulatedCache populated;
+  auto entries = cache::list_entries(populated.dir.path());
+  fs::resize_file(entries[1].binary, 10);
+  const auto checked = cache::check_entries(populated.dir.path());
+  REQUIRE(checked.size() == 3);
+  for (std::size_t i = 0; i < checked.size(); ++i) CHECK(checked[i].entry.name == entries[i].name);
+  CHECK(checked[0].reason.empty());
+  CHECK(checked[1].reason.find("binary has 10 bytes") != std::string::npos);
+  CHECK(checked[2].reason.empty());
+}
+
 TEST_CASE("clear_entries removes all, one arch, or old entries", "[cache][admin]") {
   PopulatedCache populated;
   const fs::path root = populated.dir.path();
@@ -172,6 +184,17 @@ TEST_CASE("ages parse from 45s, 30m, 12h, 7d, 2w", "[cache][admin]") {
   }
   CHECK(cache::format_age(std::chrono::hours(49)) == "2d");
   CHECK(cache::format_age(std::chrono::seconds(59)) == "59s");
+}
+
+TEST_CASE("a cache root that does not exist is an empty cache, cleared as one", "[cache][admin]") {
+  TempDir dir;
+  const fs::path missing = dir.path() / "missing";
+  CHECK(cache::list_entries(missing).empty());
+  CHECK(cache::check_entries(missing).empty());
+  const auto result = cache::clear_entries(missing, {});
+  CHECK(result.entries == 0);
+  CHECK(result.files == 0);
+  CHECK_FALSE(fs::exists(missing));
 }
 
 TEST_CASE("a cache root that is a file is an error, not an empty cache", "[cache][admin]") {

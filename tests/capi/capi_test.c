@@ -6,20 +6,7 @@
 #include <string.h>
 
 #include "attnjit/attnjit.h"
-
-static int passed = 0;
-static int failed = 0;
-
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (cond) {                                                      \
-      ++passed;                                                      \
-    } else {                                                         \
-      ++failed;                                                      \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, #cond, \
-              attnjit_last_error());                                 \
-    }                                                                \
-  } while (0)
+#include "check.h"
 
 static float uniform(unsigned* state) {
   *state = *state * 1664525u + 1013904223u;
@@ -266,6 +253,5 @@ int main(void) {
   test_forward_matches_naive();
   test_bad_expressions();
   test_runtime_options();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed == 0 ? 0 : 1;
+  return check_summary();
 }

@@ -1,14 +1,12 @@
 // attnjit inspect: what attnjit makes of one variant — the generated source, the PTX, the
-// resource report of the compiled kernel, or its cache key and path.
+// resource report of the compiled kernel, or its cache key and path — through the public API
+// (attnjit_variant_inspect).
 #include <fmt/format.h>
 
-#include "jit/kernel_cache.hpp"
 #include "commands.hpp"
-#include "common/error.hpp"
-#include "compile/nvrtc_compiler.hpp"
-#include "expr/expression.hpp"
 #include "local_gpu.hpp"
 #include "option_checks.hpp"
+#include "public_variant.hpp"
 #include "variant_options.hpp"
 
 namespace attnjit::cli {
@@ -21,55 +19,65 @@ struct InspectOptions {
   std::string cache_dir;
 };
 
-const char* origin_name(KernelOrigin origin) {
+const char* origin_name(attnjit_kernel_origin origin) {
   switch (origin) {
-    case KernelOrigin::memory: return "memory";
-    case KernelOrigin::disk: return "disk cache";
-    case KernelOrigin::compiled: return "compiled now";
+    case ATTNJIT_ORIGIN_MEMORY: return "memory";
+    case ATTNJIT_ORIGIN_DISK: return "disk cache";
+    case ATTNJIT_ORIGIN_COMPILED: return "compiled now";
   }
   return "?";
 }
 
-void print_resources(const VariantSpec& spec, const KernelBinary& binary) {
-  const auto mask = expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature);
-  const ResourceUsage& usage = binary.forward_resources;
-  const codegen::KernelConfig& config = binary.config;
-  fmt::print("kernel        {} for {}\n", codegen::kForwardEntry, binary.arch);
-  fmt::print("registers     {}\n", usage.registers);
-  fmt::print("static smem   {} bytes\n", usage.shared_bytes);
-  fmt::print("dynamic smem  {} bytes\n", config.smem_bytes);
-  fmt::print("stack frame   {} bytes\n", usage.stack_frame_bytes);
-  fmt::print("spills        {} bytes stored, {} bytes loaded{}\n", usage.spill_store_bytes,
-             usage.spill_load_bytes,
-             usage.spill_store_bytes + usage.spill_load_bytes > 0 ? "  (warning: spills)" : "");
-  fmt::print("config        block_m={} block_n={} num_warps={} num_stages={}\n", config.block_m,
-             config.block_n, config.num_warps, config.num_stages);
-  fmt::print("mask          {}\n", mask.canonical());
+void print_resources(const attnjit_variant_info& info) {
+  fmt::print("kernel        {} for {}\n", info.kernel, info.arch);
+  fmt::print("registers     {}\n", info.registers);
+  fmt::print("static smem   {} bytes\n", info.static_smem_bytes);
+  fmt::print("dynamic smem  {} bytes\n", info.dynamic_smem_bytes);
+  fmt::print("stack frame   {} bytes\n", info.stack_frame_bytes);
+  fmt::print("spills        {} bytes stored, {} bytes loaded{}\n", info.spill_store_bytes,
+             info.spill_load_bytes,
+             info.spill_store_bytes + info.spill_load_bytes > 0 ? "  (warning: spills)" : "");
+  fmt::print("config        block_m={} block_n={} num_warps={} num_stages={}\n", info.block_m,
+             info.block_n, info.num_warps, info.num_stages);
+  fmt::print("mask          {}\n", info.canonical_mask);
   fmt::print("index-only    {}\n",
-             mask.reads_tensors() ? "no (reads tensors: block summaries are computed per call)"
-                                  : "yes (tiles are classified from indices alone)");
-  fmt::print("cubin         {} bytes, {} ({})\n", binary.image.size(),
-             binary.path.empty() ? "not stored" : binary.path, origin_name(binary.origin));
+             info.mask_reads_tensors ? "no (reads tensors: block summaries are computed per call)"
+                                     : "yes (tiles are classified from indices alone)");
+  fmt::print("cubin         {} bytes, {} ({})\n", info.cubin_bytes,
+             info.cached ? info.cache_path : "not stored", origin_name(info.origin));
+}
+
+unsigned parts_for(const std::string& emit) {
+  if (emit == "source") return ATTNJIT_INSPECT_SOURCE;
+  if (emit == "ptx") return ATTNJIT_INSPECT_PTX;
+  if (emit == "resources") return ATTNJIT_INSPECT_RESOURCES;
+  return 0;  // key: the configuration, key and path only
 }
 
 void run_inspect(const InspectOptions& options) {
   const VariantSpec spec = options.variant.spec();
-  std::string arch = options.arch;
-  if (arch.empty()) arch = local_gpu_arch().value_or("sm_90");
-  arch = nvrtc::validate_arch(arch);
-  KernelCache cache{std::filesystem::path(options.cache_dir)};
+  // Note: inspecting compiles with NVRTC and needs no GPU: the CPU runtime never probes one,
+  // and the arch (the local GPU's by default) is given explicitly.
+  const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CPU, options.cache_dir);
+  const c::VariantPtr variant = create_variant(runtime.get(), spec);
+  const std::string arch =
+      options.arch.empty() ? local_gpu_arch().value_or("sm_90") : options.arch;
+  attnjit_inspect_options inspect_options;
+  attnjit_inspect_options_init(&inspect_options);
+  inspect_options.arch = arch.c_str();
+  inspect_options.parts = parts_for(options.emit);
+  attnjit_variant_info* raw_info = nullptr;
+  check_status(attnjit_variant_inspect(&raw_info, variant.get(), &inspect_options));
+  const c::VariantInfoPtr info(raw_info);
   if (options.emit == "source") {
-    fmt::print("{}", generate_variant_source(spec, nvrtc::arch_sm(arch)).source);
+    fmt::print("{}", info->source);
   } else if (options.emit == "ptx") {
-    const KernelBinary binary = compile_variant(spec, arch, cache, /*ptx=*/true);
-    fmt::print("{}", std::string_view(binary.image.data(), binary.image.size()));
+    fmt::print("{}", info->ptx);
   } else if (options.emit == "resources") {
-    print_resources(spec, compile_variant(spec, arch, cache));
+    print_resources(*info);
   } else {  // key
-    const VariantCacheEntry entry = variant_cache_entry(spec, arch, cache);
-    std::error_code ec;
-    fmt::print("key   {}\npath  {}{}\n", entry.key, entry.binary.string(),
-               std::filesystem::exists(entry.binary, ec) ? "" : "  (not cached)");
+    fmt::print("key   {}\npath  {}{}\n", info->cache_key, info->cache_path,
+               info->cached ? "" : "  (not cached)");
   }
 }
 

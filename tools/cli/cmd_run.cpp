@@ -16,6 +16,7 @@
 #include "expr/block_analysis.hpp"
 #include "option_checks.hpp"
 #include "problem_placement.hpp"
+#include "public_variant.hpp"
 #include "reference/attention.hpp"
 #include "reference/compare.hpp"
 #include "reference/naive.hpp"
@@ -37,10 +38,6 @@ struct RunOptions {
   std::uint64_t seed = 1;
   bool check = true;
 };
-
-void check_status(attnjit_status status) {
-  if (status != ATTNJIT_OK) throw Error(static_cast<Status>(status), attnjit_last_error());
-}
 
 // Host data for each declared tensor: rank-1 int32 tensors hold sorted document ids (four
 // documents), other int32 tensors random ids in [0, 4), float32 tensors uniform [-1, 1).
@@ -113,45 +110,11 @@ void run(const RunOptions& o) {
   reference::HostProblem problem = reference::make_problem(shape, problem_options);
   std::vector<HostTensorData> tensors = make_tensors(spec.signature, shape, o.seed);
 
-  attnjit_runtime_options runtime_options;
-  attnjit_runtime_options_init(&runtime_options);
-  runtime_options.backend = o.device == "cpu"    ? ATTNJIT_BACKEND_CPU
-                            : o.device == "cuda" ? ATTNJIT_BACKEND_CUDA
-                                                 : ATTNJIT_BACKEND_AUTO;
-  attnjit_runtime* raw_runtime = nullptr;
-  check_status(attnjit_runtime_create(&raw_runtime, &runtime_options));
-  c::RuntimePtr runtime(raw_runtime);
+  const c::RuntimePtr runtime = create_runtime(o.device == "cpu"    ? ATTNJIT_BACKEND_CPU
+                                               : o.device == "cuda" ? ATTNJIT_BACKEND_CUDA
+                                                                    : ATTNJIT_BACKEND_AUTO);
   const bool on_gpu = attnjit_runtime_backend(runtime.get()) == ATTNJIT_BACKEND_CUDA;
-
-  std::vector<attnjit_param_decl> param_decls;
-  for (const auto& p : spec.signature.params) {
-    param_decls.push_back({p.name.c_str(), p.type == expr::ValueType::integer
-                                               ? ATTNJIT_PARAM_INT
-                                               : ATTNJIT_PARAM_FLOAT});
-  }
-  std::vector<attnjit_tensor_decl> tensor_decls;
-  for (const auto& t : spec.signature.tensors) {
-    tensor_decls.push_back({t.name.c_str(),
-                            t.elem == expr::TensorElemType::int32 ? ATTNJIT_TENSOR_INT32
-                                                                  : ATTNJIT_TENSOR_FLOAT32,
-                            t.rank});
-  }
-  const attnjit_dtype dtype = spec.dtype == DType::bf16   ? ATTNJIT_DTYPE_BF16
-                              : spec.dtype == DType::fp16 ? ATTNJIT_DTYPE_FP16
-                                                          : ATTNJIT_DTYPE_FP32;
-  attnjit_variant_desc desc;
-  attnjit_variant_desc_init(&desc);
-  desc.mask = spec.mask.c_str();
-  desc.score = spec.score.c_str();
-  desc.params = param_decls.data();
-  desc.num_params = static_cast<int>(param_decls.size());
-  desc.tensors = tensor_decls.data();
-  desc.num_tensors = static_cast<int>(tensor_decls.size());
-  desc.dtype = dtype;
-  desc.head_dim = spec.head_dim;
-  attnjit_variant* raw_variant = nullptr;
-  check_status(attnjit_variant_create(&raw_variant, runtime.get(), &desc));
-  c::VariantPtr variant(raw_variant);
+  const c::VariantPtr variant = create_variant(runtime.get(), spec);
   const auto prepare_start = std::chrono::steady_clock::now();
   check_status(attnjit_variant_prepare(variant.get()));
   const double prepare_ms = std::chrono::duration<double, std::milli>(
@@ -176,7 +139,7 @@ void run(const RunOptions& o) {
     tensor_args.push_back(
         {placement.place(t.words.data(), t.words.size() * 4), {t.dims[0], t.dims[1]}});
   }
-  args.q_dtype = args.k_dtype = args.v_dtype = dtype;
+  args.q_dtype = args.k_dtype = args.v_dtype = c_dtype(spec.dtype);
   args.batch = shape.batch;
   args.num_heads_q = shape.num_heads_q;
   args.num_heads_kv = shape.num_heads_kv;

@@ -1,0 +1,120 @@
+// attnjit_variant_inspect: what attnjit makes of a variant for one arch (the configuration, the
+// cache entry, the source, the cubin's resources, the PTX), as `attnjit inspect` shows it.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "capi/boundary.hpp"
+#include "compile/nvrtc_compiler.hpp"
+#include "jit/kernel_cache.hpp"
+
+// The C struct the caller reads, and the strings it points into.
+struct InspectedVariant : attnjit_variant_info {
+  InspectedVariant() : attnjit_variant_info{} {}
+  std::string arch, canonical_mask, key, path;
+  std::optional<std::string> source, ptx;
+};
+
+namespace {
+
+using attnjit::capi::guarded;
+using attnjit::capi::require;
+using attnjit::capi::require_version;
+
+std::string resolve_arch(const char* requested, const attnjit::Runtime& runtime) {
+  if (requested != nullptr) return attnjit::nvrtc::validate_arch(requested);
+  return runtime.device_arch().empty() ? "sm_90" : runtime.device_arch();
+}
+
+void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cubin) {
+  const attnjit::ResourceUsage& usage = cubin.forward_resources;
+  info.has_resources = 1;
+  info.registers = usage.registers;
+  info.static_smem_bytes = usage.shared_bytes;
+  info.stack_frame_bytes = usage.stack_frame_bytes;
+  info.spill_store_bytes = usage.spill_store_bytes;
+  info.spill_load_bytes = usage.spill_load_bytes;
+  info.cubin_bytes = cubin.image.size();
+  info.origin = attnjit::capi::to_c_origin(cubin.origin);
+}
+
+std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned parts,
+                                          const std::string& arch) {
+  const attnjit::VariantSpec& spec = variant.impl.spec();
+  attnjit::KernelCache& cache = variant.runtime.cache();
+  auto result = std::make_unique<InspectedVariant>();
+  attnjit_variant_info& info = *result;
+  result->arch = arch;
+  const attnjit::codegen::GeneratedKernel generated =
+      attnjit::generate_variant_source(spec, attnjit::nvrtc::arch_sm(arch));
+  const attnjit::ParsedVariant parsed = attnjit::parse_variant(spec);
+  result->canonical_mask = parsed.mask.canonical();
+  info.mask_reads_tensors = parsed.mask.reads_tensors() ? 1 : 0;
+  const attnjit::codegen::KernelConfig& config = generated.config;
+  info.block_m = config.block_m;
+  info.block_n = config.block_n;
+  info.num_warps = config.num_warps;
+  info.num_stages = config.num_stages;
+  info.dynamic_smem_bytes = config.smem_bytes;
+  if ((parts & ATTNJIT_INSPECT_SOURCE) != 0) result->source = generated.source;
+  if ((parts & ATTNJIT_INSPECT_RESOURCES) != 0) {
+    fill_resources(info, attnjit::compile_variant(spec, arch, cache));
+  }
+  if ((parts & ATTNJIT_INSPECT_PTX) != 0) {
+    const attnjit::KernelBinary ptx = attnjit::compile_variant(spec, arch, cache, /*ptx=*/true);
+    result->ptx.emplace(ptx.image.data(), ptx.image.size());
+  }
+  // After the compiles, so that `cached` says whether the cubin is on disk now.
+  const attnjit::VariantCacheEntry entry = attnjit::variant_cache_entry(spec, arch, cache);
+  result->key = entry.key;
+  result->path = entry.binary.string();
+  std::error_code ec;
+  info.cached = std::filesystem::exists(entry.binary, ec) ? 1 : 0;
+
+  info.arch = result->arch.c_str();
+  info.kernel = attnjit::codegen::kForwardEntry;
+  info.canonical_mask = result->canonical_mask.c_str();
+  info.cache_key = result->key.c_str();
+  info.cache_path = result->path.c_str();
+  info.source = result->source ? result->source->c_str() : nullptr;
+  info.ptx = result->ptx ? result->ptx->c_str() : nullptr;
+  return result;
+}
+
+}  // namespace
+
+extern "C" {
+
+void attnjit_inspect_options_init(attnjit_inspect_options* options) {
+  if (options == nullptr) return;
+  std::memset(options, 0, sizeof(*options));
+  options->version = ATTNJIT_INSPECT_OPTIONS_VERSION;
+  options->parts = ATTNJIT_INSPECT_ALL;
+}
+
+attnjit_status attnjit_variant_inspect(attnjit_variant_info** out, attnjit_variant* variant,
+                                       const attnjit_inspect_options* options) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(variant, "variant");
+    attnjit_inspect_options defaults;
+    attnjit_inspect_options_init(&defaults);
+    const attnjit_inspect_options& o = options != nullptr ? *options : defaults;
+    require_version(o.version, ATTNJIT_INSPECT_OPTIONS_VERSION, "attnjit_inspect_options");
+    if ((o.parts & ~ATTNJIT_INSPECT_ALL) != 0) {
+      attnjit::throw_error(attnjit::Status::invalid_argument,
+                           "attnjit_inspect_options.parts has unknown bits {:#x}",
+                           o.parts & ~ATTNJIT_INSPECT_ALL);
+    }
+    *out = inspect(*variant, o.parts, resolve_arch(o.arch, variant->runtime)).release();
+  });
+}
+
+// Note: every attnjit_variant_info handed out is the base of an InspectedVariant.
+void attnjit_variant_info_destroy(attnjit_variant_info* info) {
+  delete static_cast<InspectedVariant*>(info);
+}
+
+}  // extern "C"

@@ -1,0 +1,113 @@
+#include "jit/prewarm.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "compile/nvrtc_compiler.hpp"
+
+namespace attnjit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The folder the cache stores `arch`'s kernels in for this NVRTC.
+fs::path arch_directory(const KernelCache& cache, const std::string& arch) {
+  return cache.store().directory(cache::EntryId{arch, nvrtc::nvrtc_version(), {}, {}, {}});
+}
+
+PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
+  PrewarmOutcome outcome;
+  try {
+    const VariantKernel kernel = acquire_variant(job.variant->spec, job.arch, cache);
+    outcome.origin = kernel.origin;
+    if (kernel.binary->path.empty()) {
+      const std::string why = why_unwritable(arch_directory(cache, job.arch));
+      outcome.failed = outcome.not_stored = true;
+      outcome.status = Status::cache;
+      outcome.error = "compiled, but the cache could not store it: " +
+                      (why.empty() ? std::string("see the cache's warning (log level warn)") : why);
+    }
+  } catch (const Error& e) {
+    outcome.failed = true;
+    outcome.status = e.status();
+    outcome.error = e.what();
+  } catch (const std::exception& e) {
+    outcome.failed = true;
+    outcome.status = Status::internal;
+    outcome.error = e.what();
+  }
+  return outcome;
+}
+
+}  // namespace
+
+std::vector<PrewarmJob> prewarm_jobs(const std::vector<NamedVariantSpec>& variants,
+                                     const std::vector<std::string>& arches) {
+  std::vector<PrewarmJob> jobs;
+  for (const auto& variant : variants) {
+    for (const auto& arch : arches) jobs.push_back({&variant, arch});
+  }
+  return jobs;
+}
+
+std::string why_unwritable(const fs::path& dir) {
+  std::error_code ec;
+  fs::path existing = fs::absolute(dir, ec);
+  while (!fs::exists(existing, ec) && existing != existing.root_path()) {
+    existing = existing.parent_path();
+  }
+  if (!fs::is_directory(existing, ec)) {
+    return fmt::format("{} is not a directory", existing.string());
+  }
+  if (::faccessat(AT_FDCWD, existing.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
+    return fmt::format("{}: {}", existing.string(), std::generic_category().message(errno));
+  }
+  return {};
+}
+
+void require_storable(KernelCache& cache, const std::vector<std::string>& arches) {
+  try {
+    cache.store().create_root();  // private (0700) whatever the umask, and checked
+  } catch (const Error& e) {
+    throw_error(e.status(), "cannot use {} as the cache directory: {}", cache.root().string(),
+                e.what());
+  }
+  for (const auto& arch : arches) {
+    const fs::path dir = arch_directory(cache, arch);
+    if (const std::string why = why_unwritable(dir); !why.empty()) {
+      throw_error(Status::io, "cannot store kernels in {}: {}; nothing was compiled", dir.string(),
+                  why);
+    }
+  }
+}
+
+std::vector<PrewarmOutcome> prewarm(const std::vector<PrewarmJob>& jobs, KernelCache& cache,
+                                    int workers, const PrewarmCallback& on_done) {
+  std::vector<PrewarmOutcome> outcomes(jobs.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex callback_mutex;
+  const auto work = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      outcomes[i] = run_job(jobs[i], cache);
+      if (on_done) {
+        const std::lock_guard lock(callback_mutex);
+        on_done(i, outcomes[i]);
+      }
+    }
+  };
+  const int count = std::clamp(workers, 1, std::max(1, static_cast<int>(jobs.size())));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < count; ++i) threads.emplace_back(work);
+  for (auto& thread : threads) thread.join();
+  return outcomes;
+}
+
+}  // namespace attnjit

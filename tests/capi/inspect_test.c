@@ -1,0 +1,149 @@
+/* attnjit_variant_inspect from C: the configuration, cache entry, source, resources and PTX of
+ * a variant for sm_80 (NVRTC compiles for real; no GPU needed), and its bad-input statuses.
+ * Usage: test_capi_inspect CACHE_DIR (emptied first). */
+#include <stdio.h>
+#include <string.h>
+
+#include "attnjit/attnjit.h"
+#include "check.h"
+
+static attnjit_runtime* runtime = NULL;
+static attnjit_variant* variant = NULL;
+
+static void create_variant(const char* cache_dir) {
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CPU;
+  options.cache_dir = cache_dir;
+  CHECK(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = "kv_idx <= q_idx && (true)";
+  desc.head_dim = 64;
+  CHECK(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+}
+
+static void test_source_only_compiles_nothing(void) {
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  CHECK(options.version == ATTNJIT_INSPECT_OPTIONS_VERSION);
+  CHECK(options.parts == ATTNJIT_INSPECT_ALL);
+  options.arch = "sm_80";
+  options.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = NULL;
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  if (info == NULL) return;
+  CHECK(strcmp(info->arch, "sm_80") == 0);
+  CHECK(strcmp(info->kernel, "attnjit_fwd") == 0);
+  CHECK(strcmp(info->canonical_mask, "(kv_idx <= q_idx)") == 0); /* "&& (true)" folded away */
+  CHECK(info->mask_reads_tensors == 0);
+  CHECK(info->block_m > 0 && info->block_n > 0 && info->num_warps > 0 && info->num_stages > 0);
+  CHECK(info->dynamic_smem_bytes > 0);
+  CHECK(info->has_resources == 0 && info->registers == 0);
+  CHECK(contains(info->source, "attnjit_fwd"));
+  CHECK(info->ptx == NULL);
+  CHECK(strlen(info->cache_key) >= 16);
+  CHECK(contains(info->cache_path, "sm_80"));
+  CHECK(contains(info->cache_path, info->cache_key));
+  CHECK(contains(info->cache_path, "bf16-d64-"));
+  CHECK(info->cached == 0);
+  attnjit_variant_info_destroy(info);
+}
+
+static void test_all_parts_compile_cubin_and_ptx(void) {
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  options.arch = "sm_80";
+  attnjit_variant_info* info = NULL;
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  if (info == NULL) return;
+  CHECK(info->has_resources == 1);
+  CHECK(info->registers > 0);
+  CHECK(info->cubin_bytes > 0);
+  CHECK(info->origin == ATTNJIT_ORIGIN_COMPILED);
+  CHECK(info->cached == 1);
+  CHECK(contains(info->ptx, ".entry attnjit_fwd"));
+  CHECK(contains(info->source, "attnjit_fwd"));
+  attnjit_variant_info_destroy(info);
+
+  /* A second look finds the cubin in the process. */
+  options.parts = ATTNJIT_INSPECT_RESOURCES;
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  if (info == NULL) return;
+  CHECK(info->origin == ATTNJIT_ORIGIN_MEMORY);
+  CHECK(info->source == NULL && info->ptx == NULL);
+  attnjit_variant_info_destroy(info);
+}
+
+/* NULL options: every part, for the runtime's GPU, else (here, a CPU runtime) sm_90. */
+static void test_default_options(void) {
+  attnjit_variant_info* info = NULL;
+  CHECK(attnjit_variant_inspect(&info, variant, NULL) == ATTNJIT_OK);
+  if (info == NULL) return;
+  CHECK(strcmp(info->arch, "sm_90") == 0);
+  CHECK(info->has_resources == 1 && info->source != NULL && info->ptx != NULL);
+  attnjit_variant_info_destroy(info);
+}
+
+static void test_bad_input(void) {
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  options.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = (attnjit_variant_info*)&options; /* not NULL: must be reset */
+  CHECK(attnjit_variant_inspect(NULL, variant, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_inspect(&info, NULL, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(info == NULL);
+  CHECK(contains(attnjit_last_error(), "variant is NULL"));
+
+  options.version = 99;
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "attnjit_inspect_options_init"));
+  options.version = ATTNJIT_INSPECT_OPTIONS_VERSION;
+
+  options.arch = "sm_xy";
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "unknown arch"));
+  options.arch = "sm_75";
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_ERROR_UNSUPPORTED);
+  options.arch = "sm_80";
+  options.parts = 8u;
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(info == NULL);
+  attnjit_variant_info_destroy(NULL);
+}
+
+static void test_cpu_only_dtype_is_unsupported(void) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.dtype = ATTNJIT_DTYPE_FP32;
+  attnjit_variant* fp32 = NULL;
+  CHECK(attnjit_variant_create(&fp32, runtime, &desc) == ATTNJIT_OK);
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  options.arch = "sm_90";
+  options.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = NULL;
+  CHECK(attnjit_variant_inspect(&info, fp32, &options) == ATTNJIT_ERROR_UNSUPPORTED);
+  CHECK(info == NULL);
+  attnjit_variant_destroy(fp32);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CACHE_DIR\n", argv[0]);
+    return 2;
+  }
+  attnjit_cache_clear_options clear;
+  attnjit_cache_clear_options_init(&clear);
+  clear.cache_dir = argv[1];
+  CHECK(attnjit_cache_clear(NULL, &clear) == ATTNJIT_OK);
+  create_variant(argv[1]);
+  test_source_only_compiles_nothing();
+  test_all_parts_compile_cubin_and_ptx();
+  test_default_options();
+  test_bad_input();
+  test_cpu_only_dtype_is_unsupported();
+  attnjit_variant_destroy(variant);
+  attnjit_runtime_destroy(runtime);
+  return check_summary();
+}

@@ -1,0 +1,80 @@
+#include "jit/prewarm.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+
+#include "../cache/cache_test_support.hpp"
+#include "common/error.hpp"
+
+using namespace attnjit;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One kernel that compiles (causal, bf16, d64) and one that parses but cannot be built (d48).
+std::vector<NamedVariantSpec> two_variants() {
+  const Manifest manifest = parse_manifest(R"({"version": 1, "dtypes": ["bf16"],
+      "variants": [{"name": "causal", "mask": "q_idx >= kv_idx", "head_dims": [64]},
+                   {"name": "odd", "head_dims": [48]}]})",
+                                           "two.json");
+  return expand_manifest(manifest);
+}
+
+}  // namespace
+
+TEST_CASE("prewarm_jobs gives every variant for every arch, variant first", "[prewarm]") {
+  const auto variants = two_variants();
+  const auto jobs = prewarm_jobs(variants, {"sm_80", "sm_90"});
+  REQUIRE(jobs.size() == 4);
+  CHECK(jobs[0].variant == &variants[0]);
+  CHECK(jobs[0].arch == "sm_80");
+  CHECK(jobs[1].variant == &variants[0]);
+  CHECK(jobs[1].arch == "sm_90");
+  CHECK(jobs[2].variant == &variants[1]);
+}
+
+TEST_CASE("prewarm reports each job once, a failure as an outcome with its status", "[prewarm]") {
+  test::TempDir dir;
+  KernelCache cache{dir.path()};
+  const auto variants = two_variants();
+  const auto jobs = prewarm_jobs(variants, {"sm_80"});
+  require_storable(cache, {"sm_80"});
+  std::multiset<std::size_t> reported;
+  const auto outcomes = prewarm(
+      jobs, cache, 4, [&](std::size_t index, const PrewarmOutcome&) { reported.insert(index); });
+  CHECK(reported == std::multiset<std::size_t>{0, 1});
+  REQUIRE(outcomes.size() == 2);
+  CHECK_FALSE(outcomes[0].failed);
+  CHECK(outcomes[0].status == Status::ok);
+  CHECK(outcomes[0].origin == KernelOrigin::compiled);
+  CHECK(outcomes[1].failed);
+  CHECK(outcomes[1].status == Status::unsupported);
+  CHECK_THAT(outcomes[1].error, Catch::Contains("48"));
+
+  // A fresh cache on the same root finds the kernel on disk.
+  KernelCache again{dir.path()};
+  const auto second = prewarm({jobs[0]}, again, 1);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].origin == KernelOrigin::disk);
+}
+
+TEST_CASE("require_storable refuses a root that cannot hold kernels", "[prewarm]") {
+  test::TempDir dir;
+  const fs::path file = dir.path() / "a-file";
+  std::ofstream(file) << "x";
+  KernelCache cache{file};
+  CHECK_THROWS_AS(require_storable(cache, {"sm_80"}), Error);
+}
+
+TEST_CASE("why_unwritable names a file in the way, and nothing for a writable directory",
+          "[prewarm]") {
+  test::TempDir dir;
+  CHECK(why_unwritable(dir.path() / "not" / "yet").empty());
+  const fs::path file = dir.path() / "a-file";
+  std::ofstream(file) << "x";
+  CHECK_THAT(why_unwritable(file / "sub"), Catch::Contains("is not a directory"));
+}
