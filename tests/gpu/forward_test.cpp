@@ -209,5 +209,5 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   cap.scalars = {float_bits(5.0f)};
   cap.shape = shape(2, 1, 1, 1, 33);
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
-               with(window, DType::bf16, Layout::blhd, 256)});
+               with(window, DType::bf16, Layout::blhd, 256), window_crossing_case()});
 }

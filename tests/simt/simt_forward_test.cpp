@@ -153,3 +153,7 @@ TEST_CASE("emulated: random expressions match the reference", "[simt]") {
   }
   check_simt(cases, 80);
 }
+
+TEST_CASE("emulated: kept tiles past the first classification window are found", "[simt]") {
+  check_simt({window_crossing_case()}, 90);
+}

@@ -104,6 +104,13 @@ std::vector<KernelCase> mask_families(const AttentionShape& s) {
   return cases;
 }
 
+KernelCase window_crossing_case() {
+  KernelCase c;
+  c.mask = "kv_idx < 70 || (kv_idx >= 16380 && kv_idx < 16420) || kv_idx >= 16950";
+  c.shape = shape(1, 1, 1, 20, 17000);
+  return c;
+}
+
 std::vector<KernelCase> non_finite_inputs(int head_dim) {
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
   constexpr float kInf = std::numeric_limits<float>::infinity();

@@ -24,4 +24,10 @@ std::vector<KernelCase> mask_families(const AttentionShape& s);
 // 150] at head dim `head_dim`.
 std::vector<KernelCase> non_finite_inputs(int head_dim);
 
+// A mask whose kept key tiles lie in two classification windows of the forward kernel (at head
+// dim 64 its 8 warps classify 256 tiles of 64 keys per step; 17000 keys are 266 tiles): kept tiles
+// at the start (full and partial), on both sides of the window boundary (tiles 255 and 256) and
+// at the ragged end, everything between skipped.
+KernelCase window_crossing_case();
+
 }  // namespace attnjit::kernel_test
