@@ -40,7 +40,8 @@ void init_barriers(unsigned bars, int num, unsigned count) {
 }  // namespace
 
 // One TMA box of map 0 at (0, p.kv_len, 1, 0) into shared byte p.num_heads_q, then copied out
-// byte for byte (p.q_len bytes) so the test sees the swizzled placement.
+// byte for byte (p.q_len bytes) so the test sees the swizzled placement. p.batch 1: read after a
+// __syncthreads instead of the mbarrier wait, which orders the issue but not the landing.
 extern "C" __global__ void tma_box(FwdParams p) {
   unsigned char* smem = attnjit_dynamic_smem;
   const unsigned bar = smem_address(smem);
@@ -50,7 +51,11 @@ extern "C" __global__ void tma_box(FwdParams p) {
     mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(p.q_len));
     tma_load_4d(tensor_map(p, 0), bar, bar + p.num_heads_q, 0, p.kv_len, 1, 0);
   }
-  mbarrier_wait(bar, 0);
+  if (p.batch == 1) {
+    __syncthreads();
+  } else {
+    mbarrier_wait(bar, 0);
+  }
   for (int chunk = threadIdx.x; chunk < p.q_len / 16; chunk += blockDim.x) {
     store_global_16(static_cast<unsigned short*>(p.o) + 8 * chunk,
                     load_shared_16(smem + p.num_heads_q + 16 * chunk));
@@ -204,6 +209,29 @@ extern "C" __global__ void producer_consumer_ring(FwdParams p) {
   }
   wgmma_wait_group<0>();
   store_accumulators<64>(p, d);
+}
+
+// A and B of a 64 x 64 x 16 wgmma written with st.shared (every word 1.0 in bf16 pairs), ordered
+// for the async proxy by fence.proxy.async unless p.batch is 1.
+extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
+  unsigned char* smem = attnjit_dynamic_smem;
+  for (int word = threadIdx.x; word < 2 * 64 * 128 / 4; word += blockDim.x) {
+    store_shared_32(smem + 4 * word, 0x3f803f80u);
+  }
+  if (p.batch != 1) fence_proxy_async_shared();
+  __syncthreads();
+  const unsigned base = smem_address(smem);
+  float d[32];
+  wgmma_fence();
+  Wgmma<bf16_t, 64>::ss(d, wgmma_desc_k_major(base), wgmma_desc_k_major(base + 64 * 128), 0);
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  store_accumulators<64>(p, d);
+}
+
+// Warps 0-3 wait at named barrier 1 for 160 threads; warp 4 exits without arriving.
+extern "C" __global__ void named_barrier_deadlock(FwdParams p) {
+  if (threadIdx.x < 128) named_barrier_sync(1, 160);
 }
 
 // Two arrivals expected, one made: every thread waits for a phase that never completes.

@@ -257,6 +257,34 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
     CHECK_THAT(tma.run("tma_box"),
                Catch::Contains("TMA destination at shared byte 1536 is not 1024-byte aligned"));
   }
+  SECTION("reading a TMA box without waiting for its mbarrier phase") {
+    const Matrix tensor(2 * 100, 64, true, 54);
+    Launch tma;
+    tma.maps = {make_map(tensor.bits.data(), 64, 100, 2, 64, true)};
+    tma.inputs = {&tensor};
+    tma.threads = 32;
+    tma.smem_bytes = 1024 + 64 * 128;
+    tma.params.q_len = 64 * 128;
+    tma.params.num_heads_q = 1024;
+    tma.params.batch = 1;
+    CHECK_THAT(tma.run("tma_box"),
+               Catch::Contains("written by a TMA load that completes phase 0 of the mbarrier at "
+                               "shared byte 0, before thread") &&
+                   Catch::Contains("waited for that phase"));
+  }
+  SECTION("st.shared data read by wgmma needs fence.proxy.async") {
+    CHECK(launch.run("generic_writes_then_wgmma") == "");
+    CHECK(launch.output[0] == 16.0f);
+    launch.params.batch = 1;
+    CHECK_THAT(launch.run("generic_writes_then_wgmma"),
+               Catch::Contains("has not executed fence.proxy.async since"));
+  }
+  SECTION("a named barrier its thread count never reaches") {
+    launch.threads = 160;
+    CHECK_THAT(launch.run("named_barrier_deadlock"),
+               Catch::Contains("deadlock: every live thread waits") &&
+                   Catch::Contains("waits at named barrier 1 (128 of 160 threads arrived)"));
+  }
   SECTION("an mbarrier phase no arrival completes") {
     launch.threads = 64;
     CHECK_THAT(launch.run("mbarrier_deadlock"),
