@@ -115,23 +115,33 @@ void check_product(const std::vector<float>& output, int n, Expected expected) {
   }
 }
 
+// tma_box over bf16 [1][2 heads][100 rows][64]: the box of 64 rows from row `first` of head 1
+// into shared byte `dst`.
+struct TmaBox {
+  Matrix tensor{2 * 100, 64, true, 11};
+  Launch launch;
+
+  TmaBox(int dst, int first) {
+    launch.maps = {make_map(tensor.bits.data(), 64, 100, 2, 64, true)};
+    launch.inputs = {&tensor};
+    launch.threads = 32;
+    launch.smem_bytes = static_cast<unsigned>(dst) + 64 * 128;
+    launch.params.q_len = 64 * 128;
+    launch.params.num_heads_q = dst;
+    launch.params.kv_len = first;
+  }
+  TmaBox(const TmaBox&) = delete;  // launch points into tensor
+};
+
 }  // namespace
 
 TEST_CASE("emulated TMA: a box lands as a SwizzledTile block, rows past the end as zeros",
           "[simt]") {
-  // bf16 [1][2 heads][100 rows][64]; the box of 64 rows from row `first` of head 1.
-  const Matrix tensor(2 * 100, 64, true, 11);
   const int first = GENERATE(0, 64);
-  Launch launch;
-  launch.maps = {make_map(tensor.bits.data(), 64, 100, 2, 64, true)};
-  launch.inputs = {&tensor};
-  launch.threads = 32;
-  launch.smem_bytes = 1024 + 64 * 128;
-  launch.params.q_len = 64 * 128;
-  launch.params.num_heads_q = 1024;
-  launch.params.kv_len = first;
-  REQUIRE(launch.run("tma_box") == "");
-  const auto* out = reinterpret_cast<const unsigned char*>(launch.output.data());
+  TmaBox box(1024, first);
+  REQUIRE(box.launch.run("tma_box") == "");
+  const Matrix& tensor = box.tensor;
+  const auto* out = reinterpret_cast<const unsigned char*>(box.launch.output.data());
   for (int r = 0; r < 64; ++r) {
     for (int chunk = 0; chunk < 8; ++chunk) {
       INFO("row " << r << " chunk " << chunk);
@@ -209,6 +219,7 @@ struct Ring {
     launch.params.num_heads_q = kTiles;
     launch.params.batch = variant;
   }
+  Ring(const Ring&) = delete;  // launch points into q and keys
 };
 
 }  // namespace
@@ -246,28 +257,14 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
                Catch::Contains("exited with 1 wgmma groups never waited for"));
   }
   SECTION("a TMA destination off the 1024-byte swizzle pattern") {
-    const Matrix tensor(2 * 100, 64, true, 53);
-    Launch tma;
-    tma.maps = {make_map(tensor.bits.data(), 64, 100, 2, 64, true)};
-    tma.inputs = {&tensor};
-    tma.threads = 32;
-    tma.smem_bytes = 2048 + 64 * 128;
-    tma.params.q_len = 64 * 128;
-    tma.params.num_heads_q = 1536;
-    CHECK_THAT(tma.run("tma_box"),
+    TmaBox misaligned(1536, 0);
+    CHECK_THAT(misaligned.launch.run("tma_box"),
                Catch::Contains("TMA destination at shared byte 1536 is not 1024-byte aligned"));
   }
   SECTION("reading a TMA box without waiting for its mbarrier phase") {
-    const Matrix tensor(2 * 100, 64, true, 54);
-    Launch tma;
-    tma.maps = {make_map(tensor.bits.data(), 64, 100, 2, 64, true)};
-    tma.inputs = {&tensor};
-    tma.threads = 32;
-    tma.smem_bytes = 1024 + 64 * 128;
-    tma.params.q_len = 64 * 128;
-    tma.params.num_heads_q = 1024;
-    tma.params.batch = 1;
-    CHECK_THAT(tma.run("tma_box"),
+    TmaBox unwaited(1024, 0);
+    unwaited.launch.params.batch = 1;
+    CHECK_THAT(unwaited.launch.run("tma_box"),
                Catch::Contains("written by a TMA load that completes phase 0 of the mbarrier at "
                                "shared byte 0, before thread") &&
                    Catch::Contains("waited for that phase"));
