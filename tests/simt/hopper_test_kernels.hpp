@@ -97,14 +97,18 @@ void wgmma_ss_kernel(FwdParams p) {
   store_accumulators<N>(p, d);
 }
 
-extern "C" __global__ void wgmma_ss_bf16_n64_k16(FwdParams p) { wgmma_ss_kernel<bf16_t, 64, 16>(p); }
-extern "C" __global__ void wgmma_ss_fp16_n64_k16(FwdParams p) { wgmma_ss_kernel<fp16_t, 64, 16>(p); }
-extern "C" __global__ void wgmma_ss_bf16_n128_k16(FwdParams p) { wgmma_ss_kernel<bf16_t, 128, 16>(p); }
-extern "C" __global__ void wgmma_ss_fp16_n128_k16(FwdParams p) { wgmma_ss_kernel<fp16_t, 128, 16>(p); }
-extern "C" __global__ void wgmma_ss_bf16_n64_k128(FwdParams p) { wgmma_ss_kernel<bf16_t, 64, 128>(p); }
-extern "C" __global__ void wgmma_ss_fp16_n64_k128(FwdParams p) { wgmma_ss_kernel<fp16_t, 64, 128>(p); }
-extern "C" __global__ void wgmma_ss_bf16_n128_k128(FwdParams p) { wgmma_ss_kernel<bf16_t, 128, 128>(p); }
-extern "C" __global__ void wgmma_ss_fp16_n128_k128(FwdParams p) { wgmma_ss_kernel<fp16_t, 128, 128>(p); }
+#define WGMMA_SS_KERNEL(ELEM, N, K)                                    \
+  extern "C" __global__ void wgmma_ss_##ELEM##_n##N##_k##K(FwdParams p) { \
+    wgmma_ss_kernel<ELEM##_t, N, K>(p);                                  \
+  }
+WGMMA_SS_KERNEL(bf16, 64, 16)
+WGMMA_SS_KERNEL(fp16, 64, 16)
+WGMMA_SS_KERNEL(bf16, 128, 16)
+WGMMA_SS_KERNEL(fp16, 128, 16)
+WGMMA_SS_KERNEL(bf16, 64, 128)
+WGMMA_SS_KERNEL(fp16, 64, 128)
+WGMMA_SS_KERNEL(bf16, 128, 128)
+WGMMA_SS_KERNEL(fp16, 128, 128)
 
 // The P.V shape: O[64][128] = P[64][64] * V[64][128], P from registers (row-major 16-bit elements
 // at p.k), V (map 0: [keys][128]) TMA-loaded as two 64-column boxes and read MN-major, 16 keys

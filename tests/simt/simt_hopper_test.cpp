@@ -3,9 +3,10 @@
 // wgmma.ss and wgmma.rs agree with a CPU matrix product through their descriptors, a warp-
 // specialised producer/consumer ring over mbarriers computes the right sum, and the hazards the
 // hardware punishes are reported with a clear message.
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -13,8 +14,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "attnjit/copy.cuh"
 #include "attnjit/sm90_tma.cuh"

@@ -121,9 +121,10 @@ void wgmma_issue(WarpState& w) {
     }
   }
   if (!ww.fenced) {
-    fail("%s without a wgmma_fence since the warp's last wgmma_wait_group (PTX ISA: wgmma.fence "
-         "orders the registers' earlier accesses before wgmma.mma_async)",
-         what);
+    fail(
+        "%s without a wgmma_fence since the warp's last wgmma_wait_group (PTX ISA: wgmma.fence "
+        "orders the registers' earlier accesses before wgmma.mma_async)",
+        what);
   }
   const auto desc = [&](int i) {
     return static_cast<unsigned long long>(w.in[0].u[i]) |
@@ -216,9 +217,8 @@ inline void retire_group(WarpWgmma& ww, std::vector<WgmmaOp>& group) {
 template <typename Step>
 void wgmma_warp_step(Collective collective, Step step) {
   LaneInput input{};
-  warp_collective(collective, input, [&](WarpState&) {
-    step(hopper().wgmma[emulator().current->warp]);
-  });
+  warp_collective(collective, input,
+                  [&](WarpState&) { step(hopper().wgmma[emulator().current->warp]); });
 }
 
 inline void check_wgmma_at_exit(const ThreadState& t) {
@@ -236,7 +236,8 @@ inline void check_wgmma_at_exit(const ThreadState& t) {
 namespace attnjit {
 
 inline void wgmma_fence() {
-  simt::wgmma_warp_step(simt::Collective::wgmma_fence, [](simt::WarpWgmma& ww) { ww.fenced = true; });
+  simt::wgmma_warp_step(simt::Collective::wgmma_fence,
+                        [](simt::WarpWgmma& ww) { ww.fenced = true; });
 }
 
 inline void wgmma_commit_group() {
