@@ -233,6 +233,23 @@ extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
   store_accumulators<64>(p, d);
 }
 
+// Only warps 0 and 1 of the warpgroup issue a wgmma (on zeros).
+extern "C" __global__ void half_warpgroup_wgmma(FwdParams p) {
+  unsigned char* smem = attnjit_dynamic_smem;
+  for (int word = threadIdx.x; word < 2 * 64 * 128 / 4; word += blockDim.x) {
+    store_shared_32(smem + 4 * word, 0u);
+  }
+  fence_proxy_async_shared();
+  __syncthreads();
+  if (threadIdx.x >= 64) return;
+  const unsigned base = smem_address(smem);
+  float d[32];
+  wgmma_fence();
+  Wgmma<bf16_t, 64>::ss(d, wgmma_desc_k_major(base), wgmma_desc_k_major(base + 64 * 128), 0);
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+}
+
 // Warps 0-3 wait at named barrier 1 for 160 threads; warp 4 exits without arriving.
 extern "C" __global__ void named_barrier_deadlock(FwdParams p) {
   if (threadIdx.x < 128) named_barrier_sync(1, 160);

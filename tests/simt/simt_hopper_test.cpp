@@ -275,6 +275,10 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
     CHECK_THAT(launch.run("generic_writes_then_wgmma"),
                Catch::Contains("has not executed fence.proxy.async since"));
   }
+  SECTION("a wgmma issued by only some warps of the warpgroup") {
+    CHECK_THAT(launch.run("half_warpgroup_wgmma"),
+               Catch::Contains("warp 0 issued 1 wgmma.mma_async and warp 2 0"));
+  }
   SECTION("a named barrier its thread count never reaches") {
     launch.threads = 160;
     CHECK_THAT(launch.run("named_barrier_deadlock"),

@@ -41,8 +41,9 @@ struct WgmmaOp {
 };
 
 struct WarpWgmma {
-  bool fenced = false;                         // a wgmma_fence since the last wgmma_wait_group
-  std::vector<WgmmaOp> open;                   // issued since the last commit
+  bool fenced = false;        // a wgmma_fence since the last wgmma_wait_group
+  unsigned issued = 0;        // wgmma.mma_async so far: the 4 warps of a warpgroup issue the same
+  std::vector<WgmmaOp> open;  // issued since the last commit
   std::deque<std::vector<WgmmaOp>> committed;  // oldest first
 };
 

@@ -15,6 +15,10 @@
 #include "attnjit_simt/fake_tensor_map.hpp"
 #include "attnjit_simt/hopper_barrier.hpp"
 
+// Tensor maps reach kernels as `const __grid_constant__ TensorMap` parameters; on the host every
+// parameter is plain memory.
+#define __grid_constant__
+
 namespace attnjit::simt {
 
 inline FakeTensorMap checked_tensor_map(const TensorMap* map, const char* what) {

@@ -192,6 +192,7 @@ void wgmma_issue(WarpState& w) {
   std::memcpy(&marker, &kInFlightAccumulatorBits, 4);
   for (int lane = 0; lane < 32; ++lane) std::fill(op.d[lane], op.d[lane] + op.count, marker);
   ww.open.push_back(std::move(op));
+  ++ww.issued;
 }
 
 // Hands the retired ops' results to the lanes' registers, unless a newer op (later in the group,
@@ -226,7 +227,28 @@ void wgmma_warp_step(Collective collective, Step step) {
                   [&](WarpState&) { step(hopper().wgmma[emulator().current->warp]); });
 }
 
+// wgmma is warpgroup-wide (.sync.aligned over 4 warps) while the emulator computes each warp
+// alone: when the last thread of a warpgroup exits, its warps must have issued as many.
+inline void check_warpgroup_agreement(const ThreadState& t) {
+  const Emulator& e = emulator();
+  const int first_warp = t.warp / 4 * 4;
+  const int end_warp = std::min(first_warp + 4, static_cast<int>(e.warps.size()));
+  for (int tid = first_warp * 32; tid < end_warp * 32; ++tid) {
+    if (tid != t.tid && !e.threads[tid].done) return;
+  }
+  const std::vector<WarpWgmma>& warps = hopper().wgmma;
+  for (int warp = first_warp + 1; warp < end_warp; ++warp) {
+    if (warps[warp].issued != warps[first_warp].issued) {
+      fail(
+          "warp %d issued %u wgmma.mma_async and warp %d %u: the warps of a warpgroup must "
+          "issue every wgmma together",
+          first_warp, warps[first_warp].issued, warp, warps[warp].issued);
+    }
+  }
+}
+
 inline void check_wgmma_at_exit(const ThreadState& t) {
+  check_warpgroup_agreement(t);
   const WarpWgmma& ww = hopper().wgmma[t.warp];
   if (!ww.open.empty()) {
     fail("exited with %zu wgmma never committed (wgmma_commit_group)", ww.open.size());
