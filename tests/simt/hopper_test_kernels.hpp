@@ -215,8 +215,9 @@ extern "C" __global__ void producer_consumer_ring(FwdParams p) {
   store_accumulators<64>(p, d);
 }
 
-// A and B of a 64 x 64 x 16 wgmma written with st.shared (every word 1.0 in bf16 pairs), ordered
-// for the async proxy by fence.proxy.async unless p.batch is 1.
+// A and B of a 64 x 64 x 16 wgmma written with st.shared (every word 1.0 in bf16 pairs) and
+// ordered for the async proxy by fence.proxy.async. p.batch 1: without the fence; 2: only warps 0
+// and 1 of the warpgroup issue the wgmma.
 extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
   unsigned char* smem = attnjit_dynamic_smem;
   for (int word = threadIdx.x; word < 2 * 64 * 128 / 4; word += blockDim.x) {
@@ -224,6 +225,7 @@ extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
   }
   if (p.batch != 1) fence_proxy_async_shared();
   __syncthreads();
+  if (p.batch == 2 && threadIdx.x >= 64) return;
   const unsigned base = smem_address(smem);
   float d[32];
   wgmma_fence();
@@ -231,23 +233,6 @@ extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
   wgmma_commit_group();
   wgmma_wait_group<0>();
   store_accumulators<64>(p, d);
-}
-
-// Only warps 0 and 1 of the warpgroup issue a wgmma (on zeros).
-extern "C" __global__ void half_warpgroup_wgmma(FwdParams p) {
-  unsigned char* smem = attnjit_dynamic_smem;
-  for (int word = threadIdx.x; word < 2 * 64 * 128 / 4; word += blockDim.x) {
-    store_shared_32(smem + 4 * word, 0u);
-  }
-  fence_proxy_async_shared();
-  __syncthreads();
-  if (threadIdx.x >= 64) return;
-  const unsigned base = smem_address(smem);
-  float d[32];
-  wgmma_fence();
-  Wgmma<bf16_t, 64>::ss(d, wgmma_desc_k_major(base), wgmma_desc_k_major(base + 64 * 128), 0);
-  wgmma_commit_group();
-  wgmma_wait_group<0>();
 }
 
 // Warps 0-3 wait at named barrier 1 for 160 threads; warp 4 exits without arriving.

@@ -276,7 +276,8 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
                Catch::Contains("has not executed fence.proxy.async since"));
   }
   SECTION("a wgmma issued by only some warps of the warpgroup") {
-    CHECK_THAT(launch.run("half_warpgroup_wgmma"),
+    launch.params.batch = 2;
+    CHECK_THAT(launch.run("generic_writes_then_wgmma"),
                Catch::Contains("warp 0 issued 1 wgmma.mma_async and warp 2 0"));
   }
   SECTION("a named barrier its thread count never reaches") {
