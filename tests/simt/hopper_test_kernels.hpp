@@ -39,7 +39,7 @@ void init_barriers(unsigned bars, int num, unsigned count) {
 
 }  // namespace
 
-// One TMA box of map 0 at (0, p.kv_len, 1, 0) into shared byte p.num_heads_q, then copied out
+// One TMA box of map 0 at (p.num_heads_kv, p.kv_len, 1, 0) into shared byte p.num_heads_q, copied out
 // byte for byte (p.q_len bytes) so the test sees the swizzled placement. p.batch 1: read after a
 // __syncthreads instead of the mbarrier wait, which orders the issue but not the landing.
 extern "C" __global__ void tma_box(FwdParams p) {
@@ -49,7 +49,7 @@ extern "C" __global__ void tma_box(FwdParams p) {
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(tensor_map(p, 0));
     mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(p.q_len));
-    tma_load_4d(tensor_map(p, 0), bar, bar + p.num_heads_q, 0, p.kv_len, 1, 0);
+    tma_load_4d(tensor_map(p, 0), bar, bar + p.num_heads_q, p.num_heads_kv, p.kv_len, 1, 0);
   }
   if (p.batch == 1) {
     __syncthreads();
