@@ -1,12 +1,13 @@
 // The C boundary: converts C structs to the C++ API, and every exception to a status plus a
 // per-thread message. Nothing thrown inside may cross it.
-#include "attnjit/attnjit.h"
-
+#include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "attnjit/attnjit.h"
 #include "capi/boundary.hpp"
 #include "common/log.hpp"
+#include "common/printable.hpp"
 
 namespace {
 
@@ -17,31 +18,44 @@ using attnjit::capi::require_version;
 
 attnjit::DType to_dtype(int dtype, const char* what) {
   switch (dtype) {
-    case ATTNJIT_DTYPE_BF16: return attnjit::DType::bf16;
-    case ATTNJIT_DTYPE_FP16: return attnjit::DType::fp16;
-    case ATTNJIT_DTYPE_FP32: return attnjit::DType::fp32;
+    case ATTNJIT_DTYPE_BF16:
+      return attnjit::DType::bf16;
+    case ATTNJIT_DTYPE_FP16:
+      return attnjit::DType::fp16;
+    case ATTNJIT_DTYPE_FP32:
+      return attnjit::DType::fp32;
   }
   attnjit::throw_error(attnjit::Status::invalid_argument, "{}: unknown dtype {}", what, dtype);
 }
 
 attnjit::Backend to_backend(int backend) {
   switch (backend) {
-    case ATTNJIT_BACKEND_AUTO: return attnjit::Backend::auto_select;
-    case ATTNJIT_BACKEND_CUDA: return attnjit::Backend::cuda;
-    case ATTNJIT_BACKEND_CPU: return attnjit::Backend::cpu;
+    case ATTNJIT_BACKEND_AUTO:
+      return attnjit::Backend::auto_select;
+    case ATTNJIT_BACKEND_CUDA:
+      return attnjit::Backend::cuda;
+    case ATTNJIT_BACKEND_CPU:
+      return attnjit::Backend::cpu;
   }
   attnjit::throw_error(attnjit::Status::invalid_argument, "unknown backend {}", backend);
 }
 
 void apply_log_level(int level) {
   switch (level) {
-    case ATTNJIT_LOG_DEFAULT: return;
-    case ATTNJIT_LOG_TRACE: return attnjit::set_log_level(spdlog::level::trace);
-    case ATTNJIT_LOG_DEBUG: return attnjit::set_log_level(spdlog::level::debug);
-    case ATTNJIT_LOG_INFO: return attnjit::set_log_level(spdlog::level::info);
-    case ATTNJIT_LOG_WARN: return attnjit::set_log_level(spdlog::level::warn);
-    case ATTNJIT_LOG_ERROR: return attnjit::set_log_level(spdlog::level::err);
-    case ATTNJIT_LOG_OFF: return attnjit::set_log_level(spdlog::level::off);
+    case ATTNJIT_LOG_DEFAULT:
+      return;
+    case ATTNJIT_LOG_TRACE:
+      return attnjit::set_log_level(spdlog::level::trace);
+    case ATTNJIT_LOG_DEBUG:
+      return attnjit::set_log_level(spdlog::level::debug);
+    case ATTNJIT_LOG_INFO:
+      return attnjit::set_log_level(spdlog::level::info);
+    case ATTNJIT_LOG_WARN:
+      return attnjit::set_log_level(spdlog::level::warn);
+    case ATTNJIT_LOG_ERROR:
+      return attnjit::set_log_level(spdlog::level::err);
+    case ATTNJIT_LOG_OFF:
+      return attnjit::set_log_level(spdlog::level::off);
   }
   attnjit::throw_error(attnjit::Status::invalid_argument, "unknown log level {}", level);
 }
@@ -51,46 +65,6 @@ std::string name_or_throw(const char* name, const char* what, int index) {
     attnjit::throw_error(attnjit::Status::invalid_argument, "{}[{}].name is NULL", what, index);
   }
   return name;
-}
-
-attnjit::VariantSpec to_spec(const attnjit_variant_desc& desc) {
-  attnjit::VariantSpec spec;
-  spec.mask = desc.mask != nullptr ? desc.mask : "";
-  spec.score = desc.score != nullptr ? desc.score : "";
-  spec.dtype = to_dtype(enum_value(desc.dtype), "variant");
-  spec.head_dim = desc.head_dim;
-  if (desc.num_params < 0 || desc.num_tensors < 0 || (desc.num_params > 0 && !desc.params) ||
-      (desc.num_tensors > 0 && !desc.tensors)) {
-    attnjit::throw_error(attnjit::Status::invalid_argument,
-                         "params/tensors arrays do not match num_params={} num_tensors={}",
-                         desc.num_params, desc.num_tensors);
-  }
-  for (int i = 0; i < desc.num_params; ++i) {
-    const auto& p = desc.params[i];
-    const int type = enum_value(p.type);
-    if (type != ATTNJIT_PARAM_INT && type != ATTNJIT_PARAM_FLOAT) {
-      attnjit::throw_error(attnjit::Status::invalid_argument, "params[{}]: unknown type {}", i,
-                           type);
-    }
-    spec.signature.params.push_back(
-        {name_or_throw(p.name, "params", i),
-         type == ATTNJIT_PARAM_INT ? attnjit::expr::ValueType::integer
-                                   : attnjit::expr::ValueType::floating});
-  }
-  for (int i = 0; i < desc.num_tensors; ++i) {
-    const auto& t = desc.tensors[i];
-    const int type = enum_value(t.type);
-    if (type != ATTNJIT_TENSOR_INT32 && type != ATTNJIT_TENSOR_FLOAT32) {
-      attnjit::throw_error(attnjit::Status::invalid_argument, "tensors[{}]: unknown type {}", i,
-                           type);
-    }
-    spec.signature.tensors.push_back(
-        {name_or_throw(t.name, "tensors", i),
-         type == ATTNJIT_TENSOR_INT32 ? attnjit::expr::TensorElemType::int32
-                                      : attnjit::expr::TensorElemType::float32,
-         t.rank});
-  }
-  return spec;
 }
 
 // All three strides zero: the layout's. Otherwise every stride is taken as given, so each must
@@ -119,7 +93,51 @@ attnjit::Strides strides_or_layout(const char* name, const int64_t (&explicit_st
       head_dim);
 }
 
-attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
+}  // namespace
+
+namespace attnjit::capi {
+
+VariantSpec to_spec(const attnjit_variant_desc& desc) {
+  attnjit::VariantSpec spec;
+  spec.mask = desc.mask != nullptr ? desc.mask : "";
+  spec.score = desc.score != nullptr ? desc.score : "";
+  spec.dtype = to_dtype(enum_value(desc.dtype), "variant");
+  spec.head_dim = desc.head_dim;
+  if (desc.num_params < 0 || desc.num_tensors < 0 || (desc.num_params > 0 && !desc.params) ||
+      (desc.num_tensors > 0 && !desc.tensors)) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "params/tensors arrays do not match num_params={} num_tensors={}",
+                         desc.num_params, desc.num_tensors);
+  }
+  for (int i = 0; i < desc.num_params; ++i) {
+    const auto& p = desc.params[i];
+    const int type = enum_value(p.type);
+    if (type != ATTNJIT_PARAM_INT && type != ATTNJIT_PARAM_FLOAT) {
+      attnjit::throw_error(attnjit::Status::invalid_argument, "params[{}]: unknown type {}", i,
+                           type);
+    }
+    spec.signature.params.push_back(
+        {name_or_throw(p.name, "params", i), type == ATTNJIT_PARAM_INT
+                                                 ? attnjit::expr::ValueType::integer
+                                                 : attnjit::expr::ValueType::floating});
+  }
+  for (int i = 0; i < desc.num_tensors; ++i) {
+    const auto& t = desc.tensors[i];
+    const int type = enum_value(t.type);
+    if (type != ATTNJIT_TENSOR_INT32 && type != ATTNJIT_TENSOR_FLOAT32) {
+      attnjit::throw_error(attnjit::Status::invalid_argument, "tensors[{}]: unknown type {}", i,
+                           type);
+    }
+    spec.signature.tensors.push_back({name_or_throw(t.name, "tensors", i),
+                                      type == ATTNJIT_TENSOR_INT32
+                                          ? attnjit::expr::TensorElemType::int32
+                                          : attnjit::expr::TensorElemType::float32,
+                                      t.rank});
+  }
+  return spec;
+}
+
+ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   attnjit::ForwardCall call;
   call.shape = {a.batch, a.num_heads_q, a.num_heads_kv, a.q_len, a.kv_len, head_dim};
   auto& b = call.buffers;
@@ -132,14 +150,14 @@ attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   b.k_dtype = to_dtype(enum_value(a.k_dtype), "k");
   b.v_dtype = to_dtype(enum_value(a.v_dtype), "v");
   const int layout = enum_value(a.layout);
-  b.q_strides =
-      strides_or_layout("q_strides", a.q_strides, layout, a.batch, a.num_heads_q, a.q_len, head_dim);
+  b.q_strides = strides_or_layout("q_strides", a.q_strides, layout, a.batch, a.num_heads_q, a.q_len,
+                                  head_dim);
   b.k_strides = strides_or_layout("k_strides", a.k_strides, layout, a.batch, a.num_heads_kv,
                                   a.kv_len, head_dim);
   b.v_strides = strides_or_layout("v_strides", a.v_strides, layout, a.batch, a.num_heads_kv,
                                   a.kv_len, head_dim);
-  b.out_strides = strides_or_layout("out_strides", a.out_strides, layout, a.batch,
-                                    a.num_heads_q, a.q_len, head_dim);
+  b.out_strides = strides_or_layout("out_strides", a.out_strides, layout, a.batch, a.num_heads_q,
+                                    a.q_len, head_dim);
   b.scale = a.scale;
   if (a.num_params < 0 || a.num_tensors < 0 || (a.num_params > 0 && !a.params) ||
       (a.num_tensors > 0 && !a.tensors)) {
@@ -154,10 +172,6 @@ attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   call.stream = a.stream;
   return call;
 }
-
-}  // namespace
-
-namespace attnjit::capi {
 
 std::string& last_error() {
   thread_local std::string message;
@@ -174,18 +188,24 @@ void require_version(int got, int expected, const char* name) {
 
 attnjit_dtype to_c_dtype(DType dtype) {
   switch (dtype) {
-    case DType::bf16: return ATTNJIT_DTYPE_BF16;
-    case DType::fp16: return ATTNJIT_DTYPE_FP16;
-    case DType::fp32: return ATTNJIT_DTYPE_FP32;
+    case DType::bf16:
+      return ATTNJIT_DTYPE_BF16;
+    case DType::fp16:
+      return ATTNJIT_DTYPE_FP16;
+    case DType::fp32:
+      return ATTNJIT_DTYPE_FP32;
   }
   return ATTNJIT_DTYPE_BF16;
 }
 
 attnjit_kernel_origin to_c_origin(KernelOrigin origin) {
   switch (origin) {
-    case KernelOrigin::compiled: return ATTNJIT_ORIGIN_COMPILED;
-    case KernelOrigin::disk: return ATTNJIT_ORIGIN_DISK;
-    case KernelOrigin::memory: return ATTNJIT_ORIGIN_MEMORY;
+    case KernelOrigin::compiled:
+      return ATTNJIT_ORIGIN_COMPILED;
+    case KernelOrigin::disk:
+      return ATTNJIT_ORIGIN_DISK;
+    case KernelOrigin::memory:
+      return ATTNJIT_ORIGIN_MEMORY;
   }
   return ATTNJIT_ORIGIN_COMPILED;
 }
@@ -204,6 +224,18 @@ const char* attnjit_status_string(attnjit_status status) {
 }
 
 const char* attnjit_last_error(void) { return attnjit::capi::last_error().c_str(); }
+
+size_t attnjit_printable(char* buffer, size_t capacity, const char* text, int keep_line_breaks) {
+  const std::string_view raw = text != nullptr ? text : "";
+  const std::string safe =
+      keep_line_breaks ? attnjit::printable_lines(raw) : attnjit::printable(raw);
+  if (buffer != nullptr && capacity > 0) {
+    const std::size_t copied = std::min(safe.size(), capacity - 1);
+    std::memcpy(buffer, safe.data(), copied);
+    buffer[copied] = '\0';
+  }
+  return safe.size();
+}
 
 void attnjit_runtime_options_init(attnjit_runtime_options* options) {
   if (options == nullptr) return;
@@ -231,6 +263,10 @@ attnjit_status attnjit_runtime_create(attnjit_runtime** out, const attnjit_runti
 
 void attnjit_runtime_destroy(attnjit_runtime* runtime) { delete runtime; }
 
+const char* attnjit_runtime_device_arch(const attnjit_runtime* runtime) {
+  return runtime != nullptr ? runtime->impl.device_arch().c_str() : "";
+}
+
 attnjit_backend attnjit_runtime_backend(const attnjit_runtime* runtime) {
   if (runtime == nullptr) return ATTNJIT_BACKEND_AUTO;
   return runtime->impl.backend() == attnjit::Backend::cuda ? ATTNJIT_BACKEND_CUDA
@@ -253,7 +289,7 @@ attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit_runtime* ru
     require(runtime, "runtime");
     require(desc, "desc");
     require_version(desc->version, ATTNJIT_VARIANT_DESC_VERSION, "attnjit_variant_desc");
-    *out = new attnjit_variant(runtime->impl, to_spec(*desc));
+    *out = new attnjit_variant(runtime->impl, attnjit::capi::to_spec(*desc));
   });
 }
 
@@ -281,7 +317,7 @@ attnjit_status attnjit_forward(attnjit_variant* variant, const attnjit_forward_a
     require(variant, "variant");
     require(args, "args");
     require_version(args->version, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
-    variant->impl.forward(to_call(*args, variant->impl.spec().head_dim));
+    variant->impl.forward(attnjit::capi::to_call(*args, variant->impl.spec().head_dim));
   });
 }
 

@@ -24,7 +24,7 @@
 #include "reference/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
-#include "tile_census.hpp"
+#include "reference/tile_census.hpp"
 
 namespace attnjit::cli {
 namespace {
@@ -158,8 +158,8 @@ void run_bench(const BenchOptions& options) {
                      times.end());
     const double median_ms = times[times.size() / 2];
 
-    const TileCensus count =
-        count_tiles(mask, inputs.host, shape, kernel.config.block_m, kernel.config.block_n);
+    const reference::TileCensus count =
+        reference::count_tiles(mask, inputs.host, shape, kernel.config.block_m, kernel.config.block_n);
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
     const double flops = 4.0 * options.head_dim * static_cast<double>(count.kept_pairs);
     fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}%\n", printable(variant.name),

@@ -19,7 +19,7 @@
 #include "reference/random_inputs.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/variant.hpp"
-#include "tile_census.hpp"
+#include "reference/tile_census.hpp"
 
 namespace attnjit::cli {
 namespace {
@@ -96,9 +96,9 @@ void demo(const std::string& cache_dir, int len_option) {
     const VariantArgs host_args = variant.pack_args(host_call);
     // The tiles of the kernel that ran: the GPU kernel's configuration, or the CPU reference's.
     const codegen::KernelConfig& config = kernel.binary->config;
-    const TileCensus census =
-        on_gpu ? count_tiles(variant.mask(), host_args, shape, config.block_m, config.block_n)
-               : count_tiles(variant.mask(), host_args, shape, reference::ReferenceOptions{}.tile_q,
+    const reference::TileCensus census =
+        on_gpu ? reference::count_tiles(variant.mask(), host_args, shape, config.block_m, config.block_n)
+               : reference::count_tiles(variant.mask(), host_args, shape, reference::ReferenceOptions{}.tile_q,
                              reference::ReferenceOptions{}.tile_kv);
     std::vector<double> expected_out, expected_lse;
     reference::naive_attention(variant.mask(), variant.score(), host_args, shape, host,

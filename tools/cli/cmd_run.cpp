@@ -23,7 +23,7 @@
 #include "reference/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
-#include "tile_census.hpp"
+#include "reference/tile_census.hpp"
 #include "variant_options.hpp"
 
 namespace attnjit::cli {
@@ -186,7 +186,7 @@ void run(const RunOptions& o) {
     tile_q = config.block_m;
     tile_kv = config.block_n;
   }
-  const TileCensus census = count_tiles(mask, host_args, shape, tile_q, tile_kv);
+  const reference::TileCensus census = reference::count_tiles(mask, host_args, shape, tile_q, tile_kv);
 
   fmt::print("attnjit run: {} backend, {}, B={} Hq={} Hkv={} Lq={} Lkv={} D={}, layout {}\n",
              on_gpu ? "cuda" : "cpu", dtype_name(spec.dtype), shape.batch, shape.num_heads_q,
