@@ -1,10 +1,11 @@
 // The C boundary: converts C structs to the C++ API, and every exception to a status plus a
 // per-thread message. Nothing thrown inside may cross it.
+#include "attnjit/attnjit.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "attnjit/attnjit.h"
 #include "capi/boundary.hpp"
 #include "common/log.hpp"
 #include "common/printable.hpp"
@@ -18,44 +19,31 @@ using attnjit::capi::require_version;
 
 attnjit::DType to_dtype(int dtype, const char* what) {
   switch (dtype) {
-    case ATTNJIT_DTYPE_BF16:
-      return attnjit::DType::bf16;
-    case ATTNJIT_DTYPE_FP16:
-      return attnjit::DType::fp16;
-    case ATTNJIT_DTYPE_FP32:
-      return attnjit::DType::fp32;
+    case ATTNJIT_DTYPE_BF16: return attnjit::DType::bf16;
+    case ATTNJIT_DTYPE_FP16: return attnjit::DType::fp16;
+    case ATTNJIT_DTYPE_FP32: return attnjit::DType::fp32;
   }
   attnjit::throw_error(attnjit::Status::invalid_argument, "{}: unknown dtype {}", what, dtype);
 }
 
 attnjit::Backend to_backend(int backend) {
   switch (backend) {
-    case ATTNJIT_BACKEND_AUTO:
-      return attnjit::Backend::auto_select;
-    case ATTNJIT_BACKEND_CUDA:
-      return attnjit::Backend::cuda;
-    case ATTNJIT_BACKEND_CPU:
-      return attnjit::Backend::cpu;
+    case ATTNJIT_BACKEND_AUTO: return attnjit::Backend::auto_select;
+    case ATTNJIT_BACKEND_CUDA: return attnjit::Backend::cuda;
+    case ATTNJIT_BACKEND_CPU: return attnjit::Backend::cpu;
   }
   attnjit::throw_error(attnjit::Status::invalid_argument, "unknown backend {}", backend);
 }
 
 void apply_log_level(int level) {
   switch (level) {
-    case ATTNJIT_LOG_DEFAULT:
-      return;
-    case ATTNJIT_LOG_TRACE:
-      return attnjit::set_log_level(spdlog::level::trace);
-    case ATTNJIT_LOG_DEBUG:
-      return attnjit::set_log_level(spdlog::level::debug);
-    case ATTNJIT_LOG_INFO:
-      return attnjit::set_log_level(spdlog::level::info);
-    case ATTNJIT_LOG_WARN:
-      return attnjit::set_log_level(spdlog::level::warn);
-    case ATTNJIT_LOG_ERROR:
-      return attnjit::set_log_level(spdlog::level::err);
-    case ATTNJIT_LOG_OFF:
-      return attnjit::set_log_level(spdlog::level::off);
+    case ATTNJIT_LOG_DEFAULT: return;
+    case ATTNJIT_LOG_TRACE: return attnjit::set_log_level(spdlog::level::trace);
+    case ATTNJIT_LOG_DEBUG: return attnjit::set_log_level(spdlog::level::debug);
+    case ATTNJIT_LOG_INFO: return attnjit::set_log_level(spdlog::level::info);
+    case ATTNJIT_LOG_WARN: return attnjit::set_log_level(spdlog::level::warn);
+    case ATTNJIT_LOG_ERROR: return attnjit::set_log_level(spdlog::level::err);
+    case ATTNJIT_LOG_OFF: return attnjit::set_log_level(spdlog::level::off);
   }
   attnjit::throw_error(attnjit::Status::invalid_argument, "unknown log level {}", level);
 }
@@ -117,9 +105,9 @@ VariantSpec to_spec(const attnjit_variant_desc& desc) {
                            type);
     }
     spec.signature.params.push_back(
-        {name_or_throw(p.name, "params", i), type == ATTNJIT_PARAM_INT
-                                                 ? attnjit::expr::ValueType::integer
-                                                 : attnjit::expr::ValueType::floating});
+        {name_or_throw(p.name, "params", i),
+         type == ATTNJIT_PARAM_INT ? attnjit::expr::ValueType::integer
+                                   : attnjit::expr::ValueType::floating});
   }
   for (int i = 0; i < desc.num_tensors; ++i) {
     const auto& t = desc.tensors[i];
@@ -128,11 +116,11 @@ VariantSpec to_spec(const attnjit_variant_desc& desc) {
       attnjit::throw_error(attnjit::Status::invalid_argument, "tensors[{}]: unknown type {}", i,
                            type);
     }
-    spec.signature.tensors.push_back({name_or_throw(t.name, "tensors", i),
-                                      type == ATTNJIT_TENSOR_INT32
-                                          ? attnjit::expr::TensorElemType::int32
-                                          : attnjit::expr::TensorElemType::float32,
-                                      t.rank});
+    spec.signature.tensors.push_back(
+        {name_or_throw(t.name, "tensors", i),
+         type == ATTNJIT_TENSOR_INT32 ? attnjit::expr::TensorElemType::int32
+                                      : attnjit::expr::TensorElemType::float32,
+         t.rank});
   }
   return spec;
 }
@@ -150,14 +138,14 @@ ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   b.k_dtype = to_dtype(enum_value(a.k_dtype), "k");
   b.v_dtype = to_dtype(enum_value(a.v_dtype), "v");
   const int layout = enum_value(a.layout);
-  b.q_strides = strides_or_layout("q_strides", a.q_strides, layout, a.batch, a.num_heads_q, a.q_len,
-                                  head_dim);
+  b.q_strides =
+      strides_or_layout("q_strides", a.q_strides, layout, a.batch, a.num_heads_q, a.q_len, head_dim);
   b.k_strides = strides_or_layout("k_strides", a.k_strides, layout, a.batch, a.num_heads_kv,
                                   a.kv_len, head_dim);
   b.v_strides = strides_or_layout("v_strides", a.v_strides, layout, a.batch, a.num_heads_kv,
                                   a.kv_len, head_dim);
-  b.out_strides = strides_or_layout("out_strides", a.out_strides, layout, a.batch, a.num_heads_q,
-                                    a.q_len, head_dim);
+  b.out_strides = strides_or_layout("out_strides", a.out_strides, layout, a.batch,
+                                    a.num_heads_q, a.q_len, head_dim);
   b.scale = a.scale;
   if (a.num_params < 0 || a.num_tensors < 0 || (a.num_params > 0 && !a.params) ||
       (a.num_tensors > 0 && !a.tensors)) {
@@ -188,24 +176,18 @@ void require_version(int got, int expected, const char* name) {
 
 attnjit_dtype to_c_dtype(DType dtype) {
   switch (dtype) {
-    case DType::bf16:
-      return ATTNJIT_DTYPE_BF16;
-    case DType::fp16:
-      return ATTNJIT_DTYPE_FP16;
-    case DType::fp32:
-      return ATTNJIT_DTYPE_FP32;
+    case DType::bf16: return ATTNJIT_DTYPE_BF16;
+    case DType::fp16: return ATTNJIT_DTYPE_FP16;
+    case DType::fp32: return ATTNJIT_DTYPE_FP32;
   }
   return ATTNJIT_DTYPE_BF16;
 }
 
 attnjit_kernel_origin to_c_origin(KernelOrigin origin) {
   switch (origin) {
-    case KernelOrigin::compiled:
-      return ATTNJIT_ORIGIN_COMPILED;
-    case KernelOrigin::disk:
-      return ATTNJIT_ORIGIN_DISK;
-    case KernelOrigin::memory:
-      return ATTNJIT_ORIGIN_MEMORY;
+    case KernelOrigin::compiled: return ATTNJIT_ORIGIN_COMPILED;
+    case KernelOrigin::disk: return ATTNJIT_ORIGIN_DISK;
+    case KernelOrigin::memory: return ATTNJIT_ORIGIN_MEMORY;
   }
   return ATTNJIT_ORIGIN_COMPILED;
 }
@@ -228,7 +210,7 @@ const char* attnjit_last_error(void) { return attnjit::capi::last_error().c_str(
 size_t attnjit_printable(char* buffer, size_t capacity, const char* text, int keep_line_breaks) {
   const std::string_view raw = text != nullptr ? text : "";
   const std::string safe =
-      keep_line_breaks ? attnjit::printable_lines(raw) : attnjit::printable(raw);
+      keep_line_breaks != 0 ? attnjit::printable_lines(raw) : attnjit::printable(raw);
   if (buffer != nullptr && capacity > 0) {
     const std::size_t copied = std::min(safe.size(), capacity - 1);
     std::memcpy(buffer, safe.data(), copied);
