@@ -90,6 +90,10 @@ ATTNJIT_API int attnjit_version_number(void);  /* ATTNJIT_VERSION_NUMBER of the 
 ATTNJIT_API const char* attnjit_status_string(attnjit_status status);
 /* The message of the calling thread's last failure; "" if none. Never NULL. */
 ATTNJIT_API const char* attnjit_last_error(void);
+/* The level of attnjit's log (to stderr), for the whole process. ATTNJIT_LOG_DEFAULT changes
+ * nothing, but reads ATTNJIT_LOG_LEVEL now if the log has not been used yet (a value it does not
+ * know is reported once, as a warning). An unknown level gives ATTNJIT_ERROR_INVALID_ARGUMENT. */
+ATTNJIT_API attnjit_status attnjit_set_log_level(attnjit_log_level level);
 
 /* ---- Runtime ---- */
 

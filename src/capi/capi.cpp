@@ -207,6 +207,13 @@ const char* attnjit_status_string(attnjit_status status) {
 
 const char* attnjit_last_error(void) { return attnjit::capi::last_error().c_str(); }
 
+attnjit_status attnjit_set_log_level(attnjit_log_level level) {
+  return guarded([&] {
+    attnjit::log();  // Note: its first use reads ATTNJIT_LOG_LEVEL, which a later level overrides.
+    apply_log_level(enum_value(level));
+  });
+}
+
 size_t attnjit_printable(char* buffer, size_t capacity, const char* text, int keep_line_breaks) {
   const std::string_view raw = text != nullptr ? text : "";
   const std::string safe =

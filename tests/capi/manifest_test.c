@@ -1,6 +1,5 @@
-/* attnjit_manifest_* from C: the embedded standard manifest's variants, a manifest file, a bad
- * one; and the small helpers tools use (supported arches, the runtime's device arch,
- * printable text). Usage: test_capi_manifest DATA_DIR. */
+/* attnjit_manifest_* from C: the embedded standard manifest's variants, a manifest file, bad
+ * ones. Usage: test_capi_manifest DATA_DIR. */
 #include <stdio.h>
 #include <string.h>
 
@@ -76,34 +75,6 @@ static void test_bad_manifests(const char* data_dir) {
   attnjit_manifest_destroy(NULL);
 }
 
-static void test_supported_arches_and_device_arch(void) {
-  CHECK(contains(attnjit_supported_arches(), "sm_80"));
-  CHECK(contains(attnjit_supported_arches(), "sm_90"));
-  attnjit_runtime_options options;
-  attnjit_runtime_options_init(&options);
-  options.backend = ATTNJIT_BACKEND_CPU;
-  attnjit_runtime* runtime = NULL;
-  CHECK(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
-  CHECK(strcmp(attnjit_runtime_device_arch(runtime), "") == 0);
-  CHECK(strcmp(attnjit_runtime_device_arch(NULL), "") == 0);
-  attnjit_runtime_destroy(runtime);
-}
-
-static void test_printable(void) {
-  char buffer[64];
-  CHECK(attnjit_printable(buffer, sizeof buffer, "ok name", 0) == 7);
-  CHECK(strcmp(buffer, "ok name") == 0);
-  CHECK(attnjit_printable(buffer, sizeof buffer, "a\x1b[2Jb\nc", 0) == 14);
-  CHECK(strcmp(buffer, "a\\x1b[2Jb\\x0ac") == 0);
-  CHECK(attnjit_printable(buffer, sizeof buffer, "b\nc", 1) == 3);
-  CHECK(strcmp(buffer, "b\nc") == 0);
-  /* Like snprintf: the whole length is returned, the copy is cut to fit with its NUL. */
-  CHECK(attnjit_printable(buffer, 4, "\x01\x02", 0) == 8);
-  CHECK(strcmp(buffer, "\\x0") == 0);
-  CHECK(attnjit_printable(NULL, 0, "abc", 0) == 3);
-  CHECK(attnjit_printable(buffer, sizeof buffer, NULL, 0) == 0 && buffer[0] == '\0');
-}
-
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s DATA_DIR\n", argv[0]);
@@ -112,7 +83,5 @@ int main(int argc, char** argv) {
   test_standard_manifest();
   test_manifest_file(argv[1]);
   test_bad_manifests(argv[1]);
-  test_supported_arches_and_device_arch();
-  test_printable();
   return check_summary();
 }
