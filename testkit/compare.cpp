@@ -16,7 +16,7 @@ class ErrorAccumulator {
   void add(double actual, double expected) {
     const std::int64_t index = stats_.count++;
     if (!std::isfinite(expected) || !std::isfinite(actual)) {
-      if (actual == expected) return;  // matching infinities
+      if (actual == expected) return;                          // matching infinities
       if (std::isnan(actual) && std::isnan(expected)) return;  // NaN where the reference has it
       if (stats_.non_finite++ == 0) first_non_finite_ = index;
       return;

@@ -53,13 +53,12 @@ Driver load_driver() {
                                                         why != nullptr ? why : "dlopen failed"));
   }
   Driver driver;
-#define ATTNJIT_KIT_RESOLVE(name)                                                           \
-  driver.name = reinterpret_cast<decltype(&::name)>(                                       \
-      ::dlsym(library, ATTNJIT_KIT_EXPORTED_NAME(name)));                                   \
-  if (driver.name == nullptr) {                                                             \
-    throw c::Error(ATTNJIT_ERROR_NO_DEVICE,                                                 \
-                   fmt::format("the CUDA driver {} lacks {}", path,                         \
-                               ATTNJIT_KIT_EXPORTED_NAME(name)));                           \
+#define ATTNJIT_KIT_RESOLVE(name)                                                             \
+  driver.name =                                                                               \
+      reinterpret_cast<decltype(&::name)>(::dlsym(library, ATTNJIT_KIT_EXPORTED_NAME(name))); \
+  if (driver.name == nullptr) {                                                               \
+    throw c::Error(ATTNJIT_ERROR_NO_DEVICE, fmt::format("the CUDA driver {} lacks {}", path,  \
+                                                        ATTNJIT_KIT_EXPORTED_NAME(name)));    \
   }
   ATTNJIT_KIT_DRIVER_FUNCTIONS(ATTNJIT_KIT_RESOLVE)
 #undef ATTNJIT_KIT_RESOLVE
@@ -120,8 +119,7 @@ void DeviceBuffer::upload(const void* host, std::size_t bytes) {
 void DeviceBuffer::download(void* host, std::size_t bytes) const {
   if (bytes > bytes_) {
     throw c::Error(ATTNJIT_ERROR_INVALID_ARGUMENT,
-                   fmt::format("download of {} bytes from a {}-byte device buffer", bytes,
-                               bytes_));
+                   fmt::format("download of {} bytes from a {}-byte device buffer", bytes, bytes_));
   }
   check(driver().cuMemcpyDtoH(host, static_cast<CUdeviceptr>(address_), bytes), "cuMemcpyDtoH");
 }
@@ -154,8 +152,7 @@ void EventTimer::stop(void* stream) {
 float EventTimer::elapsed_ms() {
   check(driver().cuEventSynchronize(static_cast<CUevent>(stop_)), "cuEventSynchronize");
   float ms = 0.0f;
-  check(driver().cuEventElapsedTime(&ms, static_cast<CUevent>(start_),
-                                    static_cast<CUevent>(stop_)),
+  check(driver().cuEventElapsedTime(&ms, static_cast<CUevent>(start_), static_cast<CUevent>(stop_)),
         "cuEventElapsedTime");
   return ms;
 }

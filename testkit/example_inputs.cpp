@@ -1,8 +1,7 @@
 #include "testkit/example_inputs.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <bit>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace attnjit::testkit {

@@ -84,18 +84,24 @@ std::size_t dtype_size(attnjit_dtype dtype) { return dtype == ATTNJIT_DTYPE_FP32
 
 const char* dtype_name(attnjit_dtype dtype) {
   switch (dtype) {
-    case ATTNJIT_DTYPE_BF16: return "bfloat16";
-    case ATTNJIT_DTYPE_FP16: return "float16";
-    case ATTNJIT_DTYPE_FP32: return "float32";
+    case ATTNJIT_DTYPE_BF16:
+      return "bfloat16";
+    case ATTNJIT_DTYPE_FP16:
+      return "float16";
+    case ATTNJIT_DTYPE_FP32:
+      return "float32";
   }
   return "unknown dtype";
 }
 
 const char* dtype_short_name(attnjit_dtype dtype) {
   switch (dtype) {
-    case ATTNJIT_DTYPE_BF16: return "bf16";
-    case ATTNJIT_DTYPE_FP16: return "fp16";
-    case ATTNJIT_DTYPE_FP32: return "fp32";
+    case ATTNJIT_DTYPE_BF16:
+      return "bf16";
+    case ATTNJIT_DTYPE_FP16:
+      return "fp16";
+    case ATTNJIT_DTYPE_FP32:
+      return "fp32";
   }
   return "unknown dtype";
 }

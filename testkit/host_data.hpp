@@ -11,8 +11,8 @@
 
 namespace attnjit::testkit {
 
-std::size_t dtype_size(attnjit_dtype dtype);     // 2 or 4
-const char* dtype_name(attnjit_dtype dtype);     // "bfloat16", "float16", "float32"
+std::size_t dtype_size(attnjit_dtype dtype);        // 2 or 4
+const char* dtype_name(attnjit_dtype dtype);        // "bfloat16", "float16", "float32"
 const char* dtype_short_name(attnjit_dtype dtype);  // "bf16", "fp16", "fp32"
 
 enum class Distribution {

@@ -33,7 +33,8 @@ void ProblemPlacement::fetch_results() {
   if (!on_gpu_) return;
   synchronize_device();
   out_.download(problem_.out.data(), problem_.out.storage_bytes());
-  if (!problem_.lse.empty()) lse_.download(problem_.lse.data(), problem_.lse.size() * sizeof(float));
+  if (!problem_.lse.empty())
+    lse_.download(problem_.lse.data(), problem_.lse.size() * sizeof(float));
 }
 
 }  // namespace attnjit::testkit

@@ -417,9 +417,10 @@ ATTNJIT_API attnjit_status attnjit_expressions_lower(attnjit_lowered_expressions
 ATTNJIT_API void attnjit_lowered_expressions_destroy(attnjit_lowered_expressions* lowered);
 
 /* ---- Checking a call on the host ----
- * Both take a call as attnjit_forward takes it on the CPU backend: every pointer (q, k, v, out,
- * lse, tensors) is host memory, and the same checks apply. Neither writes args->out or
- * args->lse. */
+ * Both take a call as attnjit_forward takes it, with the same checks, and read its per-call
+ * tensors from host memory. The census reads nothing else, so q, k, v and out may be device
+ * pointers there; the reference reads q, k and v, which must be host memory. Neither writes
+ * args->out or args->lse. */
 
 /* How a variant's mask splits one call's attention matrix into tiles: for each batch and query
  * head, every tile_q x tile_kv tile is empty (skipped), full or partial, as the kernel's tile

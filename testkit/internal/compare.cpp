@@ -8,8 +8,9 @@ Tolerance output_tolerance(DType dtype) { return testkit::output_tolerance(c_dty
 
 ErrorStats compare_strided(const void* actual, DType dtype, const Strides& strides, int batch,
                            int heads, int len, int head_dim, std::span<const double> expected) {
-  return testkit::compare_strided(actual, c_dtype(dtype), {strides.batch, strides.head, strides.row},
-                                  batch, heads, len, head_dim, expected);
+  return testkit::compare_strided(actual, c_dtype(dtype),
+                                  {strides.batch, strides.head, strides.row}, batch, heads, len,
+                                  head_dim, expected);
 }
 
 ErrorStats compare_output(const AttentionShape& shape, const AttentionBuffers& buffers,

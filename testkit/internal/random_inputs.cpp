@@ -23,8 +23,8 @@ void fill_nan(void* data, DType dtype, std::int64_t count) {
 }
 
 Strides padded_strides(Layout layout, int heads, int len, int head_dim, int row_padding) {
-  return library_strides(testkit::padded_strides(c_layout(layout), heads, len, head_dim,
-                                                 row_padding));
+  return library_strides(
+      testkit::padded_strides(c_layout(layout), heads, len, head_dim, row_padding));
 }
 
 HostTensor::HostTensor(DType dtype, Layout layout, int batch, int heads, int len, int head_dim,
@@ -61,10 +61,10 @@ HostProblem make_problem(const AttentionShape& shape, const ProblemOptions& opti
   kit_options.seed = options.seed;
   kit_options.distribution = options.distribution;
   kit_options.scale = options.scale;
-  testkit::HostProblem kit = testkit::make_problem(
-      {shape.batch, shape.num_heads_q, shape.num_heads_kv, shape.q_len, shape.kv_len,
-       shape.head_dim},
-      kit_options);
+  testkit::HostProblem kit =
+      testkit::make_problem({shape.batch, shape.num_heads_q, shape.num_heads_kv, shape.q_len,
+                             shape.kv_len, shape.head_dim},
+                            kit_options);
   HostProblem problem;
   problem.shape = shape;
   problem.q = HostTensor(std::move(kit.q));

@@ -121,6 +121,20 @@ static void test_census_reads_the_tensors_of_the_call(void) {
   attnjit_variant_destroy(document);
 }
 
+/* Only the per-call tensors are read: q, k, v and out may be device pointers (here addresses
+ * that must never be dereferenced). */
+static void test_census_reads_no_attention_inputs(void) {
+  attnjit_variant* causal = make_variant("q_idx >= kv_idx", NULL, 0);
+  attnjit_forward_args args = host_args();
+  args.q = args.k = args.v = (const void*)(uintptr_t)0x10000;
+  args.out = (void*)(uintptr_t)0x4000000;
+  args.lse = NULL;
+  attnjit_tile_census census;
+  CHECK(attnjit_variant_tile_census(&census, causal, &args, NULL) == ATTNJIT_OK);
+  CHECK(census.kept_pairs == 2 * (kLen * (kLen + 1) / 2));
+  attnjit_variant_destroy(causal);
+}
+
 static void test_census_bad_input(void) {
   attnjit_variant* causal = make_variant("q_idx >= kv_idx", NULL, 0);
   attnjit_forward_args args = host_args();
@@ -225,6 +239,7 @@ int main(void) {
   test_causal_census_on_the_cpu_tiles();
   test_census_for_an_arch_uses_its_kernel_tiles();
   test_census_reads_the_tensors_of_the_call();
+  test_census_reads_no_attention_inputs();
   test_census_bad_input();
   test_reference_when_one_key_is_kept();
   test_reference_of_a_mask_that_keeps_nothing();

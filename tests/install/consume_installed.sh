@@ -60,7 +60,8 @@ readelf -d "$prefix/bin/attnjit" | grep -q 'R.*PATH.*\[\$ORIGIN/\.\./lib\]' ||
 # The CLI is a client of the library: it needs libattnjit.so, and loads the installed one.
 readelf -d "$prefix/bin/attnjit" | grep NEEDED | grep -q -F "[libattnjit.so.$soversion]" ||
   fail "bin/attnjit does not link libattnjit.so: $(readelf -d "$prefix/bin/attnjit" | grep NEEDED)"
-ldd "$prefix/bin/attnjit" | grep -q -F "$prefix/lib/libattnjit.so" ||
+loaded=$(ldd "$prefix/bin/attnjit" | awk '/libattnjit\.so/ {print $3}')
+[[ -n "$loaded" && $(realpath "$loaded") == $(realpath "$prefix/lib/libattnjit.so.$soversion") ]] ||
   fail "bin/attnjit does not load the installed libattnjit.so: $(ldd "$prefix/bin/attnjit")"
 [[ $("$prefix/bin/attnjit" --version) == *"$version"* ]] || fail "bin/attnjit --version"
 

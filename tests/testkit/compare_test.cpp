@@ -97,13 +97,14 @@ TEST_CASE("compare_output of the library's types reads the output through its st
   CHECK(reference::compare_output(shape, buffers, expected).max_abs_error == 0.0);
   expected[5] = 100.0;
   CHECK(reference::compare_output(shape, buffers, expected).worst_index == 5);
-  CHECK(reference::output_tolerance(DType::fp16).nmse ==
-        output_tolerance(ATTNJIT_DTYPE_FP16).nmse);
+  CHECK(reference::output_tolerance(DType::fp16).nmse == output_tolerance(ATTNJIT_DTYPE_FP16).nmse);
 }
 
 TEST_CASE("tolerances tighten with the dtype's precision") {
-  CHECK(output_tolerance(ATTNJIT_DTYPE_BF16).max_abs_error > output_tolerance(ATTNJIT_DTYPE_FP16).max_abs_error);
-  CHECK(output_tolerance(ATTNJIT_DTYPE_FP16).max_abs_error > output_tolerance(ATTNJIT_DTYPE_FP32).max_abs_error);
+  CHECK(output_tolerance(ATTNJIT_DTYPE_BF16).max_abs_error >
+        output_tolerance(ATTNJIT_DTYPE_FP16).max_abs_error);
+  CHECK(output_tolerance(ATTNJIT_DTYPE_FP16).max_abs_error >
+        output_tolerance(ATTNJIT_DTYPE_FP32).max_abs_error);
   CHECK(output_tolerance(ATTNJIT_DTYPE_BF16).nmse > output_tolerance(ATTNJIT_DTYPE_FP16).nmse);
   CHECK(output_tolerance(ATTNJIT_DTYPE_FP16).nmse > output_tolerance(ATTNJIT_DTYPE_FP32).nmse);
 }

@@ -12,8 +12,7 @@ namespace {
 
 template <typename... Args>
 [[noreturn]] void invalid(fmt::format_string<Args...> format, Args&&... args) {
-  throw c::Error(ATTNJIT_ERROR_INVALID_ARGUMENT,
-                 fmt::format(format, std::forward<Args>(args)...));
+  throw c::Error(ATTNJIT_ERROR_INVALID_ARGUMENT, fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace
@@ -24,9 +23,10 @@ std::uintmax_t parse_size(const std::string& text) {
   const auto [ptr, error] = std::from_chars(text.data(), end, value);
   std::string unit(ptr, end);
   if (error != std::errc{} || ptr == text.data()) {
-    invalid("invalid size '{}' (expected a number of bytes, optionally with K, M, G or T: 512M, "
-            "2G)",
-            text);
+    invalid(
+        "invalid size '{}' (expected a number of bytes, optionally with K, M, G or T: 512M, "
+        "2G)",
+        text);
   }
   if (unit.ends_with("iB")) {
     unit.resize(unit.size() - 2);
@@ -60,12 +60,23 @@ std::chrono::seconds parse_age(const std::string& text) {
   }
   long long unit = 0;
   switch (*ptr) {
-    case 's': unit = 1; break;
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    case 'd': unit = 86400; break;
-    case 'w': unit = 7 * 86400; break;
-    default: invalid("invalid age '{}': unknown unit '{}' (expected s, m, h, d or w)", text, *ptr);
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 7 * 86400;
+      break;
+    default:
+      invalid("invalid age '{}': unknown unit '{}' (expected s, m, h, d or w)", text, *ptr);
   }
   if (value > std::numeric_limits<long long>::max() / unit) {
     invalid("invalid age '{}': too large", text);

@@ -61,7 +61,8 @@ std::vector<InputSet> make_input_sets(std::size_t tensor_bytes, attnjit_dtype dt
                  testkit::DeviceBuffer(tensor_bytes), testkit::DeviceBuffer(tensor_bytes)};
     std::uint64_t stream = 0;
     for (testkit::DeviceBuffer* buffer : {&set.q, &set.k, &set.v}) {
-      testkit::fill_random(host.data(), dtype, elements, static_cast<std::uint64_t>(i) * 3 + stream++);
+      testkit::fill_random(host.data(), dtype, elements,
+                           static_cast<std::uint64_t>(i) * 3 + stream++);
       buffer->upload(host.data(), tensor_bytes);
     }
     sets.push_back(std::move(set));
@@ -96,8 +97,7 @@ double median_ms(attnjit_variant* variant, attnjit_forward_args args, std::vecto
   }
   std::vector<float> times;
   for (const auto& timer : timers) times.push_back(timer->elapsed_ms());
-  std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2),
-                   times.end());
+  std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
   return times[times.size() / 2];
 }
 
@@ -120,8 +120,7 @@ void run_bench(const BenchOptions& options) {
   const testkit::Shape shape{options.batch,   options.heads,   options.heads,
                              options.seq_len, options.seq_len, options.head_dim};
   const std::size_t tensor_bytes = static_cast<std::size_t>(shape.batch) * options.heads *
-                                   options.seq_len * options.head_dim *
-                                   testkit::dtype_size(dtype);
+                                   options.seq_len * options.head_dim * testkit::dtype_size(dtype);
   std::vector<InputSet> sets = make_input_sets(tensor_bytes, dtype, device.l2_bytes);
 
   fmt::print(
@@ -162,9 +161,9 @@ void run_bench(const BenchOptions& options) {
     call.num_heads_q = call.num_heads_kv = options.heads;
     call.q_len = call.kv_len = options.seq_len;
     call.layout = ATTNJIT_LAYOUT_BHLD;
-    const double ms = median_ms(variant.get(), testkit::with_values(call, inputs.params,
-                                                                    device_tensors),
-                                sets, options.warmup, options.iterations);
+    const double ms =
+        median_ms(variant.get(), testkit::with_values(call, inputs.params, device_tensors), sets,
+                  options.warmup, options.iterations);
 
     // The census reads only the per-call tensors, from the host; q, k, v, out are not read.
     attnjit_forward_args census_call = testkit::with_values(call, inputs.params, inputs.tensors);
@@ -205,7 +204,8 @@ void add_bench_command(CLI::App& app) {
     try {
       run_bench(*options);
     } catch (const c::Error& error) {
-      if (error.status() != ATTNJIT_ERROR_NO_DEVICE && error.status() != ATTNJIT_ERROR_UNSUPPORTED) {
+      if (error.status() != ATTNJIT_ERROR_NO_DEVICE &&
+          error.status() != ATTNJIT_ERROR_UNSUPPORTED) {
         throw;
       }
       fmt::print(stderr, "attnjit bench needs a CUDA GPU (compute capability 8.0+): {}\n",

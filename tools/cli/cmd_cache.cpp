@@ -78,7 +78,8 @@ void run_verify(const CacheOptions& options) {
   }
   fmt::print("{} entries checked, {} bad\n", count, num_bad);
   if (num_bad != 0) {
-    fmt::print(stderr, "run `attnjit cache clear` to remove them, or use them: a damaged entry is "
+    fmt::print(stderr,
+               "run `attnjit cache clear` to remove them, or use them: a damaged entry is "
                "recompiled on its next use\n");
     throw CLI::RuntimeError(1);
   }
@@ -114,12 +115,14 @@ void add_cache_command(CLI::App& app) {
   add_dir(path);
   path->callback([options] { fmt::print("{}\n", printable(cache_root(options->cache_dir))); });
 
-  CLI::App* list = command->add_subcommand("list", "List entries: arch, CUDA, name, size, age, variant");
+  CLI::App* list =
+      command->add_subcommand("list", "List entries: arch, CUDA, name, size, age, variant");
   add_dir(list);
   list->add_option("--arch", options->arch, "only this arch")->check(non_empty());
   list->callback([options] { run_list(*options); });
 
-  CLI::App* verify = command->add_subcommand("verify", "Check every entry as the loader does (exit 1 if any is bad)");
+  CLI::App* verify = command->add_subcommand(
+      "verify", "Check every entry as the loader does (exit 1 if any is bad)");
   add_dir(verify);
   verify->callback([options] { run_verify(*options); });
 

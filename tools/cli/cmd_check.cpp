@@ -35,8 +35,9 @@ void add_check_command(CLI::App& app) {
     fmt::print("score: {}\n\n", lowered->canonical_score);
     fmt::print("// mask(args, b, h, q_idx, kv_idx, q_len, kv_len, num_heads) -> bool\n{}\n",
                lowered->mask_body);
-    fmt::print("// score(args, score, b, h, q_idx, kv_idx, q_len, kv_len, num_heads) -> float\n{}\n",
-               lowered->score_body);
+    fmt::print(
+        "// score(args, score, b, h, q_idx, kv_idx, q_len, kv_len, num_heads) -> float\n{}\n",
+        lowered->score_body);
     fmt::print("// classify(args, tile) -> TileClass\n{}\n", lowered->classify_body);
   });
 }

@@ -22,9 +22,12 @@ namespace {
 
 const char* origin_name(attnjit_kernel_origin origin) {
   switch (origin) {
-    case ATTNJIT_ORIGIN_MEMORY: return "memory";
-    case ATTNJIT_ORIGIN_DISK: return "cached";
-    case ATTNJIT_ORIGIN_COMPILED: return "compiled";
+    case ATTNJIT_ORIGIN_MEMORY:
+      return "memory";
+    case ATTNJIT_ORIGIN_DISK:
+      return "cached";
+    case ATTNJIT_ORIGIN_COMPILED:
+      return "compiled";
   }
   return "?";
 }
@@ -85,9 +88,9 @@ bool demo_variant(attnjit_runtime* runtime, const attnjit_manifest_variant& mv,
   std::vector<double> expected_out(static_cast<std::size_t>(setup.heads) * setup.len *
                                    setup.head_dim);
   c::check(attnjit_variant_reference(variant.get(), &host_args, expected_out.data(), nullptr));
-  const testkit::ErrorStats stats = testkit::compare_strided(
-      problem.out.data(), setup.dtype, problem.out.strides(), 1, setup.heads, setup.len,
-      setup.head_dim, expected_out);
+  const testkit::ErrorStats stats =
+      testkit::compare_strided(problem.out.data(), setup.dtype, problem.out.strides(), 1,
+                               setup.heads, setup.len, setup.head_dim, expected_out);
   const bool ok = testkit::within(stats, testkit::output_tolerance(setup.dtype));
   fmt::print("{:<16} {:>9} {:>7.1f} ms {:>5} {:>7} {:>7.1f} ms {:>7.1f}% {:>8.1f}% {:>10.2e}{}\n",
              printable(mv.name), origin_name(info->origin), compile_ms, info->registers,
@@ -108,8 +111,7 @@ void demo(const std::string& cache_dir, int len_option) {
   setup.dtype = ATTNJIT_DTYPE_BF16;
 
   fmt::print("attnjit {} demo: kernels for {} ({}), attention on the {} (B=1 H={} L={} D={} {})\n",
-             attnjit_version(), setup.arch,
-             setup.on_gpu ? "this GPU" : "no GPU: compiled, not run",
+             attnjit_version(), setup.arch, setup.on_gpu ? "this GPU" : "no GPU: compiled, not run",
              setup.on_gpu ? "GPU" : "CPU reference", setup.heads, setup.len, setup.head_dim,
              testkit::dtype_name(setup.dtype));
   fmt::print("cache: {}\n\n", cache_root(cache_dir));
@@ -131,12 +133,13 @@ void demo(const std::string& cache_dir, int len_option) {
 }  // namespace
 
 void add_demo_command(CLI::App& app) {
-  auto* command = app.add_subcommand(
-      "demo", "Compile, cache and run the standard variants; print a table");
+  auto* command =
+      app.add_subcommand("demo", "Compile, cache and run the standard variants; print a table");
   auto cache_dir = std::make_shared<std::string>();
   auto len = std::make_shared<int>(0);
   add_cache_dir_option(*command, *cache_dir);
-  command->add_option("--seq-len", *len, "sequence length (default: 4096 on a GPU, 1024 on the CPU)");
+  command->add_option("--seq-len", *len,
+                      "sequence length (default: 4096 on a GPU, 1024 on the CPU)");
   command->callback([cache_dir, len] { demo(*cache_dir, *len); });
 }
 

@@ -27,8 +27,8 @@ struct PrewarmOptions {
 
 // Note: the variant's name comes from the manifest, a file: escaped before it is printed.
 std::string job_name(const attnjit_prewarm_result& result) {
-  return fmt::format("{} {} d{} {}", printable(result.name), testkit::dtype_short_name(result.dtype),
-                     result.head_dim, result.arch);
+  return fmt::format("{} {} d{} {}", printable(result.name),
+                     testkit::dtype_short_name(result.dtype), result.head_dim, result.arch);
 }
 
 std::vector<std::string> resolve_arches(const std::vector<std::string>& requested) {
@@ -144,12 +144,14 @@ void add_prewarm_command(CLI::App& app) {
   auto options = std::make_shared<PrewarmOptions>();
   CLI::App* command = app.add_subcommand(
       "prewarm", "Compile every variant x dtype x head dim x arch of a manifest into the cache");
-  command->add_option("--manifest", options->manifest,
-                      "manifest JSON file (default: the embedded standard manifest)")
+  command
+      ->add_option("--manifest", options->manifest,
+                   "manifest JSON file (default: the embedded standard manifest)")
       ->check(CLI::ExistingFile);
-  command->add_option("--arch", options->arches,
-                      "target arches, comma-separated: sm_80, sm_86, sm_89, sm_90, sm_90a "
-                      "(default: the local GPU's)")
+  command
+      ->add_option("--arch", options->arches,
+                   "target arches, comma-separated: sm_80, sm_86, sm_89, sm_90, sm_90a "
+                   "(default: the local GPU's)")
       ->delimiter(',');
   command->add_option("--jobs,-j", options->jobs, "parallel compiles (default: number of cores)")
       ->check(CLI::Range(1, 4096));

@@ -87,8 +87,7 @@ void check_host_memory(const testkit::Shape& shape, attnjit_dtype dtype) {
     fail(ATTNJIT_ERROR_OUT_OF_MEMORY,
          "the problem needs {:.1f} GiB of host memory for q, k, v, out and lse; this machine has "
          "{:.1f} GiB (use smaller --batch, --heads, --q-len, --kv-len or --head-dim)",
-         static_cast<double>(needed / (1ull << 30)),
-         static_cast<double>(available / (1ull << 30)));
+         static_cast<double>(needed / (1ull << 30)), static_cast<double>(available / (1ull << 30)));
   }
 }
 
@@ -99,17 +98,17 @@ bool check_against_reference(attnjit_variant* variant, const attnjit_forward_arg
   const std::size_t rows = static_cast<std::size_t>(shape.batch) * shape.num_heads_q * shape.q_len;
   std::vector<double> expected_out(rows * static_cast<std::size_t>(shape.head_dim));
   std::vector<double> expected_lse(rows);
-  c::check(attnjit_variant_reference(variant, &host_args, expected_out.data(),
-                                     expected_lse.data()));
-  const auto out_stats = testkit::compare_strided(problem.out.data(), dtype, problem.out.strides(),
-                                                  shape.batch, shape.num_heads_q, shape.q_len,
-                                                  shape.head_dim, expected_out);
+  c::check(
+      attnjit_variant_reference(variant, &host_args, expected_out.data(), expected_lse.data()));
+  const auto out_stats =
+      testkit::compare_strided(problem.out.data(), dtype, problem.out.strides(), shape.batch,
+                               shape.num_heads_q, shape.q_len, shape.head_dim, expected_out);
   const auto lse_stats = testkit::compare_lse(shape.batch, shape.num_heads_q, shape.q_len,
                                               problem.lse.data(), expected_lse);
   const bool ok = testkit::within(out_stats, testkit::output_tolerance(dtype)) &&
                   testkit::within(lse_stats, testkit::lse_tolerance());
-  fmt::print("  check    out {}\n           lse {}\n           {}\n",
-             testkit::describe(out_stats), testkit::describe(lse_stats), ok ? "PASS" : "FAIL");
+  fmt::print("  check    out {}\n           lse {}\n           {}\n", testkit::describe(out_stats),
+             testkit::describe(lse_stats), ok ? "PASS" : "FAIL");
   return ok;
 }
 
@@ -117,8 +116,11 @@ void run(const RunOptions& o) {
   const c::SignaturePtr signature = o.variant.signature();
   const std::vector<attnjit_scalar> params = o.variant.param_values(*signature);
   const attnjit_dtype dtype = o.variant.c_dtype();
-  const testkit::Shape shape{o.batch,   o.heads, o.kv_heads > 0 ? o.kv_heads : o.heads,
-                             o.q_len,   o.kv_len > 0 ? o.kv_len : o.q_len,
+  const testkit::Shape shape{o.batch,
+                             o.heads,
+                             o.kv_heads > 0 ? o.kv_heads : o.heads,
+                             o.q_len,
+                             o.kv_len > 0 ? o.kv_len : o.q_len,
                              o.variant.head_dim};
   check_host_memory(shape, dtype);
   testkit::ProblemOptions problem_options;
@@ -135,9 +137,9 @@ void run(const RunOptions& o) {
   const c::VariantPtr variant = create_variant(runtime.get(), o.variant.desc(*signature));
   const auto prepare_start = std::chrono::steady_clock::now();
   c::check(attnjit_variant_prepare(variant.get()));
-  const double prepare_ms = std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - prepare_start)
-                                .count();
+  const double prepare_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - prepare_start)
+          .count();
 
   testkit::ProblemPlacement placement(problem, on_gpu);
   std::vector<attnjit_tensor_arg> placed_tensors, host_tensors;
@@ -153,16 +155,17 @@ void run(const RunOptions& o) {
     const auto start = std::chrono::steady_clock::now();
     c::check(attnjit_forward(variant.get(), &args));
     if (on_gpu) testkit::synchronize_device();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                              start)
-                        .count());
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   std::sort(times.begin(), times.end());
   placement.fetch_results();
 
   // The same call on the host buffers, for the census and the reference check. The census
   // counts the tiles of the kernel that ran: the GPU kernel's, or the CPU reference's.
-  const attnjit_forward_args host_args = testkit::with_values(problem.forward_args(), params, host_tensors);
+  const attnjit_forward_args host_args =
+      testkit::with_values(problem.forward_args(), params, host_tensors);
   attnjit_tile_census census{};
   c::check(attnjit_variant_tile_census(&census, variant.get(), &host_args, nullptr));
   attnjit_variant_desc desc = o.variant.desc(*signature);
@@ -175,17 +178,19 @@ void run(const RunOptions& o) {
              shape.num_heads_kv, shape.q_len, shape.kv_len, shape.head_dim, o.layout);
   fmt::print("  mask     {}\n  score    {}\n", lowered->canonical_mask, lowered->canonical_score);
   fmt::print("  prepare  {:.1f} ms\n", prepare_ms);
-  fmt::print("  forward  {:.3f} ms (median of {}), {:.1f}% of {}x{} tiles skipped, {:.1f}% of "
-             "pairs kept\n",
-             times[times.size() / 2], times.size(), 100.0 * testkit::skipped_fraction(census),
-             census.tile_q, census.tile_kv, 100.0 * testkit::kept_fraction(census));
+  fmt::print(
+      "  forward  {:.3f} ms (median of {}), {:.1f}% of {}x{} tiles skipped, {:.1f}% of "
+      "pairs kept\n",
+      times[times.size() / 2], times.size(), 100.0 * testkit::skipped_fraction(census),
+      census.tile_q, census.tile_kv, 100.0 * testkit::kept_fraction(census));
 
   const double work = static_cast<double>(shape.batch) * shape.num_heads_q * shape.q_len *
                       static_cast<double>(shape.kv_len) * shape.head_dim;
   if (!o.check) return;
   if (work > 4e9) {
-    fmt::print("  check    skipped: the naive reference would take too long (use a smaller "
-               "problem)\n");
+    fmt::print(
+        "  check    skipped: the naive reference would take too long (use a smaller "
+        "problem)\n");
     return;
   }
   if (!check_against_reference(variant.get(), host_args, problem, dtype)) {
@@ -197,8 +202,9 @@ void run(const RunOptions& o) {
 
 void add_run_command(CLI::App& app) {
   auto* command = app.add_subcommand(
-      "run", "Run one variant on random inputs; report the time and a check against the naive "
-             "reference");
+      "run",
+      "Run one variant on random inputs; report the time and a check against the naive "
+      "reference");
   auto o = std::make_shared<RunOptions>();
   o->variant.head_dim = 64;
   o->variant.add_to(*command, /*allow_fp32=*/true);

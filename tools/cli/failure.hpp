@@ -10,8 +10,7 @@
 namespace attnjit::cli {
 
 template <typename... Args>
-[[noreturn]] void fail(attnjit_status status, fmt::format_string<Args...> format,
-                       Args&&... args) {
+[[noreturn]] void fail(attnjit_status status, fmt::format_string<Args...> format, Args&&... args) {
   throw c::Error(status, fmt::format(format, std::forward<Args>(args)...));
 }
 

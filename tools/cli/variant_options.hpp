@@ -3,10 +3,9 @@
 // the library (attnjit_signature_parse).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "attnjit/attnjit.hpp"
 
