@@ -58,25 +58,10 @@ std::size_t kernel_count(const attnjit_manifest* manifest, std::size_t num_arche
   return count;
 }
 
-// What the progress callback needs: the bar, and the header it prints before the first kernel
-// (once attnjit_prewarm has checked the manifest, the arches and the cache).
-struct PrewarmProgress {
-  std::string header;
-  bool header_printed = false;
-  Progress bar;
-
-  void print_header() {
-    if (header_printed) return;
-    header_printed = true;
-    fmt::print(stderr, "{}", header);
-  }
-
-  static void on_kernel(void* self, std::size_t, std::size_t, const attnjit_prewarm_result* r) {
-    auto& progress = *static_cast<PrewarmProgress*>(self);
-    progress.print_header();
-    progress.bar.step(job_name(*r), r->status != ATTNJIT_OK);
-  }
-};
+// Progress callback: one step of the bar per finished kernel.
+void on_kernel(void* bar, std::size_t, std::size_t, const attnjit_prewarm_result* result) {
+  static_cast<Progress*>(bar)->step(job_name(*result), result->status != ATTNJIT_OK);
+}
 
 void run_prewarm(const PrewarmOptions& options) {
   attnjit_manifest* raw_manifest = nullptr;
@@ -92,12 +77,13 @@ void run_prewarm(const PrewarmOptions& options) {
       std::max<int>(1, static_cast<int>(kernels)));
   const std::string root = cache_root(options.cache_dir);
 
-  PrewarmProgress progress{
-      fmt::format("prewarm: {} kernels ({} variants of {}, arches {}) into {} with {} jobs\n",
-                  kernels, attnjit_manifest_count(manifest.get()),
-                  printable(attnjit_manifest_source(manifest.get())), fmt::join(arches, ","),
-                  printable(root), workers),
-      false, Progress("prewarm", kernels)};
+  // Note: printed before the manifest's arches and cache are checked (attnjit_prewarm does that
+  // first and fails before compiling anything), so the operator sees at once what is to come.
+  fmt::print(stderr, "prewarm: {} kernels ({} variants of {}, arches {}) into {} with {} jobs\n",
+             kernels, attnjit_manifest_count(manifest.get()),
+             printable(attnjit_manifest_source(manifest.get())), fmt::join(arches, ","),
+             printable(root), workers);
+  Progress progress("prewarm", kernels);
   attnjit_prewarm_options prewarm_options;
   attnjit_prewarm_options_init(&prewarm_options);
   prewarm_options.manifest_path = options.manifest.empty() ? nullptr : options.manifest.c_str();
@@ -105,13 +91,12 @@ void run_prewarm(const PrewarmOptions& options) {
   prewarm_options.num_arches = arch_names.size();
   prewarm_options.cache_dir = options.cache_dir.empty() ? nullptr : options.cache_dir.c_str();
   prewarm_options.jobs = workers;
-  prewarm_options.progress = &PrewarmProgress::on_kernel;
+  prewarm_options.progress = &on_kernel;
   prewarm_options.user_data = &progress;
   attnjit_prewarm_report* raw_report = nullptr;
   c::check(attnjit_prewarm(&raw_report, &prewarm_options));
   const c::PrewarmReportPtr report(raw_report);
-  progress.print_header();
-  progress.bar.finish();
+  progress.finish();
 
   std::size_t compiled = 0, cached = 0, failed = 0, not_stored = 0;
   for (std::size_t i = 0; i < attnjit_prewarm_report_count(report.get()); ++i) {
@@ -128,7 +113,7 @@ void run_prewarm(const PrewarmOptions& options) {
     }
   }
   fmt::print("prewarm: {} compiled, {} already cached, {} failed, {:.2f} s wall ({})\n", compiled,
-             cached, failed, progress.bar.seconds(), printable(root));
+             cached, failed, progress.seconds(), printable(root));
   if (failed > 0) {
     fmt::print(stderr,
                "prewarm: {} of {} kernels failed ({} compiled but not stored); the cache "
