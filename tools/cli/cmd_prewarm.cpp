@@ -77,8 +77,8 @@ void run_prewarm(const PrewarmOptions& options) {
       std::max<int>(1, static_cast<int>(kernels)));
   const std::string root = cache_root(options.cache_dir);
 
-  // Note: printed before the manifest's arches and cache are checked (attnjit_prewarm does that
-  // first and fails before compiling anything), so the operator sees at once what is to come.
+  // Note: printed before the arches and the cache are checked (attnjit_prewarm checks them first
+  // and fails before compiling anything), so the operator sees at once what is to come.
   fmt::print(stderr, "prewarm: {} kernels ({} variants of {}, arches {}) into {} with {} jobs\n",
              kernels, attnjit_manifest_count(manifest.get()),
              printable(attnjit_manifest_source(manifest.get())), fmt::join(arches, ","),
