@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 set(ATTNJIT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/attnjit)
 
 install(TARGETS attnjit EXPORT attnjitTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# attnjit.h includes only the C standard library; attnjit.hpp adds <memory>.
+# attnjit.h includes only the C standard library; attnjit.hpp adds <memory>, <stdexcept>, <string>.
 install(FILES ${PROJECT_SOURCE_DIR}/include/attnjit/attnjit.h
               ${PROJECT_SOURCE_DIR}/include/attnjit/attnjit.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/attnjit)

@@ -90,6 +90,10 @@ ATTNJIT_API int attnjit_version_number(void);  /* ATTNJIT_VERSION_NUMBER of the 
 ATTNJIT_API const char* attnjit_status_string(attnjit_status status);
 /* The message of the calling thread's last failure; "" if none. Never NULL. */
 ATTNJIT_API const char* attnjit_last_error(void);
+/* The level of attnjit's log (to stderr), for the whole process. ATTNJIT_LOG_DEFAULT changes
+ * nothing, but reads ATTNJIT_LOG_LEVEL now if the log has not been used yet (a value it does not
+ * know is reported once, as a warning). An unknown level gives ATTNJIT_ERROR_INVALID_ARGUMENT. */
+ATTNJIT_API attnjit_status attnjit_set_log_level(attnjit_log_level level);
 
 /* ---- Runtime ---- */
 
@@ -335,6 +339,8 @@ typedef struct attnjit_prewarm_result {
   attnjit_status status;        /* ATTNJIT_OK when the kernel is in the cache */
   attnjit_kernel_origin origin; /* when status is ATTNJIT_OK */
   const char* error;            /* NULL when status is ATTNJIT_OK, else why it failed */
+  int not_stored; /* 1: compiled, but the cache could not keep it (a failure, status
+                     ATTNJIT_ERROR_CACHE) */
 } attnjit_prewarm_result;
 
 /* Called once per kernel as it finishes, from worker threads but never two at a time. */
@@ -368,6 +374,130 @@ ATTNJIT_API size_t attnjit_prewarm_report_failures(const attnjit_prewarm_report*
 ATTNJIT_API const attnjit_prewarm_result* attnjit_prewarm_report_result(
     const attnjit_prewarm_report* report, size_t index);
 ATTNJIT_API void attnjit_prewarm_report_destroy(attnjit_prewarm_report* report);
+
+/* ---- Declarations as text ----
+ * The spelling the CLI and manifests use: parameters "W:int", "cap:float"; tensors
+ * "doc:int32[1]", "bias:float32[2]". */
+
+/* Owned by its attnjit_signature_parse result; the arrays are in the order given. */
+typedef struct attnjit_signature {
+  const attnjit_param_decl* params;
+  int num_params;
+  const attnjit_tensor_decl* tensors;
+  int num_tensors;
+} attnjit_signature;
+
+/* Parses and validates every declaration (names, types, ranks, counts, clashes); a bad one gives
+ * ATTNJIT_ERROR_INVALID_ARGUMENT naming it. The result's decls fit attnjit_variant_desc. */
+ATTNJIT_API attnjit_status attnjit_signature_parse(attnjit_signature** out,
+                                                   const char* const* params, int num_params,
+                                                   const char* const* tensors, int num_tensors);
+ATTNJIT_API void attnjit_signature_destroy(attnjit_signature* signature);
+
+/* ---- Expressions ---- */
+
+/* What attnjit makes of a variant's expressions before any kernel exists: their canonical form
+ * and the CUDA bodies they are lowered to (the text that `attnjit check` prints). Owned by its
+ * attnjit_expressions_lower result. */
+typedef struct attnjit_lowered_expressions {
+  const char* canonical_mask;
+  const char* canonical_score;
+  int mask_reads_tensors; /* 1: tiles are classified per call; 0: from indices alone */
+  const char* mask_body;     /* mask(args, b, h, q_idx, kv_idx, q_len, kv_len, num_heads) */
+  const char* score_body;    /* score(args, score, b, h, q_idx, kv_idx, q_len, kv_len, ...) */
+  const char* classify_body; /* classify(args, tile) -> TileClass */
+} attnjit_lowered_expressions;
+
+/* Uses desc's mask, score, params and tensors (not dtype or head_dim) and needs no runtime. Both
+ * expressions are checked before it returns: when either does not parse or type-check, the
+ * status is ATTNJIT_ERROR_PARSE and the message holds every expression's error, one after the
+ * other. */
+ATTNJIT_API attnjit_status attnjit_expressions_lower(attnjit_lowered_expressions** out,
+                                                     const attnjit_variant_desc* desc);
+ATTNJIT_API void attnjit_lowered_expressions_destroy(attnjit_lowered_expressions* lowered);
+
+/* ---- Checking a call on the host ----
+ * Both take a call as attnjit_forward takes it, with the same checks, and read its per-call
+ * tensors from host memory. The census reads nothing else, so q, k, v and out may be device
+ * pointers there; the reference reads q, k and v, which must be host memory. Neither writes
+ * args->out or args->lse. */
+
+/* How a variant's mask splits one call's attention matrix into tiles: for each batch and query
+ * head, every tile_q x tile_kv tile is empty (skipped), full or partial, as the kernel's tile
+ * classification sees it; kept_pairs counts the (query, key) pairs the mask keeps, exactly. */
+typedef struct attnjit_tile_census {
+  int tile_q, tile_kv;
+  int64_t tiles, empty, partial, full;
+  int64_t kept_pairs, total_pairs;
+} attnjit_tile_census;
+
+#define ATTNJIT_TILE_CENSUS_OPTIONS_VERSION 1
+typedef struct attnjit_tile_census_options {
+  int version;      /* ATTNJIT_TILE_CENSUS_OPTIONS_VERSION */
+  const char* arch; /* the tiles of the kernel chosen for this arch; NULL: the tiles the
+                       runtime's backend uses (its GPU's kernel, or the CPU reference's) */
+} attnjit_tile_census_options;
+
+ATTNJIT_API void attnjit_tile_census_options_init(attnjit_tile_census_options* options);
+/* options may be NULL for the defaults. Costs one classification per tile plus one mask
+ * evaluation per element of each partial tile. out is caller-owned. */
+ATTNJIT_API attnjit_status attnjit_variant_tile_census(attnjit_tile_census* out,
+                                                       attnjit_variant* variant,
+                                                       const attnjit_forward_args* args,
+                                                       const attnjit_tile_census_options* options);
+
+/* The naive reference: every element evaluated directly, in double precision (the score
+ * expression in fp32, as the kernels evaluate it), single-threaded; for checking a result.
+ * out receives [batch, num_heads_q, q_len, head_dim] doubles, contiguous; lse (optional)
+ * [batch, num_heads_q, q_len], -inf for rows with nothing kept (whose output is zero). */
+ATTNJIT_API attnjit_status attnjit_variant_reference(attnjit_variant* variant,
+                                                     const attnjit_forward_args* args,
+                                                     double* out, double* lse);
+
+/* ---- Manifests ----
+ * A manifest names the variants a deployment uses (the file format is in the README). */
+
+/* One variant of a manifest; owned by its manifest. */
+typedef struct attnjit_manifest_variant {
+  const char* name;
+  const char* mask;  /* as written: "" for the default */
+  const char* score; /* as written: "" for the default */
+  const attnjit_param_decl* params;
+  int num_params;
+  const attnjit_tensor_decl* tensors;
+  int num_tensors;
+  const attnjit_dtype* dtypes; /* the dtypes and head dims it is compiled for */
+  int num_dtypes;
+  const int* head_dims;
+  int num_head_dims;
+  const char* example_json; /* its "example" object as JSON text; "{}" when it has none */
+} attnjit_manifest_variant;
+
+typedef struct attnjit_manifest attnjit_manifest;
+
+/* path NULL: the embedded standard manifest. A file is read and checked as attnjit_prewarm
+ * reads it: a bad one fails with a message naming the field. */
+ATTNJIT_API attnjit_status attnjit_manifest_load(attnjit_manifest** out, const char* path);
+/* Where it came from: the file's path, or a name for the embedded one. "" for NULL. */
+ATTNJIT_API const char* attnjit_manifest_source(const attnjit_manifest* manifest);
+ATTNJIT_API size_t attnjit_manifest_count(const attnjit_manifest* manifest); /* 0 for NULL */
+/* NULL when index >= count. */
+ATTNJIT_API const attnjit_manifest_variant* attnjit_manifest_variant_at(
+    const attnjit_manifest* manifest, size_t index);
+ATTNJIT_API void attnjit_manifest_destroy(attnjit_manifest* manifest);
+
+/* ---- Small helpers for tools ---- */
+
+/* The arches kernels can be compiled for: "sm_80, sm_86, sm_89, sm_90". */
+ATTNJIT_API const char* attnjit_supported_arches(void);
+/* The arch of the runtime's GPU ("sm_90"); "" on the CPU backend or for NULL. */
+ATTNJIT_API const char* attnjit_runtime_device_arch(const attnjit_runtime* runtime);
+/* `text` made safe to print on a terminal, as attnjit's own messages quote file contents: every
+ * byte outside printable ASCII becomes \xNN (line breaks too, unless keep_line_breaks). Like
+ * snprintf: writes at most capacity bytes including the NUL (nothing when capacity is 0) and
+ * returns the length of the whole result. text NULL reads as "". */
+ATTNJIT_API size_t attnjit_printable(char* buffer, size_t capacity, const char* text,
+                                     int keep_line_breaks);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,10 @@
-// C++ companion to attnjit.h: owning handles that call the matching destroy function.
+// C++ companion to attnjit.h: owning handles that call the matching destroy function, and a
+// status turned into an exception for callers that use them.
 #pragma once
 
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "attnjit/attnjit.h"
 
@@ -23,10 +26,42 @@ struct PrewarmReportDeleter {
   void operator()(attnjit_prewarm_report* report) const { attnjit_prewarm_report_destroy(report); }
 };
 
+struct SignatureDeleter {
+  void operator()(attnjit_signature* signature) const { attnjit_signature_destroy(signature); }
+};
+struct LoweredExpressionsDeleter {
+  void operator()(attnjit_lowered_expressions* lowered) const {
+    attnjit_lowered_expressions_destroy(lowered);
+  }
+};
+struct ManifestDeleter {
+  void operator()(attnjit_manifest* manifest) const { attnjit_manifest_destroy(manifest); }
+};
+
 using RuntimePtr = std::unique_ptr<attnjit_runtime, RuntimeDeleter>;
 using VariantPtr = std::unique_ptr<attnjit_variant, VariantDeleter>;
 using VariantInfoPtr = std::unique_ptr<attnjit_variant_info, VariantInfoDeleter>;
 using CacheListPtr = std::unique_ptr<attnjit_cache_list, CacheListDeleter>;
 using PrewarmReportPtr = std::unique_ptr<attnjit_prewarm_report, PrewarmReportDeleter>;
+using SignaturePtr = std::unique_ptr<attnjit_signature, SignatureDeleter>;
+using LoweredExpressionsPtr =
+    std::unique_ptr<attnjit_lowered_expressions, LoweredExpressionsDeleter>;
+using ManifestPtr = std::unique_ptr<attnjit_manifest, ManifestDeleter>;
+
+// A failed call: its status and the message attnjit_last_error() gave.
+class Error : public std::runtime_error {
+ public:
+  Error(attnjit_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  attnjit_status status() const { return status_; }
+
+ private:
+  attnjit_status status_;
+};
+
+// Throws Error(status, attnjit_last_error()) unless status is ATTNJIT_OK.
+inline void check(attnjit_status status) {
+  if (status != ATTNJIT_OK) throw Error(status, attnjit_last_error());
+}
 
 }  // namespace attnjit::c

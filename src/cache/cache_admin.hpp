@@ -67,12 +67,4 @@ struct ClearResult {
 // symlink: a link is removed, its target left alone. Throws Error(io) on failure.
 ClearResult clear_entries(const std::filesystem::path& root, const ClearFilter& filter);
 
-// "512M", "2G", "100K", "1T", "4096" -> bytes (K, M, G, T are powers of 1024; a trailing "B" or
-// "iB" is allowed). Throws Error(invalid_argument).
-std::uintmax_t parse_size(const std::string& text);
-
-// "7d", "12h", "30m", "45s", "2w" -> seconds. Throws Error(invalid_argument).
-std::chrono::seconds parse_age(const std::string& text);
-std::string format_age(std::chrono::seconds age);  // "3d", "5h", "12m", "40s"
-
 }  // namespace attnjit::cache

@@ -70,6 +70,14 @@ void require_version(int got, int expected, const char* name);
 // NULL and "" are the default (empty) directory.
 inline std::string optional_text(const char* text) { return text != nullptr ? text : ""; }
 
+// A C variant description as the C++ API takes it; throws Error(invalid_argument) for a bad
+// type, count or NULL name (the expressions are parsed later, by the variant).
+VariantSpec to_spec(const attnjit_variant_desc& desc);
+
+// A C forward call as the C++ API takes it (strides resolved, arrays checked), for a variant of
+// head dimension `head_dim`.
+ForwardCall to_call(const attnjit_forward_args& args, int head_dim);
+
 attnjit_dtype to_c_dtype(DType dtype);
 attnjit_kernel_origin to_c_origin(KernelOrigin origin);
 

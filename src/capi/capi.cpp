@@ -2,11 +2,13 @@
 // per-thread message. Nothing thrown inside may cross it.
 #include "attnjit/attnjit.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "capi/boundary.hpp"
 #include "common/log.hpp"
+#include "common/printable.hpp"
 
 namespace {
 
@@ -53,7 +55,37 @@ std::string name_or_throw(const char* name, const char* what, int index) {
   return name;
 }
 
-attnjit::VariantSpec to_spec(const attnjit_variant_desc& desc) {
+// All three strides zero: the layout's. Otherwise every stride is taken as given, so each must
+// be set: a zero batch or head stride is refused unless that dimension has a single index
+// (where it is never used), since leaving it zero would make every head (or batch) read the
+// first one.
+attnjit::Strides strides_or_layout(const char* name, const int64_t (&explicit_strides)[3],
+                                   int layout, int batch, int heads, int len, int head_dim) {
+  const int64_t batch_stride = explicit_strides[0], head_stride = explicit_strides[1],
+                row_stride = explicit_strides[2];
+  if (batch_stride != 0 || head_stride != 0 || row_stride != 0) {
+    if (row_stride == 0 || (batch_stride == 0 && batch > 1) || (head_stride == 0 && heads > 1)) {
+      attnjit::throw_error(attnjit::Status::invalid_argument,
+                           "{} = {{{}, {}, {}}} sets only some strides: set the batch, head and "
+                           "row strides, or none of them to use the layout (a zero stride is "
+                           "only accepted where batch or the head count is 1)",
+                           name, batch_stride, head_stride, row_stride);
+    }
+    return {batch_stride, head_stride, row_stride};
+  }
+  if (layout != ATTNJIT_LAYOUT_BHLD && layout != ATTNJIT_LAYOUT_BLHD) {
+    attnjit::throw_error(attnjit::Status::invalid_argument, "unknown layout {}", layout);
+  }
+  return attnjit::layout_strides(
+      layout == ATTNJIT_LAYOUT_BHLD ? attnjit::Layout::bhld : attnjit::Layout::blhd, heads, len,
+      head_dim);
+}
+
+}  // namespace
+
+namespace attnjit::capi {
+
+VariantSpec to_spec(const attnjit_variant_desc& desc) {
   attnjit::VariantSpec spec;
   spec.mask = desc.mask != nullptr ? desc.mask : "";
   spec.score = desc.score != nullptr ? desc.score : "";
@@ -93,33 +125,7 @@ attnjit::VariantSpec to_spec(const attnjit_variant_desc& desc) {
   return spec;
 }
 
-// All three strides zero: the layout's. Otherwise every stride is taken as given, so each must
-// be set: a zero batch or head stride is refused unless that dimension has a single index
-// (where it is never used), since leaving it zero would make every head (or batch) read the
-// first one.
-attnjit::Strides strides_or_layout(const char* name, const int64_t (&explicit_strides)[3],
-                                   int layout, int batch, int heads, int len, int head_dim) {
-  const int64_t batch_stride = explicit_strides[0], head_stride = explicit_strides[1],
-                row_stride = explicit_strides[2];
-  if (batch_stride != 0 || head_stride != 0 || row_stride != 0) {
-    if (row_stride == 0 || (batch_stride == 0 && batch > 1) || (head_stride == 0 && heads > 1)) {
-      attnjit::throw_error(attnjit::Status::invalid_argument,
-                           "{} = {{{}, {}, {}}} sets only some strides: set the batch, head and "
-                           "row strides, or none of them to use the layout (a zero stride is "
-                           "only accepted where batch or the head count is 1)",
-                           name, batch_stride, head_stride, row_stride);
-    }
-    return {batch_stride, head_stride, row_stride};
-  }
-  if (layout != ATTNJIT_LAYOUT_BHLD && layout != ATTNJIT_LAYOUT_BLHD) {
-    attnjit::throw_error(attnjit::Status::invalid_argument, "unknown layout {}", layout);
-  }
-  return attnjit::layout_strides(
-      layout == ATTNJIT_LAYOUT_BHLD ? attnjit::Layout::bhld : attnjit::Layout::blhd, heads, len,
-      head_dim);
-}
-
-attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
+ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   attnjit::ForwardCall call;
   call.shape = {a.batch, a.num_heads_q, a.num_heads_kv, a.q_len, a.kv_len, head_dim};
   auto& b = call.buffers;
@@ -154,10 +160,6 @@ attnjit::ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   call.stream = a.stream;
   return call;
 }
-
-}  // namespace
-
-namespace attnjit::capi {
 
 std::string& last_error() {
   thread_local std::string message;
@@ -205,6 +207,25 @@ const char* attnjit_status_string(attnjit_status status) {
 
 const char* attnjit_last_error(void) { return attnjit::capi::last_error().c_str(); }
 
+attnjit_status attnjit_set_log_level(attnjit_log_level level) {
+  return guarded([&] {
+    attnjit::log();  // Note: its first use reads ATTNJIT_LOG_LEVEL, which a later level overrides.
+    apply_log_level(enum_value(level));
+  });
+}
+
+size_t attnjit_printable(char* buffer, size_t capacity, const char* text, int keep_line_breaks) {
+  const std::string_view raw = text != nullptr ? text : "";
+  const std::string safe =
+      keep_line_breaks != 0 ? attnjit::printable_lines(raw) : attnjit::printable(raw);
+  if (buffer != nullptr && capacity > 0) {
+    const std::size_t copied = std::min(safe.size(), capacity - 1);
+    std::memcpy(buffer, safe.data(), copied);
+    buffer[copied] = '\0';
+  }
+  return safe.size();
+}
+
 void attnjit_runtime_options_init(attnjit_runtime_options* options) {
   if (options == nullptr) return;
   std::memset(options, 0, sizeof(*options));
@@ -231,6 +252,10 @@ attnjit_status attnjit_runtime_create(attnjit_runtime** out, const attnjit_runti
 
 void attnjit_runtime_destroy(attnjit_runtime* runtime) { delete runtime; }
 
+const char* attnjit_runtime_device_arch(const attnjit_runtime* runtime) {
+  return runtime != nullptr ? runtime->impl.device_arch().c_str() : "";
+}
+
 attnjit_backend attnjit_runtime_backend(const attnjit_runtime* runtime) {
   if (runtime == nullptr) return ATTNJIT_BACKEND_AUTO;
   return runtime->impl.backend() == attnjit::Backend::cuda ? ATTNJIT_BACKEND_CUDA
@@ -253,7 +278,7 @@ attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit_runtime* ru
     require(runtime, "runtime");
     require(desc, "desc");
     require_version(desc->version, ATTNJIT_VARIANT_DESC_VERSION, "attnjit_variant_desc");
-    *out = new attnjit_variant(runtime->impl, to_spec(*desc));
+    *out = new attnjit_variant(runtime->impl, attnjit::capi::to_spec(*desc));
   });
 }
 
@@ -281,7 +306,7 @@ attnjit_status attnjit_forward(attnjit_variant* variant, const attnjit_forward_a
     require(variant, "variant");
     require(args, "args");
     require_version(args->version, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
-    variant->impl.forward(to_call(*args, variant->impl.spec().head_dim));
+    variant->impl.forward(attnjit::capi::to_call(*args, variant->impl.spec().head_dim));
   });
 }
 

@@ -86,6 +86,11 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
 
 extern "C" {
 
+const char* attnjit_supported_arches(void) {
+  static const std::string arches = attnjit::nvrtc::supported_arches_text();
+  return arches.c_str();
+}
+
 void attnjit_inspect_options_init(attnjit_inspect_options* options) {
   if (options == nullptr) return;
   std::memset(options, 0, sizeof(*options));

@@ -56,6 +56,7 @@ attnjit_prewarm_result to_result(const attnjit::PrewarmJob& job,
   result.status = static_cast<attnjit_status>(outcome.status);
   result.origin = attnjit::capi::to_c_origin(outcome.origin);
   result.error = outcome.failed ? outcome.error.c_str() : nullptr;
+  result.not_stored = outcome.not_stored ? 1 : 0;
   return result;
 }
 

@@ -62,6 +62,7 @@ static void test_compiles_then_finds_on_disk(void) {
     CHECK(result->status == ATTNJIT_OK);
     CHECK(result->origin == ATTNJIT_ORIGIN_COMPILED);
     CHECK(result->error == NULL);
+    CHECK(result->not_stored == 0);
   }
   CHECK(attnjit_prewarm_report_result(report, 2) == NULL);
   attnjit_prewarm_report_destroy(report);
@@ -88,6 +89,7 @@ static void test_failed_kernel_is_a_result(void) {
   const attnjit_prewarm_result* result = attnjit_prewarm_report_result(report, 0);
   CHECK(result != NULL && result->status == ATTNJIT_ERROR_UNSUPPORTED);
   CHECK(result != NULL && contains(result->error, "48"));
+  CHECK(result != NULL && result->not_stored == 0); /* never compiled */
   CHECK(result != NULL && strcmp(result->name, "odd_head_dim") == 0 && result->head_dim == 48);
   attnjit_prewarm_report_destroy(report);
 }

@@ -10,7 +10,7 @@
 #include <span>
 
 #include "jit/kernel_cache.hpp"
-#include "reference/random_inputs.hpp"
+#include "testkit/internal/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
 

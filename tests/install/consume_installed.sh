@@ -57,10 +57,12 @@ for file in $(cd "$prefix" && find . -type f); do
 done
 readelf -d "$prefix/bin/attnjit" | grep -q 'R.*PATH.*\[\$ORIGIN/\.\./lib\]' ||
   fail "bin/attnjit RUNPATH: $(readelf -d "$prefix/bin/attnjit" | grep PATH)"
-if readelf -d "$prefix/bin/attnjit" | grep -q 'NEEDED.*libattnjit'; then
-  ldd "$prefix/bin/attnjit" | grep -q -F "$prefix/lib/libattnjit.so" ||
-    fail "bin/attnjit does not load the installed libattnjit.so: $(ldd "$prefix/bin/attnjit")"
-fi
+# The CLI is a client of the library: it needs libattnjit.so, and loads the installed one.
+readelf -d "$prefix/bin/attnjit" | grep NEEDED | grep -q -F "[libattnjit.so.$soversion]" ||
+  fail "bin/attnjit does not link libattnjit.so: $(readelf -d "$prefix/bin/attnjit" | grep NEEDED)"
+loaded=$(ldd "$prefix/bin/attnjit" | awk '/libattnjit\.so/ {print $3}')
+[[ -n "$loaded" && $(realpath "$loaded") == $(realpath "$prefix/lib/libattnjit.so.$soversion") ]] ||
+  fail "bin/attnjit does not load the installed libattnjit.so: $(ldd "$prefix/bin/attnjit")"
 [[ $("$prefix/bin/attnjit" --version) == *"$version"* ]] || fail "bin/attnjit --version"
 
 # --- The public headers need nothing but the standard library: no fmt, spdlog, nlohmann or CUDA.

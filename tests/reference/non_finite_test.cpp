@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "reference/attention.hpp"
-#include "reference/compare.hpp"
+#include "testkit/internal/compare.hpp"
 #include "reference/naive.hpp"
-#include "reference/random_inputs.hpp"
+#include "testkit/internal/random_inputs.hpp"
 #include "test_variants.hpp"
 
 using namespace attnjit;

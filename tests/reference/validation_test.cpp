@@ -5,7 +5,7 @@
 #include "common/error.hpp"
 #include "reference/attention.hpp"
 #include "reference/naive.hpp"
-#include "reference/random_inputs.hpp"
+#include "testkit/internal/random_inputs.hpp"
 #include "test_variants.hpp"
 
 using namespace attnjit;

@@ -6,9 +6,9 @@
 
 #include "common/error.hpp"
 #include "support/capture_error.hpp"
-#include "reference/compare.hpp"
+#include "testkit/internal/compare.hpp"
 #include "reference/naive.hpp"
-#include "reference/random_inputs.hpp"
+#include "testkit/internal/random_inputs.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/variant.hpp"
 

@@ -11,8 +11,8 @@
 #include "common/attention_problem.hpp"
 #include "jit/variant_compiler.hpp"
 #include "expr/expression.hpp"
-#include "reference/compare.hpp"
-#include "reference/random_inputs.hpp"
+#include "testkit/internal/compare.hpp"
+#include "testkit/internal/random_inputs.hpp"
 
 namespace attnjit::kernel_test {
 

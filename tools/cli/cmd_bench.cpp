@@ -1,30 +1,25 @@
 // `attnjit bench`: times the variants of a manifest on the current GPU with CUDA events and
-// reports median time, TFLOP/s over unmasked pairs only, and the fraction of tiles skipped.
+// reports median time, TFLOP/s over unmasked pairs only, and the fraction of tiles skipped. The
+// variants run through the public API; device memory and events come from the test kit.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <bit>
-#include <cmath>
 #include <cstdint>
 #include <memory>
-#include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
-#include "jit/kernel_cache.hpp"
-#include "jit/manifest.hpp"
+#include "attnjit/attnjit.hpp"
 #include "commands.hpp"
-#include "common/error.hpp"
-#include "common/printable.hpp"
-#include "example_inputs.hpp"
-#include "expr/block_analysis.hpp"
-#include "expr/evaluate.hpp"
-#include "reference/random_inputs.hpp"
-#include "runtime/cuda_backend.hpp"
-#include "runtime/cuda_memory.hpp"
-#include "tile_census.hpp"
+#include "failure.hpp"
+#include "printable.hpp"
+#include "public_variant.hpp"
+#include "testkit/device_memory.hpp"
+#include "testkit/example_inputs.hpp"
+#include "testkit/host_data.hpp"
+#include "testkit/host_problem.hpp"
+#include "testkit/tile_census.hpp"
 
 namespace attnjit::cli {
 namespace {
@@ -42,132 +37,151 @@ struct BenchOptions {
 };
 
 struct InputSet {
-  cuda::DeviceBuffer q, k, v, out;
+  testkit::DeviceBuffer q, k, v, out;
 };
+
+attnjit_dtype parse_dtype(const std::string& text) {
+  if (text == "bf16" || text == "bfloat16") return ATTNJIT_DTYPE_BF16;
+  if (text == "fp16" || text == "float16") return ATTNJIT_DTYPE_FP16;
+  fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "unknown dtype '{}' (expected bf16 or fp16)",
+       printable(text));
+}
+
+// Note: rotating through input sets whose total exceeds twice the L2 size keeps every timed
+// call reading from HBM, as in a real model step.
+std::vector<InputSet> make_input_sets(std::size_t tensor_bytes, attnjit_dtype dtype, int l2_bytes) {
+  const std::size_t set_bytes = 4 * tensor_bytes;
+  const std::size_t l2 = static_cast<std::size_t>(std::max(l2_bytes, 1));
+  const int num_sets = static_cast<int>(std::clamp<std::size_t>(2 * l2 / set_bytes + 2, 2, 16));
+  std::vector<InputSet> sets;
+  std::vector<std::byte> host(tensor_bytes);
+  const auto elements = static_cast<std::int64_t>(tensor_bytes / testkit::dtype_size(dtype));
+  for (int i = 0; i < num_sets; ++i) {
+    InputSet set{testkit::DeviceBuffer(tensor_bytes), testkit::DeviceBuffer(tensor_bytes),
+                 testkit::DeviceBuffer(tensor_bytes), testkit::DeviceBuffer(tensor_bytes)};
+    std::uint64_t stream = 0;
+    for (testkit::DeviceBuffer* buffer : {&set.q, &set.k, &set.v}) {
+      testkit::fill_random(host.data(), dtype, elements,
+                           static_cast<std::uint64_t>(i) * 3 + stream++);
+      buffer->upload(host.data(), tensor_bytes);
+    }
+    sets.push_back(std::move(set));
+  }
+  return sets;
+}
+
+// The median of `iterations` timed calls, after `warmup` untimed ones, rotating through `sets`.
+double median_ms(attnjit_variant* variant, attnjit_forward_args args, std::vector<InputSet>& sets,
+                 int warmup, int iterations) {
+  const auto on_set = [&](int i) {
+    InputSet& set = sets[static_cast<std::size_t>(i) % sets.size()];
+    args.q = set.q.get();
+    args.k = set.k.get();
+    args.v = set.v.get();
+    args.out = set.out.get();
+    return &args;
+  };
+  for (int i = 0; i < warmup; ++i) c::check(attnjit_forward(variant, on_set(i)));
+  testkit::synchronize_device();
+  // Note: every timed call gets its own pair of events and nothing waits until all are queued,
+  // so while the GPU runs call i the host already checks and queues call i + 1: the events
+  // bracket the kernels (summaries included), not the host-side checks and launch latency that
+  // a wait after every call would put between the start event and the kernel.
+  std::vector<std::unique_ptr<testkit::EventTimer>> timers;
+  for (int i = 0; i < iterations; ++i) timers.push_back(std::make_unique<testkit::EventTimer>());
+  for (int i = 0; i < iterations; ++i) {
+    const attnjit_forward_args* call = on_set(i);
+    timers[static_cast<std::size_t>(i)]->start(nullptr);
+    c::check(attnjit_forward(variant, call));
+    timers[static_cast<std::size_t>(i)]->stop(nullptr);
+  }
+  std::vector<float> times;
+  for (const auto& timer : timers) times.push_back(timer->elapsed_ms());
+  std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
 
 void run_bench(const BenchOptions& options) {
   if (options.seq_len <= 0 || options.batch <= 0 || options.heads <= 0) {
-    throw_error(Status::invalid_argument, "--seq-len, --batch and --heads must be positive");
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--seq-len, --batch and --heads must be positive");
   }
   if (options.iterations <= 0 || options.warmup < 0) {
-    throw_error(Status::invalid_argument, "--iters must be positive and --warmup not negative");
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--iters must be positive and --warmup not negative");
   }
-  const cuda::DeviceInfo device = cuda::current_device();  // throws without a GPU
-  const std::string arch = fmt::format("sm_{}", device.sm);
-  const DType dtype = parse_kernel_dtype(options.dtype);
-  const Manifest manifest =
-      options.manifest.empty() ? standard_manifest() : load_manifest(options.manifest);
-  KernelCache cache;
+  const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CUDA);  // throws without a GPU
+  const std::string arch = attnjit_runtime_device_arch(runtime.get());
+  const testkit::DeviceProperties device = testkit::current_device_properties();
+  const attnjit_dtype dtype = parse_dtype(options.dtype);
+  attnjit_manifest* raw_manifest = nullptr;
+  c::check(attnjit_manifest_load(&raw_manifest,
+                                 options.manifest.empty() ? nullptr : options.manifest.c_str()));
+  const c::ManifestPtr manifest(raw_manifest);
 
-  AttentionShape shape;
-  shape.batch = options.batch;
-  shape.num_heads_q = shape.num_heads_kv = options.heads;
-  shape.q_len = shape.kv_len = options.seq_len;
-  shape.head_dim = options.head_dim;
-  const Strides strides =
-      layout_strides(Layout::bhld, options.heads, options.seq_len, options.head_dim);
+  const testkit::Shape shape{options.batch,   options.heads,   options.heads,
+                             options.seq_len, options.seq_len, options.head_dim};
   const std::size_t tensor_bytes = static_cast<std::size_t>(shape.batch) * options.heads *
-                                   options.seq_len * options.head_dim * dtype_size(dtype);
-
-  // Note: rotating through input sets whose total exceeds twice the L2 size keeps every timed
-  // call reading from HBM, as in a real model step.
-  const std::size_t set_bytes = 4 * tensor_bytes;
-  const std::size_t l2 = static_cast<std::size_t>(std::max(device.l2_bytes, 1));
-  const int num_sets = static_cast<int>(std::clamp<std::size_t>(2 * l2 / set_bytes + 2, 2, 16));
-  std::vector<InputSet> sets;
-  {
-    std::vector<std::byte> host(tensor_bytes);
-    for (int i = 0; i < num_sets; ++i) {
-      InputSet set{cuda::DeviceBuffer(tensor_bytes), cuda::DeviceBuffer(tensor_bytes),
-                   cuda::DeviceBuffer(tensor_bytes), cuda::DeviceBuffer(tensor_bytes)};
-      for (cuda::DeviceBuffer* buffer : {&set.q, &set.k, &set.v}) {
-        reference::fill_random(host.data(), dtype,
-                               static_cast<std::int64_t>(tensor_bytes / dtype_size(dtype)),
-                               static_cast<std::uint64_t>(i * 3 + (buffer == &set.q   ? 0
-                                                                   : buffer == &set.k ? 1
-                                                                                      : 2)));
-        buffer->upload(host);
-      }
-      sets.push_back(std::move(set));
-    }
-  }
+                                   options.seq_len * options.head_dim * testkit::dtype_size(dtype);
+  std::vector<InputSet> sets = make_input_sets(tensor_bytes, dtype, device.l2_bytes);
 
   fmt::print(
       "device {} ({}, {} SMs, L2 {} MiB); B={} H={} L={} D={} {}; {} input sets, median "
       "of {} runs after {} warm-up\n",
-      device.name, arch, device.multiprocessors, l2 >> 20, shape.batch, options.heads,
-      options.seq_len, options.head_dim, dtype_name(dtype), num_sets, options.iterations,
-      options.warmup);
+      device.name, arch, device.multiprocessors, std::max(device.l2_bytes, 1) >> 20, shape.batch,
+      options.heads, options.seq_len, options.head_dim, testkit::dtype_name(dtype), sets.size(),
+      options.iterations, options.warmup);
   fmt::print("{:<18} {:>10} {:>10} {:>14} {:>9}\n", "variant", "median ms", "TFLOP/s",
              "unmasked pairs", "skipped");
 
   int benchmarked = 0;
-  for (const ManifestVariant& variant : manifest.variants) {
+  for (std::size_t v = 0; v < attnjit_manifest_count(manifest.get()); ++v) {
+    const attnjit_manifest_variant& mv = *attnjit_manifest_variant_at(manifest.get(), v);
     if (!options.variants.empty() && std::find(options.variants.begin(), options.variants.end(),
-                                               variant.name) == options.variants.end()) {
+                                               mv.name) == options.variants.end()) {
       continue;
     }
     ++benchmarked;
-    VariantSpec spec{variant.mask, variant.score, variant.signature, dtype, options.head_dim,
-                     variant.name};
-    const KernelBinary kernel = compile_variant(spec, arch, cache);
-    const expr::Expression mask =
-        expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature);
-    VariantInputs inputs = example_inputs(variant, options.seq_len, options.heads);
+    const c::VariantPtr variant =
+        create_variant(runtime.get(), manifest_variant_desc(mv, dtype, options.head_dim));
+    c::check(attnjit_variant_prepare(variant.get()));
+    const testkit::ExampleInputs inputs =
+        testkit::example_inputs(mv, options.seq_len, options.heads);
 
-    std::vector<cuda::DeviceBuffer> tensor_buffers;
-    VariantArgs device_args = inputs.host;
+    std::vector<testkit::DeviceBuffer> tensor_buffers;
+    std::vector<attnjit_tensor_arg> device_tensors = inputs.tensors;
     for (std::size_t i = 0; i < inputs.tensor_data.size(); ++i) {
       const auto& data = inputs.tensor_data[i];
       tensor_buffers.emplace_back(data.size() * sizeof(std::int32_t));
-      tensor_buffers.back().upload(std::as_bytes(std::span(data)));
-      device_args.tensors[i].data = tensor_buffers.back().get();
+      tensor_buffers.back().upload(data.data(), data.size() * sizeof(std::int32_t));
+      device_tensors[i].data = tensor_buffers.back().get();
     }
+    attnjit_forward_args call;
+    attnjit_forward_args_init(&call);
+    call.q_dtype = call.k_dtype = call.v_dtype = dtype;
+    call.batch = shape.batch;
+    call.num_heads_q = call.num_heads_kv = options.heads;
+    call.q_len = call.kv_len = options.seq_len;
+    call.layout = ATTNJIT_LAYOUT_BHLD;
+    const double ms =
+        median_ms(variant.get(), testkit::with_values(call, inputs.params, device_tensors), sets,
+                  options.warmup, options.iterations);
 
-    auto buffers_for = [&](InputSet& set) {
-      AttentionBuffers b;
-      b.q = set.q.get();
-      b.k = set.k.get();
-      b.v = set.v.get();
-      b.out = set.out.get();
-      b.q_dtype = b.k_dtype = b.v_dtype = dtype;
-      b.q_strides = b.k_strides = b.v_strides = b.out_strides = strides;
-      return b;
-    };
-    for (int i = 0; i < options.warmup; ++i) {
-      cuda::forward(kernel, mask, device_args, shape, buffers_for(sets[i % num_sets]), nullptr);
-    }
-    cuda::synchronize_context();
-    // Note: every timed call gets its own pair of events and nothing waits until all are queued,
-    // so while the GPU runs call i the host already checks and queues call i + 1: the events
-    // bracket the kernels (summaries included), not the host-side checks and launch latency that
-    // a wait after every call would put between the start event and the kernel.
-    std::vector<std::unique_ptr<cuda::EventTimer>> timers;
-    for (int i = 0; i < options.iterations; ++i) {
-      timers.push_back(std::make_unique<cuda::EventTimer>());
-    }
-    for (int i = 0; i < options.iterations; ++i) {
-      const AttentionBuffers b = buffers_for(sets[i % num_sets]);
-      timers[static_cast<std::size_t>(i)]->start(nullptr);
-      cuda::forward(kernel, mask, device_args, shape, b, nullptr);
-      timers[static_cast<std::size_t>(i)]->stop(nullptr);
-    }
-    std::vector<float> times;
-    for (const auto& timer : timers) times.push_back(timer->elapsed_ms());
-    std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2),
-                     times.end());
-    const double median_ms = times[times.size() / 2];
-
-    const TileCensus count =
-        count_tiles(mask, inputs.host, shape, kernel.config.block_m, kernel.config.block_n);
+    // The census reads only the per-call tensors, from the host; q, k, v, out are not read.
+    attnjit_forward_args census_call = testkit::with_values(call, inputs.params, inputs.tensors);
+    census_call.q = sets[0].q.get();
+    census_call.k = sets[0].k.get();
+    census_call.v = sets[0].v.get();
+    census_call.out = sets[0].out.get();
+    attnjit_tile_census census{};
+    c::check(attnjit_variant_tile_census(&census, variant.get(), &census_call, nullptr));
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
-    const double flops = 4.0 * options.head_dim * static_cast<double>(count.kept_pairs);
-    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}%\n", printable(variant.name),
-               median_ms, flops / (median_ms * 1e-3) / 1e12, static_cast<double>(count.kept_pairs),
-               100.0 * count.skipped_fraction());
+    const double flops = 4.0 * options.head_dim * static_cast<double>(census.kept_pairs);
+    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}%\n", printable(mv.name), ms,
+               flops / (ms * 1e-3) / 1e12, static_cast<double>(census.kept_pairs),
+               100.0 * testkit::skipped_fraction(census));
   }
   if (benchmarked == 0) {
-    throw_error(Status::invalid_argument, "no variant of {} matches --variant", manifest.source);
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "no variant of {} matches --variant",
+         printable(attnjit_manifest_source(manifest.get())));
   }
 }
 
@@ -189,8 +203,11 @@ void add_bench_command(CLI::App& app) {
   bench->callback([options] {
     try {
       run_bench(*options);
-    } catch (const Error& error) {
-      if (error.status() != Status::no_device && error.status() != Status::unsupported) throw;
+    } catch (const c::Error& error) {
+      if (error.status() != ATTNJIT_ERROR_NO_DEVICE &&
+          error.status() != ATTNJIT_ERROR_UNSUPPORTED) {
+        throw;
+      }
       fmt::print(stderr, "attnjit bench needs a CUDA GPU (compute capability 8.0+): {}\n",
                  error.what());
       throw CLI::RuntimeError(1);

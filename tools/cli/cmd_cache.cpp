@@ -1,12 +1,16 @@
-// attnjit cache path|list|verify|clear: look after the on-disk kernel cache.
+// attnjit cache path|list|verify|clear: look after the on-disk kernel cache, through the C API
+// (attnjit_cache_path, attnjit_cache_list_create, attnjit_cache_verify, attnjit_cache_clear).
 #include <fmt/format.h>
 
-#include "cache/cache_admin.hpp"
+#include <chrono>
+#include <limits>
+
+#include "age_size.hpp"
+#include "attnjit/attnjit.hpp"
 #include "commands.hpp"
-#include "common/error.hpp"
-#include "common/printable.hpp"
-#include "compile/nvrtc_compiler.hpp"
 #include "option_checks.hpp"
+#include "printable.hpp"
+#include "public_variant.hpp"
 
 namespace attnjit::cli {
 namespace {
@@ -17,9 +21,7 @@ struct CacheOptions {
   std::string older_than;
   std::string max_size;
 
-  std::filesystem::path root() const {
-    return cache_dir.empty() ? cache::default_cache_dir() : std::filesystem::path(cache_dir);
-  }
+  const char* dir() const { return cache_dir.empty() ? nullptr : cache_dir.c_str(); }
 };
 
 std::string human_size(std::uintmax_t bytes) {
@@ -28,41 +30,56 @@ std::string human_size(std::uintmax_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
+// Every entry of the cache (verified or not); the arch filter is the caller's.
+c::CacheListPtr entries(const CacheOptions& options, bool verify, std::size_t* num_bad = nullptr) {
+  attnjit_cache_list_options list_options;
+  attnjit_cache_list_options_init(&list_options);
+  list_options.cache_dir = options.dir();
+  attnjit_cache_list* list = nullptr;
+  c::check(verify ? attnjit_cache_verify(&list, num_bad, &list_options)
+                  : attnjit_cache_list_create(&list, &list_options));
+  return c::CacheListPtr(list);
+}
+
 // Note: every field of a listed entry comes from the disk (directory and file names, sidecar
 // contents), which anyone who can write the cache controls: each is escaped before printing.
 void run_list(const CacheOptions& options) {
-  const auto entries = cache::list_entries(options.root());
+  const c::CacheListPtr list = entries(options, /*verify=*/false);
+  const std::size_t count = attnjit_cache_list_count(list.get());
   std::uintmax_t total = 0;
   std::size_t shown = 0;
   fmt::print("{:<7} {:<6} {:<42} {:>10} {:>5}  {}\n", "ARCH", "CUDA", "ENTRY", "SIZE", "AGE",
              "VARIANT");
-  for (const auto& entry : entries) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const attnjit_cache_entry& entry = *attnjit_cache_list_entry(list.get(), i);
     if (!options.arch.empty() && entry.arch != options.arch) continue;
     ++shown;
-    total += entry.size;
+    total += entry.size_bytes;
     fmt::print("{:<7} {:<6} {:<42} {:>10} {:>5}  {}\n", printable(entry.arch),
-               printable(entry.cuda_version), printable(entry.name), human_size(entry.size),
-               cache::format_age(entry.age), printable(entry.summary));
+               printable(entry.cuda_version), printable(entry.name), human_size(entry.size_bytes),
+               format_age(std::chrono::seconds(entry.age_seconds)), printable(entry.summary));
   }
   const std::string filter =
-      options.arch.empty()
-          ? std::string()
-          : fmt::format(" for {} ({} in all)", printable(options.arch), entries.size());
+      options.arch.empty() ? std::string()
+                           : fmt::format(" for {} ({} in all)", printable(options.arch), count);
   fmt::print("{} entries{}, {} in {}\n", shown, filter, human_size(total),
-             printable(options.root().string()));
+             printable(cache_root(options.cache_dir)));
 }
 
 void run_verify(const CacheOptions& options) {
-  const auto entries = cache::list_entries(options.root());
-  const auto problems = cache::verify_entries(options.root());
-  for (const auto& problem : problems) {
-    fmt::print(stderr, "bad entry {} ({} cuda-{}): {}\n", printable(problem.entry.sidecar.string()),
-               printable(problem.entry.arch), printable(problem.entry.cuda_version),
-               printable(problem.reason));
+  std::size_t num_bad = 0;
+  const c::CacheListPtr list = entries(options, /*verify=*/true, &num_bad);
+  const std::size_t count = attnjit_cache_list_count(list.get());
+  for (std::size_t i = 0; i < count; ++i) {
+    const attnjit_cache_entry& entry = *attnjit_cache_list_entry(list.get(), i);
+    if (entry.problem == nullptr) continue;
+    fmt::print(stderr, "bad entry {} ({} cuda-{}): {}\n", printable(entry.sidecar_path),
+               printable(entry.arch), printable(entry.cuda_version), printable(entry.problem));
   }
-  fmt::print("{} entries checked, {} bad\n", entries.size(), problems.size());
-  if (!problems.empty()) {
-    fmt::print(stderr, "run `attnjit cache clear` to remove them, or use them: a damaged entry is "
+  fmt::print("{} entries checked, {} bad\n", count, num_bad);
+  if (num_bad != 0) {
+    fmt::print(stderr,
+               "run `attnjit cache clear` to remove them, or use them: a damaged entry is "
                "recompiled on its next use\n");
     throw CLI::RuntimeError(1);
   }
@@ -71,13 +88,20 @@ void run_verify(const CacheOptions& options) {
 // Note: a filter given with an empty value is refused by its option (non_empty), never read as
 // "no filter", which would clear the whole cache.
 void run_clear(const CacheOptions& options) {
-  cache::ClearFilter filter;
-  if (!options.arch.empty()) filter.arch = nvrtc::validate_arch(options.arch);
-  if (!options.older_than.empty()) filter.older_than = cache::parse_age(options.older_than);
-  if (!options.max_size.empty()) filter.max_bytes = cache::parse_size(options.max_size);
-  const auto result = cache::clear_entries(options.root(), filter);
+  attnjit_cache_clear_options clear;
+  attnjit_cache_clear_options_init(&clear);
+  clear.cache_dir = options.dir();
+  clear.arch = options.arch.empty() ? nullptr : options.arch.c_str();
+  if (!options.older_than.empty()) clear.older_than_seconds = parse_age(options.older_than).count();
+  if (!options.max_size.empty()) {
+    // A limit past INT64_MAX bytes keeps everything, as INT64_MAX does.
+    clear.max_bytes = static_cast<std::int64_t>(std::min<std::uintmax_t>(
+        parse_size(options.max_size), std::numeric_limits<std::int64_t>::max()));
+  }
+  attnjit_cache_clear_result result{};
+  c::check(attnjit_cache_clear(&result, &clear));
   fmt::print("removed {} entries ({} files, {}) from {}\n", result.entries, result.files,
-             human_size(result.bytes), printable(options.root().string()));
+             human_size(result.bytes), printable(cache_root(options.cache_dir)));
 }
 
 }  // namespace
@@ -89,14 +113,16 @@ void add_cache_command(CLI::App& app) {
   const auto add_dir = [&](CLI::App* sub) { add_cache_dir_option(*sub, options->cache_dir); };
   CLI::App* path = command->add_subcommand("path", "Print the cache root");
   add_dir(path);
-  path->callback([options] { fmt::print("{}\n", printable(options->root().string())); });
+  path->callback([options] { fmt::print("{}\n", printable(cache_root(options->cache_dir))); });
 
-  CLI::App* list = command->add_subcommand("list", "List entries: arch, CUDA, name, size, age, variant");
+  CLI::App* list =
+      command->add_subcommand("list", "List entries: arch, CUDA, name, size, age, variant");
   add_dir(list);
   list->add_option("--arch", options->arch, "only this arch")->check(non_empty());
   list->callback([options] { run_list(*options); });
 
-  CLI::App* verify = command->add_subcommand("verify", "Check every entry as the loader does (exit 1 if any is bad)");
+  CLI::App* verify = command->add_subcommand(
+      "verify", "Check every entry as the loader does (exit 1 if any is bad)");
   add_dir(verify);
   verify->callback([options] { run_verify(*options); });
 

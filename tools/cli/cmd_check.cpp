@@ -1,12 +1,9 @@
-// attnjit check: parse and type-check a variant's expressions and print the lowered CUDA.
+// attnjit check: parse and type-check a variant's expressions and print the lowered CUDA
+// (attnjit_expressions_lower), or every expression's error.
 #include <fmt/core.h>
 
-#include <optional>
-
-#include "codegen/lower_expr.hpp"
-#include "common/error.hpp"
+#include "attnjit/attnjit.hpp"
 #include "commands.hpp"
-#include "expr/expression.hpp"
 #include "variant_options.hpp"
 
 namespace attnjit::cli {
@@ -20,36 +17,28 @@ void add_check_command(CLI::App& app) {
   command->add_option("--param", options->params, "parameter declaration NAME:int|float");
   command->add_option("--tensor", options->tensors, "tensor declaration NAME:int32|float32[RANK]");
   command->callback([options] {
-    const VariantSpec spec = options->spec();
+    const c::SignaturePtr signature = options->signature();
+    const attnjit_variant_desc desc = options->desc(*signature);
+    attnjit_lowered_expressions* raw = nullptr;
+    const attnjit_status status = attnjit_expressions_lower(&raw, &desc);
     // Both expressions are checked before anything is printed, so one run reports both errors.
-    std::string errors;
-    std::optional<expr::Expression> mask, score;
-    try {
-      mask = expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature);
-    } catch (const Error& e) {
-      if (e.status() != Status::parse) throw;
-      errors += std::string(e.what()) + "\n";
-    }
-    try {
-      score = expr::parse_expression(expr::ExprKind::score, spec.score, spec.signature);
-    } catch (const Error& e) {
-      if (e.status() != Status::parse) throw;
-      errors += std::string(e.what()) + "\n";
-    }
-    if (!errors.empty()) {
-      fmt::print(stderr, "{}", errors);
+    if (status == ATTNJIT_ERROR_PARSE) {
+      fmt::print(stderr, "{}\n", attnjit_last_error());
       throw CLI::RuntimeError(1);
     }
-    fmt::print("mask:  {}\n", mask->canonical());
-    fmt::print("       {}\n", mask->reads_tensors()
+    c::check(status);
+    const c::LoweredExpressionsPtr lowered(raw);
+    fmt::print("mask:  {}\n", lowered->canonical_mask);
+    fmt::print("       {}\n", lowered->mask_reads_tensors
                                   ? "reads tensors: tiles classified with per-tile summaries"
                                   : "index-only: tiles classified with no precomputed block mask");
-    fmt::print("score: {}\n\n", score->canonical());
+    fmt::print("score: {}\n\n", lowered->canonical_score);
     fmt::print("// mask(args, b, h, q_idx, kv_idx, q_len, kv_len, num_heads) -> bool\n{}\n",
-               codegen::lower_element_body(*mask));
-    fmt::print("// score(args, score, b, h, q_idx, kv_idx, q_len, kv_len, num_heads) -> float\n{}\n",
-               codegen::lower_element_body(*score));
-    fmt::print("// classify(args, tile) -> TileClass\n{}\n", codegen::lower_classify_body(*mask));
+               lowered->mask_body);
+    fmt::print(
+        "// score(args, score, b, h, q_idx, kv_idx, q_len, kv_len, num_heads) -> float\n{}\n",
+        lowered->score_body);
+    fmt::print("// classify(args, tile) -> TileClass\n{}\n", lowered->classify_body);
   });
 }
 

@@ -1,34 +1,33 @@
-// attnjit demo: the standard variants end to end. For each: parse, lower, compile through the
-// cache (for the local GPU, or sm_90 to show the JIT path without one), run on the GPU if there
-// is one and on the CPU reference otherwise, check against the naive reference, print a table.
+// attnjit demo: the standard variants end to end, through the public API. For each: compile
+// through the cache (for the local GPU, or sm_90 to show the JIT path without one), run on the
+// GPU if there is one and on the CPU reference otherwise, check against the naive reference,
+// print a table.
 #include <fmt/core.h>
 
 #include <chrono>
 
-#include "codegen/variant_source.hpp"
+#include "attnjit/attnjit.hpp"
 #include "commands.hpp"
-#include "common/error.hpp"
-#include "example_inputs.hpp"
-#include "jit/kernel_cache.hpp"
-#include "jit/manifest.hpp"
 #include "option_checks.hpp"
-#include "problem_placement.hpp"
-#include "reference/attention.hpp"
-#include "reference/compare.hpp"
-#include "reference/naive.hpp"
-#include "reference/random_inputs.hpp"
-#include "runtime/runtime.hpp"
-#include "runtime/variant.hpp"
-#include "tile_census.hpp"
+#include "printable.hpp"
+#include "public_variant.hpp"
+#include "testkit/compare.hpp"
+#include "testkit/example_inputs.hpp"
+#include "testkit/host_problem.hpp"
+#include "testkit/placement.hpp"
+#include "testkit/tile_census.hpp"
 
 namespace attnjit::cli {
 namespace {
 
-const char* origin_name(KernelOrigin origin) {
+const char* origin_name(attnjit_kernel_origin origin) {
   switch (origin) {
-    case KernelOrigin::memory: return "memory";
-    case KernelOrigin::disk: return "cached";
-    case KernelOrigin::compiled: return "compiled";
+    case ATTNJIT_ORIGIN_MEMORY:
+      return "memory";
+    case ATTNJIT_ORIGIN_DISK:
+      return "cached";
+    case ATTNJIT_ORIGIN_COMPILED:
+      return "compiled";
   }
   return "?";
 }
@@ -38,80 +37,94 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+struct DemoSetup {
+  bool on_gpu;
+  std::string arch;
+  int len, heads, head_dim;
+  attnjit_dtype dtype;
+};
+
+// One row of the table: compile (or load), run, count tiles, check. False when the check fails.
+bool demo_variant(attnjit_runtime* runtime, const attnjit_manifest_variant& mv,
+                  const DemoSetup& setup) {
+  const c::VariantPtr variant =
+      create_variant(runtime, manifest_variant_desc(mv, setup.dtype, setup.head_dim));
+
+  attnjit_inspect_options inspect;
+  attnjit_inspect_options_init(&inspect);
+  inspect.arch = setup.arch.c_str();
+  inspect.parts = ATTNJIT_INSPECT_RESOURCES;
+  const auto compile_start = std::chrono::steady_clock::now();
+  attnjit_variant_info* raw_info = nullptr;
+  c::check(attnjit_variant_inspect(&raw_info, variant.get(), &inspect));
+  const c::VariantInfoPtr info(raw_info);
+  const double compile_ms = ms_since(compile_start);
+
+  const testkit::ExampleInputs inputs = testkit::example_inputs(mv, setup.len, setup.heads);
+  const testkit::Shape shape{1, setup.heads, setup.heads, setup.len, setup.len, setup.head_dim};
+  testkit::ProblemOptions problem_options;
+  problem_options.dtype = setup.dtype;
+  testkit::HostProblem problem = testkit::make_problem(shape, problem_options);
+
+  testkit::ProblemPlacement placement(problem, setup.on_gpu);
+  std::vector<attnjit_tensor_arg> placed_tensors;
+  for (std::size_t i = 0; i < inputs.tensors.size(); ++i) {
+    attnjit_tensor_arg placed = inputs.tensors[i];
+    placed.data = placement.place(inputs.tensor_data[i].data(), inputs.tensor_data[i].size() * 4);
+    placed_tensors.push_back(placed);
+  }
+  const attnjit_forward_args args =
+      testkit::with_values(placement.args(), inputs.params, placed_tensors);
+  const auto run_start = std::chrono::steady_clock::now();
+  c::check(attnjit_forward(variant.get(), &args));
+  placement.fetch_results();
+  const double run_ms = ms_since(run_start);
+
+  // The tiles of the kernel that ran: the GPU kernel's configuration, or the CPU reference's.
+  const attnjit_forward_args host_args =
+      testkit::with_values(problem.forward_args(), inputs.params, inputs.tensors);
+  attnjit_tile_census census{};
+  c::check(attnjit_variant_tile_census(&census, variant.get(), &host_args, nullptr));
+  std::vector<double> expected_out(static_cast<std::size_t>(setup.heads) * setup.len *
+                                   setup.head_dim);
+  c::check(attnjit_variant_reference(variant.get(), &host_args, expected_out.data(), nullptr));
+  const testkit::ErrorStats stats =
+      testkit::compare_strided(problem.out.data(), setup.dtype, problem.out.strides(), 1,
+                               setup.heads, setup.len, setup.head_dim, expected_out);
+  const bool ok = testkit::within(stats, testkit::output_tolerance(setup.dtype));
+  fmt::print("{:<16} {:>9} {:>7.1f} ms {:>5} {:>7} {:>7.1f} ms {:>7.1f}% {:>8.1f}% {:>10.2e}{}\n",
+             printable(mv.name), origin_name(info->origin), compile_ms, info->registers,
+             info->spill_store_bytes + info->spill_load_bytes, run_ms,
+             100.0 * testkit::skipped_fraction(census), 100.0 * testkit::kept_fraction(census),
+             stats.max_abs_error, ok ? "" : "  FAIL");
+  return ok;
+}
+
 void demo(const std::string& cache_dir, int len_option) {
-  RuntimeOptions runtime_options;
-  runtime_options.cache_dir = cache_dir;
-  Runtime runtime(runtime_options);
-  const bool on_gpu = runtime.backend() == Backend::cuda;
-  const std::string arch = on_gpu ? runtime.device_arch() : "sm_90";
-  const int len = len_option > 0 ? len_option : (on_gpu ? 4096 : 1024);
-  const int heads = on_gpu ? 16 : 4;
-  const int head_dim = on_gpu ? 128 : 64;
-  const DType dtype = DType::bf16;
+  const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_AUTO, cache_dir);
+  DemoSetup setup;
+  setup.on_gpu = attnjit_runtime_backend(runtime.get()) == ATTNJIT_BACKEND_CUDA;
+  setup.arch = setup.on_gpu ? attnjit_runtime_device_arch(runtime.get()) : "sm_90";
+  setup.len = len_option > 0 ? len_option : (setup.on_gpu ? 4096 : 1024);
+  setup.heads = setup.on_gpu ? 16 : 4;
+  setup.head_dim = setup.on_gpu ? 128 : 64;
+  setup.dtype = ATTNJIT_DTYPE_BF16;
 
   fmt::print("attnjit {} demo: kernels for {} ({}), attention on the {} (B=1 H={} L={} D={} {})\n",
-             ATTNJIT_VERSION_STRING, arch, on_gpu ? "this GPU" : "no GPU: compiled, not run",
-             on_gpu ? "GPU" : "CPU reference", heads, len, head_dim, dtype_name(dtype));
-  fmt::print("cache: {}\n\n", runtime.cache().root().string());
+             attnjit_version(), setup.arch, setup.on_gpu ? "this GPU" : "no GPU: compiled, not run",
+             setup.on_gpu ? "GPU" : "CPU reference", setup.heads, setup.len, setup.head_dim,
+             testkit::dtype_name(setup.dtype));
+  fmt::print("cache: {}\n\n", cache_root(cache_dir));
   fmt::print("{:<16} {:>9} {:>10} {:>5} {:>7} {:>10} {:>8} {:>9} {:>10}\n", "variant", "kernel",
              "time", "regs", "spills", "forward", "skipped", "kept", "max err");
 
+  attnjit_manifest* raw_manifest = nullptr;
+  c::check(attnjit_manifest_load(&raw_manifest, nullptr));
+  const c::ManifestPtr manifest(raw_manifest);
   bool all_ok = true;
-  for (const ManifestVariant& mv : standard_manifest().variants) {
-    VariantSpec spec{mv.mask, mv.score, mv.signature, dtype, head_dim, mv.name};
-    const auto compile_start = std::chrono::steady_clock::now();
-    const VariantKernel kernel = acquire_variant(spec, arch, runtime.cache());
-    const double compile_ms = ms_since(compile_start);
-
-    Variant variant(runtime, spec);
-    const VariantInputs inputs = example_inputs(mv, len, heads);
-    AttentionShape shape{1, heads, heads, len, len, head_dim};
-    reference::ProblemOptions problem_options;
-    problem_options.dtype = dtype;
-    reference::HostProblem problem = reference::make_problem(shape, problem_options);
-    AttentionBuffers host = problem.buffers();
-
-    ProblemPlacement placement(problem, on_gpu);
-    ForwardCall call;
-    call.shape = shape;
-    call.buffers = placement.buffers();
-    call.scalars.assign(inputs.host.scalars, inputs.host.scalars + mv.signature.params.size());
-    for (std::size_t i = 0; i < inputs.tensor_data.size(); ++i) {
-      const auto& data = inputs.tensor_data[i];
-      const TensorArg& arg = inputs.host.tensors[i];
-      call.tensors.push_back(
-          {placement.place(data.data(), data.size() * 4), {arg.dims[0], arg.dims[1]}});
-    }
-
-    const auto run_start = std::chrono::steady_clock::now();
-    variant.forward(call);
-    placement.fetch_results();
-    const double run_ms = ms_since(run_start);
-
-    ForwardCall host_call = call;
-    host_call.buffers = host;
-    for (std::size_t i = 0; i < inputs.tensor_data.size(); ++i) {
-      host_call.tensors[i].data = inputs.tensor_data[i].data();
-    }
-    const VariantArgs host_args = variant.pack_args(host_call);
-    // The tiles of the kernel that ran: the GPU kernel's configuration, or the CPU reference's.
-    const codegen::KernelConfig& config = kernel.binary->config;
-    const TileCensus census =
-        on_gpu ? count_tiles(variant.mask(), host_args, shape, config.block_m, config.block_n)
-               : count_tiles(variant.mask(), host_args, shape, reference::ReferenceOptions{}.tile_q,
-                             reference::ReferenceOptions{}.tile_kv);
-    std::vector<double> expected_out, expected_lse;
-    reference::naive_attention(variant.mask(), variant.score(), host_args, shape, host,
-                               expected_out, expected_lse);
-    const auto stats = reference::compare_output(shape, host, expected_out);
-    const bool ok = reference::within(stats, reference::output_tolerance(dtype));
-    all_ok = all_ok && ok;
-    const auto& res = kernel.binary->forward_resources;
-    fmt::print("{:<16} {:>9} {:>7.1f} ms {:>5} {:>7} {:>7.1f} ms {:>7.1f}% {:>8.1f}% {:>10.2e}{}\n",
-               mv.name, origin_name(kernel.origin), compile_ms, res.registers,
-               res.spill_store_bytes + res.spill_load_bytes, run_ms,
-               100.0 * census.skipped_fraction(), 100.0 * census.kept_fraction(),
-               stats.max_abs_error, ok ? "" : "  FAIL");
+  for (std::size_t i = 0; i < attnjit_manifest_count(manifest.get()); ++i) {
+    all_ok = demo_variant(runtime.get(), *attnjit_manifest_variant_at(manifest.get(), i), setup) &&
+             all_ok;
   }
   fmt::print("\nkernel: compiled = NVRTC now, cached = loaded from the disk cache.\n");
   if (!all_ok) throw CLI::RuntimeError(1);
@@ -120,12 +133,13 @@ void demo(const std::string& cache_dir, int len_option) {
 }  // namespace
 
 void add_demo_command(CLI::App& app) {
-  auto* command = app.add_subcommand(
-      "demo", "Compile, cache and run the standard variants; print a table");
+  auto* command =
+      app.add_subcommand("demo", "Compile, cache and run the standard variants; print a table");
   auto cache_dir = std::make_shared<std::string>();
   auto len = std::make_shared<int>(0);
   add_cache_dir_option(*command, *cache_dir);
-  command->add_option("--seq-len", *len, "sequence length (default: 4096 on a GPU, 1024 on the CPU)");
+  command->add_option("--seq-len", *len,
+                      "sequence length (default: 4096 on a GPU, 1024 on the CPU)");
   command->callback([cache_dir, len] { demo(*cache_dir, *len); });
 }
 

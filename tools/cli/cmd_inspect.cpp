@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "local_gpu.hpp"
 #include "option_checks.hpp"
 #include "public_variant.hpp"
 #include "variant_options.hpp"
@@ -55,11 +54,11 @@ unsigned parts_for(const std::string& emit) {
 }
 
 void run_inspect(const InspectOptions& options) {
-  const VariantSpec spec = options.variant.spec();
+  const c::SignaturePtr signature = options.variant.signature();
   // Note: inspecting compiles with NVRTC and needs no GPU: the CPU runtime never probes one,
   // and the arch (the local GPU's by default) is given explicitly.
   const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CPU, options.cache_dir);
-  const c::VariantPtr variant = create_variant(runtime.get(), spec);
+  const c::VariantPtr variant = create_variant(runtime.get(), options.variant.desc(*signature));
   const std::string arch =
       options.arch.empty() ? local_gpu_arch().value_or("sm_90") : options.arch;
   attnjit_inspect_options inspect_options;
@@ -67,7 +66,7 @@ void run_inspect(const InspectOptions& options) {
   inspect_options.arch = arch.c_str();
   inspect_options.parts = parts_for(options.emit);
   attnjit_variant_info* raw_info = nullptr;
-  check_status(attnjit_variant_inspect(&raw_info, variant.get(), &inspect_options));
+  c::check(attnjit_variant_inspect(&raw_info, variant.get(), &inspect_options));
   const c::VariantInfoPtr info(raw_info);
   if (options.emit == "source") {
     fmt::print("{}", info->source);

@@ -1,20 +1,19 @@
 // attnjit prewarm: compile every variant x dtype x head dim x arch of a manifest into the cache,
-// in parallel, so that the first call of a deployed job finds its kernels on disk.
+// in parallel (attnjit_prewarm), so that the first call of a deployed job finds its kernels on
+// disk.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <thread>
 
-#include <fmt/format.h>
-
+#include "attnjit/attnjit.hpp"
 #include "commands.hpp"
-#include "common/error.hpp"
-#include "common/printable.hpp"
-#include "compile/nvrtc_compiler.hpp"
-#include "jit/kernel_cache.hpp"
-#include "jit/manifest.hpp"
-#include "jit/prewarm.hpp"
-#include "local_gpu.hpp"
+#include "failure.hpp"
 #include "option_checks.hpp"
+#include "printable.hpp"
 #include "progress.hpp"
+#include "public_variant.hpp"
+#include "testkit/host_data.hpp"
 
 namespace attnjit::cli {
 namespace {
@@ -27,10 +26,9 @@ struct PrewarmOptions {
 };
 
 // Note: the variant's name comes from the manifest, a file: escaped before it is printed.
-std::string job_name(const PrewarmJob& job) {
-  return fmt::format("{} {} d{} {}", printable(job.variant->name),
-                     dtype_short_name(job.variant->spec.dtype), job.variant->spec.head_dim,
-                     job.arch);
+std::string job_name(const attnjit_prewarm_result& result) {
+  return fmt::format("{} {} d{} {}", printable(result.name),
+                     testkit::dtype_short_name(result.dtype), result.head_dim, result.arch);
 }
 
 std::vector<std::string> resolve_arches(const std::vector<std::string>& requested) {
@@ -38,60 +36,89 @@ std::vector<std::string> resolve_arches(const std::vector<std::string>& requeste
   if (requested.empty()) {
     const auto local = local_gpu_arch();
     if (!local) {
-      throw_error(Status::no_device, "no GPU found; pass --arch (choices: {})",
-                  nvrtc::supported_arches_text());
+      fail(ATTNJIT_ERROR_NO_DEVICE, "no GPU found; pass --arch (choices: {})",
+           attnjit_supported_arches());
     }
     arches.push_back(*local);
   }
   for (const auto& arch : requested) {
-    const std::string valid = nvrtc::validate_arch(arch);
-    if (std::find(arches.begin(), arches.end(), valid) == arches.end()) arches.push_back(valid);
+    if (std::find(arches.begin(), arches.end(), arch) == arches.end()) arches.push_back(arch);
   }
   return arches;
 }
 
+// How many kernels the manifest makes for `num_arches` arches.
+std::size_t kernel_count(const attnjit_manifest* manifest, std::size_t num_arches) {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < attnjit_manifest_count(manifest); ++i) {
+    const attnjit_manifest_variant* variant = attnjit_manifest_variant_at(manifest, i);
+    count += static_cast<std::size_t>(variant->num_dtypes) *
+             static_cast<std::size_t>(variant->num_head_dims) * num_arches;
+  }
+  return count;
+}
+
+// Progress callback: one step of the bar per finished kernel.
+void on_kernel(void* bar, std::size_t, std::size_t, const attnjit_prewarm_result* result) {
+  static_cast<Progress*>(bar)->step(job_name(*result), result->status != ATTNJIT_OK);
+}
+
 void run_prewarm(const PrewarmOptions& options) {
-  const Manifest manifest =
-      options.manifest.empty() ? standard_manifest() : load_manifest(options.manifest);
+  attnjit_manifest* raw_manifest = nullptr;
+  c::check(attnjit_manifest_load(&raw_manifest,
+                                 options.manifest.empty() ? nullptr : options.manifest.c_str()));
+  const c::ManifestPtr manifest(raw_manifest);
   const std::vector<std::string> arches = resolve_arches(options.arches);
-  const std::vector<NamedVariantSpec> variants = expand_manifest(manifest);
-  const std::vector<PrewarmJob> jobs = prewarm_jobs(variants, arches);
-  KernelCache cache{std::filesystem::path(options.cache_dir)};
-  require_storable(cache, arches);
+  std::vector<const char*> arch_names;
+  for (const auto& arch : arches) arch_names.push_back(arch.c_str());
+  const std::size_t kernels = kernel_count(manifest.get(), arches.size());
   const int workers = std::clamp(
       options.jobs > 0 ? options.jobs : static_cast<int>(std::thread::hardware_concurrency()), 1,
-      std::max<int>(1, static_cast<int>(jobs.size())));
-  fmt::print(stderr, "prewarm: {} kernels ({} variants of {}, arches {}) into {} with {} jobs\n",
-             jobs.size(), manifest.variants.size(), printable(manifest.source),
-             fmt::join(arches, ","), printable(cache.root().string()), workers);
+      std::max<int>(1, static_cast<int>(kernels)));
+  const std::string root = cache_root(options.cache_dir);
 
-  Progress progress("prewarm", jobs.size());
-  const std::vector<PrewarmOutcome> outcomes =
-      prewarm(jobs, cache, workers, [&](std::size_t index, const PrewarmOutcome& outcome) {
-        progress.step(job_name(jobs[index]), outcome.failed);
-      });
+  // Note: printed before the arches and the cache are checked (attnjit_prewarm checks them first
+  // and fails before compiling anything), so the operator sees at once what is to come.
+  fmt::print(stderr, "prewarm: {} kernels ({} variants of {}, arches {}) into {} with {} jobs\n",
+             kernels, attnjit_manifest_count(manifest.get()),
+             printable(attnjit_manifest_source(manifest.get())), fmt::join(arches, ","),
+             printable(root), workers);
+  Progress progress("prewarm", kernels);
+  attnjit_prewarm_options prewarm_options;
+  attnjit_prewarm_options_init(&prewarm_options);
+  prewarm_options.manifest_path = options.manifest.empty() ? nullptr : options.manifest.c_str();
+  prewarm_options.arches = arch_names.data();
+  prewarm_options.num_arches = arch_names.size();
+  prewarm_options.cache_dir = options.cache_dir.empty() ? nullptr : options.cache_dir.c_str();
+  prewarm_options.jobs = workers;
+  prewarm_options.progress = &on_kernel;
+  prewarm_options.user_data = &progress;
+  attnjit_prewarm_report* raw_report = nullptr;
+  c::check(attnjit_prewarm(&raw_report, &prewarm_options));
+  const c::PrewarmReportPtr report(raw_report);
   progress.finish();
 
   std::size_t compiled = 0, cached = 0, failed = 0, not_stored = 0;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    if (outcomes[i].failed) {
+  for (std::size_t i = 0; i < attnjit_prewarm_report_count(report.get()); ++i) {
+    const attnjit_prewarm_result& result = *attnjit_prewarm_report_result(report.get(), i);
+    if (result.status != ATTNJIT_OK) {
       ++failed;
-      not_stored += outcomes[i].not_stored ? 1 : 0;
-      fmt::print(stderr, "prewarm: FAILED {}: {}\n", job_name(jobs[i]),
-                 printable_lines(outcomes[i].error));
-    } else if (outcomes[i].origin == KernelOrigin::compiled) {
+      not_stored += result.not_stored != 0 ? 1 : 0;
+      fmt::print(stderr, "prewarm: FAILED {}: {}\n", job_name(result),
+                 printable_lines(result.error));
+    } else if (result.origin == ATTNJIT_ORIGIN_COMPILED) {
       ++compiled;
     } else {
       ++cached;
     }
   }
   fmt::print("prewarm: {} compiled, {} already cached, {} failed, {:.2f} s wall ({})\n", compiled,
-             cached, failed, progress.seconds(), printable(cache.root().string()));
+             cached, failed, progress.seconds(), printable(root));
   if (failed > 0) {
     fmt::print(stderr,
                "prewarm: {} of {} kernels failed ({} compiled but not stored); the cache "
                "is not ready\n",
-               failed, jobs.size(), not_stored);
+               failed, attnjit_prewarm_report_count(report.get()), not_stored);
     throw CLI::RuntimeError(1);
   }
 }
@@ -102,12 +129,14 @@ void add_prewarm_command(CLI::App& app) {
   auto options = std::make_shared<PrewarmOptions>();
   CLI::App* command = app.add_subcommand(
       "prewarm", "Compile every variant x dtype x head dim x arch of a manifest into the cache");
-  command->add_option("--manifest", options->manifest,
-                      "manifest JSON file (default: the embedded standard manifest)")
+  command
+      ->add_option("--manifest", options->manifest,
+                   "manifest JSON file (default: the embedded standard manifest)")
       ->check(CLI::ExistingFile);
-  command->add_option("--arch", options->arches,
-                      "target arches, comma-separated: sm_80, sm_86, sm_89, sm_90, sm_90a "
-                      "(default: the local GPU's)")
+  command
+      ->add_option("--arch", options->arches,
+                   "target arches, comma-separated: sm_80, sm_86, sm_89, sm_90, sm_90a "
+                   "(default: the local GPU's)")
       ->delimiter(',');
   command->add_option("--jobs,-j", options->jobs, "parallel compiles (default: number of cores)")
       ->check(CLI::Range(1, 4096));

@@ -1,24 +1,29 @@
-// The CLI as a client of the public API: a runtime and a variant created through attnjit.h
-// from the command line's variant options, and a C status turned back into the one error
-// mechanism (Error), so that commands report failures as they always have.
+// The CLI's runtimes and variants, created through the public API (attnjit.h); a failed call
+// throws attnjit::c::Error, so that commands report failures as they always have.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "attnjit/attnjit.hpp"
-#include "jit/variant_compiler.hpp"
 
 namespace attnjit::cli {
-
-// Throws Error(status, attnjit_last_error()) unless `status` is ATTNJIT_OK.
-void check_status(attnjit_status status);
-
-attnjit_dtype c_dtype(DType dtype);
 
 // cache_dir empty: the default cache.
 c::RuntimePtr create_runtime(attnjit_backend backend, const std::string& cache_dir = {});
 
-// The variant `spec` declares, created with attnjit_variant_create (which parses and checks it).
-c::VariantPtr create_variant(attnjit_runtime* runtime, const VariantSpec& spec);
+// attnjit_variant_create (which parses and checks the expressions).
+c::VariantPtr create_variant(attnjit_runtime* runtime, const attnjit_variant_desc& desc);
+
+// A manifest's variant, for `dtype` and `head_dim`; its strings point into the manifest.
+attnjit_variant_desc manifest_variant_desc(const attnjit_manifest_variant& variant,
+                                           attnjit_dtype dtype, int head_dim);
+
+// The local GPU's arch ("sm_90"), or nullopt when there is no driver, no device, or only devices
+// below sm_80 (a CUDA runtime cannot be created).
+std::optional<std::string> local_gpu_arch();
+
+// The root of the cache at cache_dir (empty: the default), as attnjit_cache_path gives it.
+std::string cache_root(const std::string& cache_dir);
 
 }  // namespace attnjit::cli

@@ -1,11 +1,9 @@
 #include "variant_options.hpp"
 
-#include <bit>
 #include <charconv>
+#include <type_traits>
 
-#include "jit/manifest.hpp"
-#include "common/error.hpp"
-#include "expr/signature.hpp"
+#include "failure.hpp"
 
 namespace attnjit::cli {
 namespace {
@@ -22,8 +20,8 @@ T parse_number(const std::string& text, const std::string& what) {
   T value{};
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size()) {
-    throw_error(Status::invalid_argument, "{}: '{}' is not a valid {}", what, text,
-                std::is_integral_v<T> ? "int" : "float");
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "{}: '{}' is not a valid {}", what, text,
+         std::is_integral_v<T> ? "int" : "float");
   }
   return value;
 }
@@ -44,36 +42,54 @@ void VariantOptions::add_to(CLI::App& command, bool allow_fp32) {
   command.add_option("--head-dim", head_dim, "head dimension")->capture_default_str();
 }
 
-VariantSpec VariantOptions::spec() const {
-  VariantSpec spec;
-  spec.mask = mask;
-  spec.score = score;
-  for (const auto& text : params) {
-    spec.signature.params.push_back(expr::parse_param_decl(split_value(text).first));
-  }
-  for (const auto& text : tensors) {
-    spec.signature.tensors.push_back(expr::parse_tensor_decl(text));
-  }
-  expr::validate_signature(spec.signature);
-  spec.dtype = dtype == "fp32" ? DType::fp32 : parse_kernel_dtype(dtype);
-  spec.head_dim = head_dim;
-  return spec;
+c::SignaturePtr VariantOptions::signature() const {
+  std::vector<std::string> declarations;
+  for (const auto& text : params) declarations.push_back(split_value(text).first);
+  std::vector<const char*> param_texts, tensor_texts;
+  for (const auto& text : declarations) param_texts.push_back(text.c_str());
+  for (const auto& text : tensors) tensor_texts.push_back(text.c_str());
+  attnjit_signature* parsed = nullptr;
+  c::check(attnjit_signature_parse(&parsed, param_texts.data(),
+                                   static_cast<int>(param_texts.size()), tensor_texts.data(),
+                                   static_cast<int>(tensor_texts.size())));
+  return c::SignaturePtr(parsed);
 }
 
-std::vector<std::int32_t> VariantOptions::param_values() const {
-  std::vector<std::int32_t> values;
-  for (const auto& text : params) {
-    const auto [decl_text, value_text] = split_value(text);
-    const expr::ParamDecl decl = expr::parse_param_decl(decl_text);
+attnjit_dtype VariantOptions::c_dtype() const {
+  if (dtype == "fp32") return ATTNJIT_DTYPE_FP32;
+  return dtype == "fp16" ? ATTNJIT_DTYPE_FP16 : ATTNJIT_DTYPE_BF16;
+}
+
+attnjit_variant_desc VariantOptions::desc(const attnjit_signature& signature) const {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = mask.c_str();
+  desc.score = score.c_str();
+  desc.params = signature.params;
+  desc.num_params = signature.num_params;
+  desc.tensors = signature.tensors;
+  desc.num_tensors = signature.num_tensors;
+  desc.dtype = c_dtype();
+  desc.head_dim = head_dim;
+  return desc;
+}
+
+std::vector<attnjit_scalar> VariantOptions::param_values(const attnjit_signature& signature) const {
+  std::vector<attnjit_scalar> values;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto [decl_text, value_text] = split_value(params[i]);
+    const attnjit_param_decl& decl = signature.params[i];
     if (value_text.empty()) {
-      throw_error(Status::invalid_argument, "--param {}: give a value, e.g. {}=256", text,
-                  decl_text);
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--param {}: give a value, e.g. {}=256", params[i],
+           decl_text);
     }
-    if (decl.type == expr::ValueType::integer) {
-      values.push_back(parse_number<std::int32_t>(value_text, decl.name));
+    attnjit_scalar value{};
+    if (decl.type == ATTNJIT_PARAM_INT) {
+      value.i = parse_number<std::int32_t>(value_text, decl.name);
     } else {
-      values.push_back(std::bit_cast<std::int32_t>(parse_number<float>(value_text, decl.name)));
+      value.f = parse_number<float>(value_text, decl.name);
     }
+    values.push_back(value);
   }
   return values;
 }

@@ -1,13 +1,13 @@
 // Command-line options that declare a variant (--mask, --score, --param, --tensor, --dtype,
-// --head-dim), shared by the commands that take one.
+// --head-dim), shared by the commands that take one. The declarations are parsed and checked by
+// the library (attnjit_signature_parse).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
-#include "jit/variant_compiler.hpp"
+#include "attnjit/attnjit.hpp"
 
 namespace attnjit::cli {
 
@@ -20,10 +20,13 @@ struct VariantOptions {
   int head_dim = 128;
 
   void add_to(CLI::App& command, bool allow_fp32 = false);
-  // Throws Error(invalid_argument) for a bad declaration.
-  VariantSpec spec() const;
-  // The values given as "name:type=value", in declaration order; Error when one is missing.
-  std::vector<std::int32_t> param_values() const;
+  // The declarations; throws attnjit::c::Error (invalid argument) for a bad one.
+  c::SignaturePtr signature() const;
+  // The variant these options declare: its strings point into this object and `signature`.
+  attnjit_variant_desc desc(const attnjit_signature& signature) const;
+  attnjit_dtype c_dtype() const;
+  // The values given as "name:type=value", in declaration order; an error when one is missing.
+  std::vector<attnjit_scalar> param_values(const attnjit_signature& signature) const;
 };
 
 }  // namespace attnjit::cli

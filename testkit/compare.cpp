@@ -1,15 +1,13 @@
-#include "reference/compare.hpp"
+#include "testkit/compare.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
-#include <vector>
 
-#include "common/error.hpp"
-#include "common/half.hpp"
+#include "attnjit/attnjit.hpp"
 
-namespace attnjit::reference {
+namespace attnjit::testkit {
 namespace {
 
 // Accumulates the pairs one at a time, in the order of `expected`.
@@ -18,7 +16,7 @@ class ErrorAccumulator {
   void add(double actual, double expected) {
     const std::int64_t index = stats_.count++;
     if (!std::isfinite(expected) || !std::isfinite(actual)) {
-      if (actual == expected) return;  // matching infinities
+      if (actual == expected) return;                          // matching infinities
       if (std::isnan(actual) && std::isnan(expected)) return;  // NaN where the reference has it
       if (stats_.non_finite++ == 0) first_non_finite_ = index;
       return;
@@ -52,13 +50,13 @@ class ErrorAccumulator {
 
 }  // namespace
 
-Tolerance output_tolerance(DType dtype) {
+Tolerance output_tolerance(attnjit_dtype dtype) {
   switch (dtype) {
-    case DType::bf16:
+    case ATTNJIT_DTYPE_BF16:
       return {3e-2, 1e-4};
-    case DType::fp16:
+    case ATTNJIT_DTYPE_FP16:
       return {1e-2, 1e-5};
-    case DType::fp32:
+    case ATTNJIT_DTYPE_FP32:
       return {1e-4, 1e-8};
   }
   return {0.0, 0.0};
@@ -66,13 +64,15 @@ Tolerance output_tolerance(DType dtype) {
 
 Tolerance lse_tolerance() { return {1e-3, 1e-8}; }
 
-ErrorStats compare_strided(const void* actual, DType dtype, const Strides& strides, int batch,
-                           int heads, int len, int head_dim, std::span<const double> expected) {
+ErrorStats compare_strided(const void* actual, attnjit_dtype dtype, const Strides& strides,
+                           int batch, int heads, int len, int head_dim,
+                           std::span<const double> expected) {
   const std::size_t count = static_cast<std::size_t>(batch) * heads * len * head_dim;
   if (expected.size() != count) {
-    throw_error(Status::invalid_argument,
-                "compare: reference has {} values, the [{}, {}, {}, {}] tensor has {}",
-                expected.size(), batch, heads, len, head_dim, count);
+    throw c::Error(ATTNJIT_ERROR_INVALID_ARGUMENT,
+                   fmt::format("compare: reference has {} values, the [{}, {}, {}, {}] tensor "
+                               "has {}",
+                               expected.size(), batch, heads, len, head_dim, count));
   }
   ErrorAccumulator accumulator;
   std::size_t flat = 0;
@@ -89,24 +89,17 @@ ErrorStats compare_strided(const void* actual, DType dtype, const Strides& strid
   return accumulator.finish();
 }
 
-ErrorStats compare_output(const AttentionShape& shape, const AttentionBuffers& buffers,
-                          std::span<const double> expected) {
-  return compare_strided(buffers.out, buffers.q_dtype, buffers.out_strides, shape.batch,
-                         shape.num_heads_q, shape.q_len, shape.head_dim, expected);
-}
-
-ErrorStats compare_lse(const AttentionShape& shape, const float* lse,
+ErrorStats compare_lse(int batch, int heads, int q_len, const float* lse,
                        std::span<const double> expected) {
-  const Strides contiguous{static_cast<std::int64_t>(shape.num_heads_q) * shape.q_len, shape.q_len,
-                           1};
-  return compare_strided(lse, DType::fp32, contiguous, shape.batch, shape.num_heads_q, shape.q_len,
-                         1, expected);
+  const Strides contiguous{static_cast<std::int64_t>(heads) * q_len, q_len, 1};
+  return compare_strided(lse, ATTNJIT_DTYPE_FP32, contiguous, batch, heads, q_len, 1, expected);
 }
 
 ErrorStats compare_values(std::span<const double> actual, std::span<const double> expected) {
   if (actual.size() != expected.size()) {
-    throw_error(Status::invalid_argument, "compare: {} values against a reference of {}",
-                actual.size(), expected.size());
+    throw c::Error(ATTNJIT_ERROR_INVALID_ARGUMENT,
+                   fmt::format("compare: {} values against a reference of {}", actual.size(),
+                               expected.size()));
   }
   ErrorAccumulator accumulator;
   for (std::size_t i = 0; i < actual.size(); ++i) accumulator.add(actual[i], expected[i]);
@@ -124,4 +117,4 @@ std::string describe(const ErrorStats& stats) {
                      stats.count);
 }
 
-}  // namespace attnjit::reference
+}  // namespace attnjit::testkit

@@ -1,4 +1,4 @@
-#include "reference/random_inputs.hpp"
+#include "testkit/host_data.hpp"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -6,14 +6,12 @@
 #include <limits>
 #include <vector>
 
-#include "common/error.hpp"
-#include "common/half.hpp"
+#include "attnjit/attnjit.hpp"
 
-using namespace attnjit;
-using namespace attnjit::reference;
+using namespace attnjit::testkit;
 
 TEST_CASE("fill_random is reproducible, seed-dependent and never zero") {
-  const DType dtype = GENERATE(DType::bf16, DType::fp16, DType::fp32);
+  const attnjit_dtype dtype = GENERATE(ATTNJIT_DTYPE_BF16, ATTNJIT_DTYPE_FP16, ATTNJIT_DTYPE_FP32);
   const Distribution distribution = GENERATE(Distribution::normal, Distribution::uniform);
   constexpr int kCount = 20000;
   std::vector<float> a(kCount), b(kCount), c(kCount);  // large enough for any dtype
@@ -42,25 +40,27 @@ TEST_CASE("fill_random is reproducible, seed-dependent and never zero") {
 }
 
 TEST_CASE("fill_nan poisons every element") {
-  const DType dtype = GENERATE(DType::bf16, DType::fp16, DType::fp32);
+  const attnjit_dtype dtype = GENERATE(ATTNJIT_DTYPE_BF16, ATTNJIT_DTYPE_FP16, ATTNJIT_DTYPE_FP32);
   std::vector<float> data(64, 1.0f);
   fill_nan(data.data(), dtype, 64);
   for (int i = 0; i < 64; ++i) CHECK(std::isnan(load_as_float(data.data(), dtype, i)));
 }
 
 TEST_CASE("host tensors have the layout's strides, with optional row padding") {
-  SECTION("contiguous strides match layout_strides") {
-    const Layout layout = GENERATE(Layout::bhld, Layout::blhd);
-    HostTensor tensor(DType::bf16, layout, 2, 3, 5, 8);
-    const Strides expected = layout_strides(layout, 3, 5, 8);
-    CHECK(tensor.strides().batch == expected.batch);
-    CHECK(tensor.strides().head == expected.head);
-    CHECK(tensor.strides().row == expected.row);
+  SECTION("contiguous strides are the layout's") {
+    HostTensor bhld(ATTNJIT_DTYPE_BF16, ATTNJIT_LAYOUT_BHLD, 2, 3, 5, 8);
+    CHECK(bhld.strides().batch == 3 * 5 * 8);
+    CHECK(bhld.strides().head == 5 * 8);
+    CHECK(bhld.strides().row == 8);
+    HostTensor tensor(ATTNJIT_DTYPE_BF16, ATTNJIT_LAYOUT_BLHD, 2, 3, 5, 8);
+    CHECK(tensor.strides().batch == 5 * 3 * 8);
+    CHECK(tensor.strides().head == 8);
+    CHECK(tensor.strides().row == 3 * 8);
     CHECK(tensor.storage_elements() == 2 * 3 * 5 * 8);
     CHECK(tensor.storage_bytes() == 2 * 3 * 5 * 8 * 2);
   }
   SECTION("padding leaves a gap after every row, which fill_random does not touch") {
-    HostTensor tensor(DType::fp32, Layout::blhd, 1, 2, 3, 4, /*row_padding=*/2);
+    HostTensor tensor(ATTNJIT_DTYPE_FP32, ATTNJIT_LAYOUT_BLHD, 1, 2, 3, 4, /*row_padding=*/2);
     CHECK(tensor.strides().head == 6);
     CHECK(tensor.strides().row == 12);
     CHECK(tensor.storage_elements() == 36);
@@ -68,7 +68,7 @@ TEST_CASE("host tensors have the layout's strides, with optional row padding") {
     tensor.fill_random(1);
     int nans = 0;
     for (std::int64_t i = 0; i < tensor.storage_elements(); ++i) {
-      if (std::isnan(load_as_float(tensor.data(), DType::fp32, i))) ++nans;
+      if (std::isnan(load_as_float(tensor.data(), ATTNJIT_DTYPE_FP32, i))) ++nans;
     }
     CHECK(nans == 36 - 24);
   }
@@ -78,34 +78,11 @@ TEST_CASE("host tensors too large to address are refused before any arithmetic o
   // 2^31-1 rows of 8 heads overflow a 32-bit product; all four at INT_MAX overflow 64 bits.
   const int big = std::numeric_limits<int>::max();
   try {
-    HostTensor tensor(DType::bf16, Layout::bhld, big, big, big, big);
+    HostTensor tensor(ATTNJIT_DTYPE_BF16, ATTNJIT_LAYOUT_BHLD, big, big, big, big);
     FAIL("expected an error");
-  } catch (const Error& e) {
-    CHECK(e.status() == Status::out_of_memory);
+  } catch (const attnjit::c::Error& e) {
+    CHECK(e.status() == ATTNJIT_ERROR_OUT_OF_MEMORY);
     CHECK_THAT(e.what(), Catch::Contains("too large"));
   }
-  CHECK(padded_strides(Layout::bhld, 8, big, 64, 0).batch == std::int64_t{8} * big * 64);
-}
-
-TEST_CASE("make_problem builds random inputs and poisoned outputs") {
-  const AttentionShape shape{2, 4, 2, 9, 11, 16};
-  ProblemOptions options;
-  options.dtype = DType::fp16;
-  options.layout = Layout::blhd;
-  HostProblem problem = make_problem(shape, options);
-  const AttentionBuffers buffers = problem.buffers();
-  CHECK(buffers.q_dtype == DType::fp16);
-  CHECK(buffers.k_strides.row == 2 * 16);
-  CHECK(buffers.lse == problem.lse.data());
-  CHECK(problem.lse.size() == 2 * 4 * 9);
-  CHECK(std::isnan(problem.lse[0]));
-  CHECK(std::isnan(problem.out.at(1, 3, 8, 15)));
-  CHECK(std::isfinite(problem.q.at(1, 3, 8, 15)));
-  // q, k and v come from different streams.
-  CHECK(problem.q.at(0, 0, 0, 0) != problem.k.at(0, 0, 0, 0));
-  CHECK(problem.k.at(0, 0, 0, 0) != problem.v.at(0, 0, 0, 0));
-
-  options.with_lse = false;
-  HostProblem without_lse = make_problem(shape, options);
-  CHECK(without_lse.buffers().lse == nullptr);
+  CHECK(padded_strides(ATTNJIT_LAYOUT_BHLD, 8, big, 64, 0).batch == std::int64_t{8} * big * 64);
 }

@@ -1,15 +1,16 @@
-#include "reference/compare.hpp"
+#include "testkit/compare.hpp"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "common/error.hpp"
-#include "reference/random_inputs.hpp"
+#include "attnjit/attnjit.hpp"
+#include "testkit/host_data.hpp"
+#include "testkit/internal/compare.hpp"
+#include "testkit/internal/random_inputs.hpp"
 
-using namespace attnjit;
-using namespace attnjit::reference;
+using namespace attnjit::testkit;
 
 TEST_CASE("compare_values measures max abs error, nmse and non-finite values") {
   const double inf = std::numeric_limits<double>::infinity();
@@ -41,7 +42,7 @@ TEST_CASE("compare_values measures max abs error, nmse and non-finite values") {
     CHECK_FALSE(within(stats, {inf, inf}));
   }
   SECTION("size mismatch") {
-    CHECK_THROWS_AS(compare_values(std::vector<double>{1.0}, expected), Error);
+    CHECK_THROWS_AS(compare_values(std::vector<double>{1.0}, expected), attnjit::c::Error);
   }
 }
 
@@ -56,9 +57,9 @@ TEST_CASE("compare_values takes NaN where the reference has NaN as correct, and 
   CHECK(compare_values(std::vector<double>{1.0, -inf, nan}, expected).non_finite == 1);
 }
 
-TEST_CASE("compare_output reads any dtype through strides") {
-  const DType dtype = GENERATE(DType::bf16, DType::fp16, DType::fp32);
-  const Layout layout = GENERATE(Layout::bhld, Layout::blhd);
+TEST_CASE("compare_strided reads any dtype through strides") {
+  const attnjit_dtype dtype = GENERATE(ATTNJIT_DTYPE_BF16, ATTNJIT_DTYPE_FP16, ATTNJIT_DTYPE_FP32);
+  const attnjit_layout layout = GENERATE(ATTNJIT_LAYOUT_BHLD, ATTNJIT_LAYOUT_BLHD);
   HostTensor tensor(dtype, layout, 2, 3, 5, 8, /*row_padding=*/2);
   tensor.fill_nan();
   tensor.fill_random(42);
@@ -68,23 +69,42 @@ TEST_CASE("compare_output reads any dtype through strides") {
       for (int row = 0; row < 5; ++row)
         for (int d = 0; d < 8; ++d) expected.push_back(tensor.at(b, h, row, d));
 
-  AttentionShape shape{2, 3, 3, 5, 5, 8};
-  AttentionBuffers buffers;
-  buffers.out = tensor.data();
-  buffers.q_dtype = dtype;
-  buffers.out_strides = tensor.strides();
-  CHECK(compare_output(shape, buffers, expected).max_abs_error == 0.0);
-  CHECK(compare_output(shape, buffers, expected).non_finite == 0);
+  const auto compare = [&] {
+    return compare_strided(tensor.data(), dtype, tensor.strides(), 2, 3, 5, 8, expected);
+  };
+  CHECK(compare().max_abs_error == 0.0);
+  CHECK(compare().non_finite == 0);
 
   expected[17] += 1.0;
-  const ErrorStats stats = compare_output(shape, buffers, expected);
+  const ErrorStats stats = compare();
   CHECK(stats.max_abs_error == 1.0);
   CHECK(stats.worst_index == 17);
 }
 
+TEST_CASE("compare_output of the library's types reads the output through its strides") {
+  using namespace attnjit;
+  reference::HostTensor out(DType::fp16, Layout::blhd, 1, 2, 3, 4, /*row_padding=*/1);
+  out.fill_random(3);
+  std::vector<double> expected;
+  for (int h = 0; h < 2; ++h)
+    for (int row = 0; row < 3; ++row)
+      for (int d = 0; d < 4; ++d) expected.push_back(out.at(0, h, row, d));
+  AttentionBuffers buffers;
+  buffers.out = out.data();
+  buffers.q_dtype = DType::fp16;
+  buffers.out_strides = out.strides();
+  const AttentionShape shape{1, 2, 2, 3, 3, 4};
+  CHECK(reference::compare_output(shape, buffers, expected).max_abs_error == 0.0);
+  expected[5] = 100.0;
+  CHECK(reference::compare_output(shape, buffers, expected).worst_index == 5);
+  CHECK(reference::output_tolerance(DType::fp16).nmse == output_tolerance(ATTNJIT_DTYPE_FP16).nmse);
+}
+
 TEST_CASE("tolerances tighten with the dtype's precision") {
-  CHECK(output_tolerance(DType::bf16).max_abs_error > output_tolerance(DType::fp16).max_abs_error);
-  CHECK(output_tolerance(DType::fp16).max_abs_error > output_tolerance(DType::fp32).max_abs_error);
-  CHECK(output_tolerance(DType::bf16).nmse > output_tolerance(DType::fp16).nmse);
-  CHECK(output_tolerance(DType::fp16).nmse > output_tolerance(DType::fp32).nmse);
+  CHECK(output_tolerance(ATTNJIT_DTYPE_BF16).max_abs_error >
+        output_tolerance(ATTNJIT_DTYPE_FP16).max_abs_error);
+  CHECK(output_tolerance(ATTNJIT_DTYPE_FP16).max_abs_error >
+        output_tolerance(ATTNJIT_DTYPE_FP32).max_abs_error);
+  CHECK(output_tolerance(ATTNJIT_DTYPE_BF16).nmse > output_tolerance(ATTNJIT_DTYPE_FP16).nmse);
+  CHECK(output_tolerance(ATTNJIT_DTYPE_FP16).nmse > output_tolerance(ATTNJIT_DTYPE_FP32).nmse);
 }

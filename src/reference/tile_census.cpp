@@ -1,4 +1,4 @@
-#include "tile_census.hpp"
+#include "reference/tile_census.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "expr/block_analysis.hpp"
 #include "expr/evaluate.hpp"
 
-namespace attnjit::cli {
+namespace attnjit::reference {
 
 TileCensus count_tiles(const expr::Expression& mask, const VariantArgs& args,
                        const AttentionShape& shape, int tile_q, int tile_kv) {
@@ -29,14 +29,21 @@ TileCensus count_tiles(const expr::Expression& mask, const VariantArgs& args,
       for (std::int64_t q_start = 0; q_start < shape.q_len; q_start += tile_q) {
         for (std::int64_t kv_start = 0; kv_start < shape.kv_len; kv_start += tile_kv) {
           const int q0 = static_cast<int>(q_start), k0 = static_cast<int>(kv_start);
-          const TileBounds tile{b, h, q0,
-                                static_cast<int>(std::min<std::int64_t>(q_start + tile_q, shape.q_len)),
-                                k0,
-                                static_cast<int>(std::min<std::int64_t>(kv_start + tile_kv, shape.kv_len)),
-                                shape.q_len, shape.kv_len, shape.num_heads_q};
+          const TileBounds tile{
+              b,
+              h,
+              q0,
+              static_cast<int>(std::min<std::int64_t>(q_start + tile_q, shape.q_len)),
+              k0,
+              static_cast<int>(std::min<std::int64_t>(kv_start + tile_kv, shape.kv_len)),
+              shape.q_len,
+              shape.kv_len,
+              shape.num_heads_q};
           ++census.tiles;
           switch (expr::classify_tile(mask, with_summaries, tile)) {
-            case kTileEmpty: ++census.empty; break;
+            case kTileEmpty:
+              ++census.empty;
+              break;
             case kTileFull:
               ++census.full;
               census.kept_pairs += std::int64_t{tile.q_end - q0} * (tile.kv_end - k0);
@@ -45,8 +52,8 @@ TileCensus count_tiles(const expr::Expression& mask, const VariantArgs& args,
               ++census.partial;
               for (int i = q0; i < tile.q_end; ++i) {
                 for (int j = k0; j < tile.kv_end; ++j) {
-                  const expr::ElementIndex at{b, h, i, j, shape.q_len, shape.kv_len,
-                                              shape.num_heads_q};
+                  const expr::ElementIndex at{
+                      b, h, i, j, shape.q_len, shape.kv_len, shape.num_heads_q};
                   census.kept_pairs += expr::evaluate_mask(mask, args, at) ? 1 : 0;
                 }
               }
@@ -59,4 +66,4 @@ TileCensus count_tiles(const expr::Expression& mask, const VariantArgs& args,
   return census;
 }
 
-}  // namespace attnjit::cli
+}  // namespace attnjit::reference

@@ -1,6 +1,6 @@
 // How much of the attention matrix a mask keeps, tile by tile, from the host block analysis:
 // the skipped fraction the kernels will see, and the exact number of kept pairs (for FLOP
-// counts that do not flatter sparse masks).
+// counts that do not flatter sparse masks). Behind attnjit_variant_tile_census.
 #pragma once
 
 #include <cstdint>
@@ -9,13 +9,15 @@
 #include "common/attention_problem.hpp"
 #include "expr/expression.hpp"
 
-namespace attnjit::cli {
+namespace attnjit::reference {
 
 struct TileCensus {
   std::int64_t tiles = 0, empty = 0, full = 0, partial = 0;
   std::int64_t kept_pairs = 0, total_pairs = 0;
   double skipped_fraction() const { return tiles ? double(empty) / double(tiles) : 0.0; }
-  double kept_fraction() const { return total_pairs ? double(kept_pairs) / double(total_pairs) : 0.0; }
+  double kept_fraction() const {
+    return total_pairs ? double(kept_pairs) / double(total_pairs) : 0.0;
+  }
 };
 
 // `args` holds host tensors; summaries are built here. Partial tiles are evaluated element by
@@ -23,4 +25,4 @@ struct TileCensus {
 TileCensus count_tiles(const expr::Expression& mask, const VariantArgs& args,
                        const AttentionShape& shape, int tile_q, int tile_kv);
 
-}  // namespace attnjit::cli
+}  // namespace attnjit::reference

@@ -1,0 +1,68 @@
+#include "testkit/example_inputs.hpp"
+
+#include <bit>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace attnjit::testkit {
+namespace {
+
+// example[section][name], or nullptr when the example does not give it.
+const nlohmann::json* example_entry(const nlohmann::json& example, const char* section,
+                                    const std::string& name) {
+  if (!example.is_object() || !example.contains(section)) return nullptr;
+  const nlohmann::json& entries = example[section];
+  if (!entries.is_object() || !entries.contains(name)) return nullptr;
+  return &entries[name];
+}
+
+}  // namespace
+
+ExampleInputs example_inputs(const attnjit_manifest_variant& variant, int seq_len, int heads) {
+  const nlohmann::json example = nlohmann::json::parse(variant.example_json);
+  ExampleInputs inputs;
+  for (int i = 0; i < variant.num_params; ++i) {
+    const attnjit_param_decl& decl = variant.params[i];
+    const nlohmann::json* value = example_entry(example, "params", decl.name);
+    attnjit_scalar scalar{};
+    if (decl.type == ATTNJIT_PARAM_FLOAT) {
+      scalar.f = value != nullptr ? value->get<float>() : 30.0f;
+    } else {
+      scalar.i = value != nullptr ? value->get<std::int32_t>() : 1024;
+    }
+    inputs.params.push_back(scalar);
+  }
+  inputs.tensor_data.resize(static_cast<std::size_t>(variant.num_tensors));
+  for (int i = 0; i < variant.num_tensors; ++i) {
+    const attnjit_tensor_decl& decl = variant.tensors[i];
+    std::vector<std::int32_t>& data = inputs.tensor_data[static_cast<std::size_t>(i)];
+    attnjit_tensor_arg arg{};
+    if (decl.rank == 1) {
+      // Rank 1: document ids in `documents` equal runs (the manifest's example, else 4).
+      const nlohmann::json* given = example_entry(example, "tensors", decl.name);
+      const int documents = given != nullptr ? given->value("documents", 4) : 4;
+      data.resize(static_cast<std::size_t>(seq_len));
+      for (int j = 0; j < seq_len; ++j) {
+        data[static_cast<std::size_t>(j)] =
+            static_cast<std::int32_t>(static_cast<std::int64_t>(j) * documents / seq_len);
+      }
+      arg.dims[0] = seq_len;
+      arg.dims[1] = 1;
+    } else {
+      // Rank 2: a [heads, seq_len] table of small values (e.g. a bias).
+      data.assign(static_cast<std::size_t>(heads) * static_cast<std::size_t>(seq_len), 0);
+      for (std::size_t j = 0; j < data.size(); ++j) {
+        data[j] = decl.type == ATTNJIT_TENSOR_FLOAT32
+                      ? std::bit_cast<std::int32_t>(static_cast<float>(j % 7) * 0.1f)
+                      : static_cast<std::int32_t>(j % 7);
+      }
+      arg.dims[0] = heads;
+      arg.dims[1] = seq_len;
+    }
+    arg.data = data.data();
+    inputs.tensors.push_back(arg);
+  }
+  return inputs;
+}
+
+}  // namespace attnjit::testkit

@@ -1,0 +1,23 @@
+// Per-call values for a manifest's variant (attnjit_manifest_variant), from its "example": params
+// by name, and a rank-1 tensor given as {"documents": N} holding sorted ids of N equal documents;
+// else fixed defaults (float params 30, int params 1024, 4 documents, rank-2 tensors a small
+// [heads, seq_len] table). Used by `attnjit demo` and `attnjit bench`. Part of the test kit
+// (testkit/CMakeLists.txt).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "attnjit/attnjit.h"
+
+namespace attnjit::testkit {
+
+struct ExampleInputs {
+  std::vector<attnjit_scalar> params;                  // one per declared parameter
+  std::vector<std::vector<std::int32_t>> tensor_data;  // one per declared tensor (host)
+  std::vector<attnjit_tensor_arg> tensors;             // point into tensor_data
+};
+
+ExampleInputs example_inputs(const attnjit_manifest_variant& variant, int seq_len, int heads);
+
+}  // namespace attnjit::testkit

@@ -1,0 +1,249 @@
+/* attnjit_variant_tile_census and attnjit_variant_reference from C, on the CPU backend: exact
+ * tile counts for masks whose tiles are known, the tiles of a GPU arch's kernel, the reference's
+ * exact answers, and their bad-input statuses. Exits 0 on success. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attnjit/attnjit.h"
+#include "check.h"
+
+enum { kLen = 128, kHeads = 2, kDim = 64 };
+
+static attnjit_runtime* runtime = NULL;
+
+/* Host buffers for one [1, kHeads, kLen, kDim] fp32 problem. */
+static float q[kHeads * kLen * kDim], k[kHeads * kLen * kDim], v[kHeads * kLen * kDim];
+static float out[kHeads * kLen * kDim], lse[kHeads * kLen];
+
+static attnjit_variant* make_variant(const char* mask, const attnjit_tensor_decl* tensors,
+                                     int num_tensors) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = mask;
+  desc.tensors = tensors;
+  desc.num_tensors = num_tensors;
+  desc.dtype = ATTNJIT_DTYPE_FP32;
+  desc.head_dim = kDim;
+  attnjit_variant* variant = NULL;
+  CHECK(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+  return variant;
+}
+
+static attnjit_forward_args host_args(void) {
+  attnjit_forward_args args;
+  attnjit_forward_args_init(&args);
+  args.q = q;
+  args.k = k;
+  args.v = v;
+  args.out = out;
+  args.lse = lse;
+  args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_FP32;
+  args.num_heads_q = args.num_heads_kv = kHeads;
+  args.q_len = args.kv_len = kLen;
+  return args;
+}
+
+static void test_causal_census_on_the_cpu_tiles(void) {
+  attnjit_variant* causal = make_variant("q_idx >= kv_idx", NULL, 0);
+  const attnjit_forward_args args = host_args();
+  attnjit_tile_census census;
+  memset(&census, 0, sizeof census);
+  CHECK(attnjit_variant_tile_census(&census, causal, &args, NULL) == ATTNJIT_OK);
+  /* The CPU reference's 64 x 64 tiles: per head, 2 x 2 tiles, one above the diagonal (empty),
+   * two on it (partial), one below (full). */
+  CHECK(census.tile_q == 64 && census.tile_kv == 64);
+  CHECK(census.tiles == 2 * 4);
+  CHECK(census.empty == 2 * 1);
+  CHECK(census.partial == 2 * 2);
+  CHECK(census.full == 2 * 1);
+  CHECK(census.kept_pairs == 2 * (kLen * (kLen + 1) / 2));
+  CHECK(census.total_pairs == 2 * kLen * kLen);
+  attnjit_variant_destroy(causal);
+}
+
+static void test_census_for_an_arch_uses_its_kernel_tiles(void) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = "q_idx >= kv_idx";
+  desc.head_dim = kDim;
+  attnjit_variant* bf16 = NULL;
+  CHECK(attnjit_variant_create(&bf16, runtime, &desc) == ATTNJIT_OK);
+  attnjit_inspect_options inspect;
+  attnjit_inspect_options_init(&inspect);
+  inspect.arch = "sm_80";
+  inspect.parts = 0;
+  attnjit_variant_info* info = NULL;
+  CHECK(attnjit_variant_inspect(&info, bf16, &inspect) == ATTNJIT_OK);
+
+  attnjit_forward_args args = host_args();
+  args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_BF16;
+  attnjit_tile_census_options options;
+  attnjit_tile_census_options_init(&options);
+  CHECK(options.version == ATTNJIT_TILE_CENSUS_OPTIONS_VERSION && options.arch == NULL);
+  options.arch = "sm_80";
+  attnjit_tile_census census;
+  CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) == ATTNJIT_OK);
+  if (info != NULL) {
+    CHECK(census.tile_q == info->block_m && census.tile_kv == info->block_n);
+    const int64_t rows = (kLen + info->block_m - 1) / info->block_m;
+    const int64_t cols = (kLen + info->block_n - 1) / info->block_n;
+    CHECK(census.tiles == kHeads * rows * cols);
+  }
+  CHECK(census.empty + census.partial + census.full == census.tiles);
+  CHECK(census.kept_pairs == 2 * (kLen * (kLen + 1) / 2));
+
+  options.arch = "sm_7";
+  CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "sm_7"));
+  attnjit_variant_info_destroy(info);
+  attnjit_variant_destroy(bf16);
+}
+
+static void test_census_reads_the_tensors_of_the_call(void) {
+  const attnjit_tensor_decl doc_decl = {"doc", ATTNJIT_TENSOR_INT32, 1};
+  attnjit_variant* document = make_variant("doc[q_idx] == doc[kv_idx]", &doc_decl, 1);
+  int32_t doc[kLen];
+  for (int i = 0; i < kLen; ++i) doc[i] = i < 64 ? 0 : 1; /* two documents, one per tile */
+  const attnjit_tensor_arg doc_arg = {doc, {kLen, 1}};
+  attnjit_forward_args args = host_args();
+  args.tensors = &doc_arg;
+  args.num_tensors = 1;
+  attnjit_tile_census census;
+  CHECK(attnjit_variant_tile_census(&census, document, &args, NULL) == ATTNJIT_OK);
+  CHECK(census.tiles == 8 && census.empty == 4 && census.full == 4 && census.partial == 0);
+  CHECK(census.kept_pairs == kHeads * 2 * 64 * 64);
+
+  args.num_tensors = 0; /* the tensor the mask reads is missing */
+  CHECK(attnjit_variant_tile_census(&census, document, &args, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  attnjit_variant_destroy(document);
+}
+
+/* Only the per-call tensors are read: q, k, v and out may be device pointers (here addresses
+ * that must never be dereferenced). */
+static void test_census_reads_no_attention_inputs(void) {
+  attnjit_variant* causal = make_variant("q_idx >= kv_idx", NULL, 0);
+  attnjit_forward_args args = host_args();
+  args.q = args.k = args.v = (const void*)(uintptr_t)0x10000;
+  args.out = (void*)(uintptr_t)0x4000000;
+  args.lse = NULL;
+  attnjit_tile_census census;
+  CHECK(attnjit_variant_tile_census(&census, causal, &args, NULL) == ATTNJIT_OK);
+  CHECK(census.kept_pairs == 2 * (kLen * (kLen + 1) / 2));
+  attnjit_variant_destroy(causal);
+}
+
+static void test_census_bad_input(void) {
+  attnjit_variant* causal = make_variant("q_idx >= kv_idx", NULL, 0);
+  attnjit_forward_args args = host_args();
+  attnjit_tile_census census;
+  CHECK(attnjit_variant_tile_census(NULL, causal, &args, NULL) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_tile_census(&census, NULL, &args, NULL) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_tile_census(&census, causal, NULL, NULL) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  attnjit_tile_census_options options;
+  attnjit_tile_census_options_init(&options);
+  options.version = 99;
+  CHECK(attnjit_variant_tile_census(&census, causal, &args, &options) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  args.q_len = 0;
+  CHECK(attnjit_variant_tile_census(&census, causal, &args, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  attnjit_variant_destroy(causal);
+}
+
+static void fill_inputs(void) {
+  unsigned state = 7;
+  for (int i = 0; i < kHeads * kLen * kDim; ++i) {
+    state = state * 1664525u + 1013904223u;
+    q[i] = (float)((state >> 8) & 0xFF) / 256.0f - 0.5f;
+    k[i] = (float)((state >> 16) & 0xFF) / 256.0f - 0.5f;
+    v[i] = (float)((state >> 4) & 0xFF) / 256.0f - 0.5f;
+  }
+}
+
+/* Every row keeps only key 0: its output is value row 0 and its lse is that one score. */
+static void test_reference_when_one_key_is_kept(void) {
+  attnjit_variant* first_key = make_variant("kv_idx == 0", NULL, 0);
+  const attnjit_forward_args args = host_args();
+  static double expected_out[kHeads * kLen * kDim], expected_lse[kHeads * kLen];
+  CHECK(attnjit_variant_reference(first_key, &args, expected_out, expected_lse) == ATTNJIT_OK);
+  const double scale = 1.0 / sqrt((double)kDim);
+  int out_ok = 1, lse_ok = 1;
+  for (int h = 0; h < kHeads; ++h) {
+    const float* key0 = k + (size_t)h * kLen * kDim;
+    const float* value0 = v + (size_t)h * kLen * kDim;
+    for (int i = 0; i < kLen; ++i) {
+      const float* query = q + ((size_t)h * kLen + i) * kDim;
+      double score = 0.0;
+      for (int d = 0; d < kDim; ++d) {
+        score += (double)query[d] * key0[d];
+        out_ok &= fabs(expected_out[((size_t)h * kLen + i) * kDim + d] - value0[d]) < 1e-12;
+      }
+      lse_ok &= fabs(expected_lse[h * kLen + i] - score * scale) < 1e-5;
+    }
+  }
+  CHECK(out_ok);
+  CHECK(lse_ok);
+  CHECK(isnan(out[0])); /* args.out is not written */
+  attnjit_variant_destroy(first_key);
+}
+
+static void test_reference_of_a_mask_that_keeps_nothing(void) {
+  attnjit_variant* nothing = make_variant("false", NULL, 0);
+  const attnjit_forward_args args = host_args();
+  static double expected_out[kHeads * kLen * kDim], expected_lse[kHeads * kLen];
+  CHECK(attnjit_variant_reference(nothing, &args, expected_out, NULL) == ATTNJIT_OK);
+  CHECK(attnjit_variant_reference(nothing, &args, expected_out, expected_lse) == ATTNJIT_OK);
+  CHECK(expected_out[0] == 0.0 && expected_out[kHeads * kLen * kDim - 1] == 0.0);
+  CHECK(isinf(expected_lse[0]) && expected_lse[0] < 0);
+  attnjit_variant_destroy(nothing);
+}
+
+static void test_reference_bad_input(void) {
+  const attnjit_param_decl w_decl = {"W", ATTNJIT_PARAM_INT};
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = "q_idx - kv_idx < W";
+  desc.params = &w_decl;
+  desc.num_params = 1;
+  desc.dtype = ATTNJIT_DTYPE_FP32;
+  desc.head_dim = kDim;
+  attnjit_variant* window = NULL;
+  CHECK(attnjit_variant_create(&window, runtime, &desc) == ATTNJIT_OK);
+  attnjit_forward_args args = host_args();
+  static double expected_out[kHeads * kLen * kDim];
+  CHECK(attnjit_variant_reference(window, &args, expected_out, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT); /* W has no value */
+  CHECK(contains(attnjit_last_error(), "parameter"));
+  const attnjit_scalar w = {.i = 8};
+  args.params = &w;
+  args.num_params = 1;
+  CHECK(attnjit_variant_reference(window, &args, NULL, NULL) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_reference(NULL, &args, expected_out, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  args.version = 0;
+  CHECK(attnjit_variant_reference(window, &args, expected_out, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  attnjit_variant_destroy(window);
+}
+
+int main(void) {
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CPU;
+  CHECK(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  fill_inputs();
+  for (size_t i = 0; i < sizeof out / sizeof out[0]; ++i) out[i] = NAN;
+  test_causal_census_on_the_cpu_tiles();
+  test_census_for_an_arch_uses_its_kernel_tiles();
+  test_census_reads_the_tensors_of_the_call();
+  test_census_reads_no_attention_inputs();
+  test_census_bad_input();
+  test_reference_when_one_key_is_kept();
+  test_reference_of_a_mask_that_keeps_nothing();
+  test_reference_bad_input();
+  attnjit_runtime_destroy(runtime);
+  return check_summary();
+}
