@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <mutex>
 #include <system_error>
-#include <thread>
 
+#include "common/workers.hpp"
 #include "compile/nvrtc_compiler.hpp"
 
 namespace attnjit {
@@ -94,7 +94,7 @@ std::vector<PrewarmOutcome> prewarm(const std::vector<PrewarmJob>& jobs, KernelC
   std::vector<PrewarmOutcome> outcomes(jobs.size());
   std::atomic<std::size_t> next{0};
   std::mutex callback_mutex;
-  const auto work = [&] {
+  const auto work = [&](std::size_t /*worker*/) {
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
       outcomes[i] = run_job(jobs[i], cache);
       if (on_done) {
@@ -104,9 +104,7 @@ std::vector<PrewarmOutcome> prewarm(const std::vector<PrewarmJob>& jobs, KernelC
     }
   };
   const int count = std::clamp(workers, 1, std::max(1, static_cast<int>(jobs.size())));
-  std::vector<std::thread> threads;
-  for (int i = 0; i < count; ++i) threads.emplace_back(work);
-  for (auto& thread : threads) thread.join();
+  run_workers(count, work);
   return outcomes;
 }
 

@@ -42,8 +42,9 @@ std::string why_unwritable(const std::filesystem::path& dir);
 // that nothing is compiled into memory only.
 void require_storable(KernelCache& cache, const std::vector<std::string>& arches);
 
-// Runs every job on `workers` threads (at least 1, at most one per job). `on_done(index,
-// outcome)` is called as each job finishes, from the worker threads, one call at a time.
+// Runs every job on `workers` workers (at least 1, at most one per job; the calling thread is one
+// of them, and a thread the system refuses only means fewer: common/workers.hpp).
+// `on_done(index, outcome)` is called as each job finishes, from the workers, one call at a time.
 // Failures are outcomes, never exceptions.
 using PrewarmCallback = std::function<void(std::size_t, const PrewarmOutcome&)>;
 std::vector<PrewarmOutcome> prewarm(const std::vector<PrewarmJob>& jobs, KernelCache& cache,

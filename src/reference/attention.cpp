@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/half.hpp"
 #include "common/log.hpp"
+#include "common/workers.hpp"
 #include "expr/block_analysis.hpp"
 #include "expr/evaluate.hpp"
 #include "reference/row_math.hpp"
@@ -342,14 +343,7 @@ TileStats attention_forward(const expr::Expression& mask, const expr::Expression
       failed = true;
     }
   };
-  {
-    std::vector<std::jthread> helpers;
-    helpers.reserve(static_cast<std::size_t>(num_threads - 1));
-    for (std::int64_t w = 1; w < num_threads; ++w) {
-      helpers.emplace_back(work, static_cast<std::size_t>(w));
-    }
-    work(0);
-  }  // joins the helpers
+  num_threads = run_workers(static_cast<int>(num_threads), work);
   if (first_error) std::rethrow_exception(first_error);
 
   TileStats total;
