@@ -12,11 +12,13 @@ summaries otherwise).
 
     python3 tools/bench/compare_flex.py --lib build/src/capi/libattnjit.so [--quick] [--json F]
         [--variant NAME]... [--length 16K]... [--head-dim 128]... [--dtype bf16|fp16]
+    python3 tools/bench/compare_flex.py --family sm90 --baseline-family sm80   # Hopper vs SM80
     python3 tools/bench/compare_flex.py --scaling      # sliding window, document: 4K/16K/64K
     python3 tools/bench/compare_flex.py --device cpu [--quick]   # no GPU: crosscheck_flex_cpu.py
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -210,6 +212,13 @@ def parse_args(argv):
     parser.add_argument("--baseline-lib",
                         help="a second libattnjit.so (e.g. the previous build) timed in the same "
                              "process on the same inputs: the 'base ms' column, for before/after")
+    parser.add_argument("--family", choices=("auto", "sm80", "sm90"),
+                        help="ATTNJIT_KERNEL_FAMILY while --lib's variants are compiled (default: "
+                             "the environment's); sm90 forces the Hopper kernel on sm_90a")
+    parser.add_argument("--baseline-family", choices=("auto", "sm80", "sm90"),
+                        help="the 'base ms' column from --lib itself (or --baseline-lib) with this "
+                             "kernel family, e.g. --family sm90 --baseline-family sm80: the Hopper "
+                             "kernel against the SM80 one on the same inputs")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cpu: no timings; runs crosscheck_flex_cpu.py (attnjit's CPU "
                              "backend against Flex on the CPU) with --quick/--variant/--json")
@@ -281,6 +290,24 @@ def check_lse(name, length, head_dim, lse, flex_lse):
     return False, (lse - lse_ref).abs().max().item()
 
 
+@contextlib.contextmanager
+def kernel_family(family):
+    """ATTNJIT_KERNEL_FAMILY set to `family` inside (None: left as it is). The library reads it
+    when a variant's kernel is chosen, so the setting applies to the variants prepared inside."""
+    if family is None:
+        yield
+        return
+    saved = os.environ.get("ATTNJIT_KERNEL_FAMILY")
+    os.environ["ATTNJIT_KERNEL_FAMILY"] = family
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["ATTNJIT_KERNEL_FAMILY"]
+        else:
+            os.environ["ATTNJIT_KERNEL_FAMILY"] = saved
+
+
 def measure(torch, env, name, spec, q, k, v, ctx, opts):
     """One row: Flex (with and without the LSE), attnjit checked against Flex, SDPA if it has
     the variant. Both attnjit and Flex write the LSE in the checked and the main timed calls."""
@@ -300,9 +327,10 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
     flex_ms = time_cuda(run_flex, opts.warmup, opts.iters)
     flex_nolse_ms = time_cuda(lambda: run_flex(False), opts.warmup, opts.iters)
 
-    def run_attnjit(jit):
+    def run_attnjit(jit, family):
         """(ok, max err, mean err, lse err, median ms) of one libattnjit against Flex."""
-        variant = jit.variant(spec, env["dtype"], head_dim)
+        with kernel_family(family):  # the family is chosen when the variant is prepared
+            variant = jit.variant(spec, env["dtype"], head_dim)
         out = torch.full_like(q, float("nan"))
         lse = torch.full((batch, heads, length), float("nan"), device=q.device,
                          dtype=torch.float32)
@@ -318,10 +346,10 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
         ms = time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
         return ok, max_err, mean_err, lse_err, ms
 
-    ok, max_err, mean_err, lse_err, jit_ms = run_attnjit(env["jit"])
+    ok, max_err, mean_err, lse_err, jit_ms = run_attnjit(env["jit"], opts.family)
     base_ms = None
     if env.get("base") is not None:
-        base_ok, _, _, _, base_ms = run_attnjit(env["base"])
+        base_ok, _, _, _, base_ms = run_attnjit(env["base"], opts.baseline_family)
         ok = ok and base_ok
 
     sdpa = None
@@ -390,9 +418,9 @@ def main(argv=None):
                dtype=ATTNJIT_DTYPE_BF16 if args.dtype == "bf16" else ATTNJIT_DTYPE_FP16,
                flex_with_lse=flex_with_lse, flex=None, mask_builders=None,
                # Note: a cache of its own, so that the two builds never share an entry.
-               base=(aj.AttnJit(args.baseline_lib, backend=aj.ATTNJIT_BACKEND_CUDA,
+               base=(aj.AttnJit(args.baseline_lib or args.lib, backend=aj.ATTNJIT_BACKEND_CUDA,
                                 cache_dir=tempfile.mkdtemp(prefix="attnjit-baseline-"))
-                     if args.baseline_lib else None))
+                     if args.baseline_lib or args.baseline_family else None))
     print(f"attnjit {env['jit'].version()} | torch {torch.__version__} | "
           f"{props.name} ({props.multi_processor_count} SMs) | {args.dtype}", flush=True)
     raise_dynamo_limits(torch)
