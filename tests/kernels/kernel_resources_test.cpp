@@ -18,8 +18,8 @@ void check_head_dim(int head_dim) {
     const int sm = attnjit::nvrtc::arch_sm(arch);
     for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
       for (const auto& variant : attnjit::test::standard_variants()) {
-        const auto kernel =
-            codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim, sm);
+        const auto kernel = codegen::generate_kernel_source(
+            variant.mask, variant.score, dtype, head_dim, sm, codegen::FamilyRequest::sm80);
         const auto compiled = attnjit::nvrtc::compile_program(kernel.source, arch, false);
         for (const char* entry : {codegen::kForwardEntry, codegen::kSummaryEntry}) {
           INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim
