@@ -33,6 +33,7 @@
 
 #include "attnjit/fwd_params.cuh"
 #include "attnjit/sm90_fwd_params.cuh"
+#include "attnjit_simt/fake_tensor_map.hpp"
 #include "codegen/variant_source.hpp"
 #include "expr/expression.hpp"
 #include "expr/signature.hpp"
@@ -544,6 +545,32 @@ CUresult CUDAAPI cuEventDestroy(CUevent event) {
   return CUDA_SUCCESS;
 }
 
+// ---- Tensor maps (TMA), encoded by the shared fake encoding that the emulated TMA loads read.
+static_assert(attnjit::simt::kFakeDataTypeFloat16 == CU_TENSOR_MAP_DATA_TYPE_FLOAT16 &&
+              attnjit::simt::kFakeDataTypeBfloat16 == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 &&
+              attnjit::simt::kFakeDataTypeLast == CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B &&
+              attnjit::simt::kFakeInterleaveLast == CU_TENSOR_MAP_INTERLEAVE_32B &&
+              attnjit::simt::kFakeSwizzle128B == CU_TENSOR_MAP_SWIZZLE_128B &&
+              attnjit::simt::kFakeSwizzleLast == CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B &&
+              attnjit::simt::kFakeL2PromotionLast == CU_TENSOR_MAP_L2_PROMOTION_L2_256B &&
+              attnjit::simt::kFakeOobFillNan == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+              "the fake encoding's constants are cuda.h's");
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType data_type,
+                                        cuuint32_t rank, void* global_address,
+                                        const cuuint64_t* global_dim,
+                                        const cuuint64_t* global_strides,
+                                        const cuuint32_t* box_dim,
+                                        const cuuint32_t* element_strides,
+                                        CUtensorMapInterleave interleave,
+                                        CUtensorMapSwizzle swizzle,
+                                        CUtensorMapL2promotion l2_promotion,
+                                        CUtensorMapFloatOOBfill oob_fill) {
+  const std::string why = attnjit::simt::encode_fake_tensor_map(
+      map, data_type, rank, global_address, global_dim, global_strides, box_dim,
+      element_strides, interleave, swizzle, l2_promotion, oob_fill);
+  return why.empty() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 // ---- Entry points by name, as the backend resolves them.
 CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** function, int, cuuint64_t,
                                   CUdriverProcAddressQueryResult* status) {
@@ -571,6 +598,7 @@ CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** function, int, cuui
       ATTNJIT_FAKE_ENTRY(cuStreamIsCapturing), ATTNJIT_FAKE_ENTRY(cuEventCreate),
       ATTNJIT_FAKE_ENTRY(cuEventRecord), ATTNJIT_FAKE_ENTRY(cuEventSynchronize),
       ATTNJIT_FAKE_ENTRY(cuEventElapsedTime), ATTNJIT_FAKE_ENTRY(cuEventDestroy),
+      ATTNJIT_FAKE_ENTRY(cuTensorMapEncodeTiled),
 #undef ATTNJIT_FAKE_ENTRY
   };
   const auto it = table.find(symbol);

@@ -7,6 +7,9 @@
 
 #include "attnjit/hd.cuh"
 #include "attnjit_simt/primitives.hpp"
+#include "attnjit_simt/hopper_barrier.hpp"
+#include "attnjit_simt/hopper_tma.hpp"
+#include "attnjit_simt/hopper_wgmma.hpp"
 // The kernel templates, after the primitives they call (plain unqualified calls with
 // non-class arguments are looked up where the template is defined).
 #include "attnjit/attention_fwd.cuh"
@@ -15,7 +18,10 @@
 
 namespace attnjit::simt {
 
+inline void on_block_start() { hopper().reset(emulator().warps.size()); }
+
 inline void on_thread_exit(ThreadState& t) {
+  check_wgmma_at_exit(t);
   for (const std::vector<CopyOp>& group : t.in_flight) {
     if (!group.empty()) fail("exited with %zu cp.async copies never waited for", group.size());
   }

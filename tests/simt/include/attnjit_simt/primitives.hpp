@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "attnjit/numeric.cuh"
 #include "attnjit_simt/scheduler.hpp"
@@ -15,6 +17,19 @@
 
 // ---- Built-in variables and qualifiers.
 namespace attnjit::simt {
+// The quiet NaN an emulated wgmma leaves in its accumulator registers until wgmma_wait_group
+// delivers the result (hopper_wgmma.hpp). Arithmetic carries the payload along, so the
+// primitives that consume floats (stores, conversions, shuffles, exp2) report a read of an
+// accumulator before its wait.
+inline constexpr std::uint32_t kInFlightAccumulatorBits = 0x7fd1e5a5u;
+inline void check_not_in_flight(float value, const char* what) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffffu) == kInFlightAccumulatorBits) {
+    fail("%s uses a wgmma accumulator before the wgmma_wait_group that delivers it", what);
+  }
+}
+
 inline Dim3 thread_index() { return Dim3{static_cast<unsigned>(this_thread().tid), 0, 0}; }
 }  // namespace attnjit::simt
 
@@ -39,6 +54,7 @@ template <typename T>
 T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
   using namespace attnjit::simt;
   static_assert(sizeof(T) == 4, "32-bit shuffles only");
+  if constexpr (std::is_same_v<T, float>) check_not_in_flight(value, "shfl.xor");
   if (mask != 0xffffffffu) fail("__shfl_xor_sync with a partial mask 0x%x", mask);
   LaneInput input{};
   std::memcpy(&input.u[0], &value, 4);
@@ -83,6 +99,8 @@ struct ElemTraits;
 template <>
 struct ElemTraits<bf16_t> {
   static unsigned pack2(float lo, float hi) {
+    simt::check_not_in_flight(lo, "cvt.rn.bf16x2.f32");
+    simt::check_not_in_flight(hi, "cvt.rn.bf16x2.f32");
     return static_cast<unsigned>(float_to_bf16_bits(lo)) |
            (static_cast<unsigned>(float_to_bf16_bits(hi)) << 16);
   }
@@ -91,6 +109,8 @@ struct ElemTraits<bf16_t> {
 template <>
 struct ElemTraits<fp16_t> {
   static unsigned pack2(float lo, float hi) {
+    simt::check_not_in_flight(lo, "cvt.rn.f16x2.f32");
+    simt::check_not_in_flight(hi, "cvt.rn.f16x2.f32");
     return static_cast<unsigned>(float_to_fp16_bits(lo)) |
            (static_cast<unsigned>(float_to_fp16_bits(hi)) << 16);
   }
@@ -98,7 +118,10 @@ struct ElemTraits<fp16_t> {
 
 // ex2.approx.ftz / lg2.approx.ftz: subnormal inputs and results flush to zero.
 inline float flush_subnormal(float x) { return std::fabs(x) < 1.17549435e-38f ? 0.0f * x : x; }
-inline float fast_exp2(float x) { return flush_subnormal(std::exp2(flush_subnormal(x))); }
+inline float fast_exp2(float x) {
+  simt::check_not_in_flight(x, "ex2.approx");
+  return flush_subnormal(std::exp2(flush_subnormal(x)));
+}
 inline float fast_log2(float x) { return std::log2(flush_subnormal(x)); }
 inline float neg_infinity() { return -INFINITY; }
 
@@ -208,6 +231,7 @@ inline void store_global_16(unsigned short* global, Bytes16 value) {
 }
 
 inline void store_global_f32(float* global, float value) {
+  simt::check_not_in_flight(value, "st.global.f32");
   simt::check_global_store(global, 4, "st.global.f32");
   std::memcpy(global, &value, 4);
 }

@@ -6,7 +6,8 @@
 //
 // Divergence the hardware would not forgive is an error, never a hang: lanes of one warp at
 // different collectives, a barrier some threads never reach, a thread that exits while others
-// wait for it. The first error stops the launch and names the block, thread and reason.
+// wait for it, an mbarrier or named barrier no arrival can complete any more. The first error
+// stops the launch and names the block, thread and reason.
 #pragma once
 
 #include <ucontext.h>
@@ -27,7 +28,9 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
-enum class Wait { none, warp, block };
+// What a parked fiber waits for: its warp's collective, __syncthreads, an mbarrier phase or a
+// named barrier (hopper_barrier.hpp; ThreadState::wait_object names which).
+enum class Wait { none, warp, block, mbarrier, named_barrier };
 
 enum class Collective {
   none,
@@ -37,7 +40,12 @@ enum class Collective {
   mma_fp16,
   shfl_xor,
   ballot,
-  syncwarp
+  syncwarp,
+  elect,
+  wgmma,
+  wgmma_fence,
+  wgmma_commit,
+  wgmma_wait
 };
 
 inline const char* collective_name(Collective op) {
@@ -49,6 +57,11 @@ inline const char* collective_name(Collective op) {
     case Collective::shfl_xor: return "shfl.xor";
     case Collective::ballot: return "vote.ballot";
     case Collective::syncwarp: return "__syncwarp";
+    case Collective::elect: return "elect.sync";
+    case Collective::wgmma: return "wgmma.mma_async";
+    case Collective::wgmma_fence: return "wgmma.fence";
+    case Collective::wgmma_commit: return "wgmma.commit_group";
+    case Collective::wgmma_wait: return "wgmma.wait_group";
     default: return "nothing";
   }
 }
@@ -60,12 +73,22 @@ struct CopyOp {
   bool valid;
 };
 
+// How many phases of the mbarrier at shared offset `barrier` a thread has seen complete (a
+// try_wait that returned true): the TMA data of those phases is visible to it.
+struct ObservedPhases {
+  unsigned barrier;
+  unsigned phases;
+};
+
 struct ThreadState {
   ucontext_t context{};
   std::unique_ptr<char[]> stack;
   int tid = 0, warp = 0, lane = 0;
   bool done = false;
   Wait waiting = Wait::none;
+  unsigned wait_object = 0;  // Wait::mbarrier: the barrier's shared offset; named_barrier: its id
+  std::vector<ObservedPhases> observed_phases;
+  unsigned proxy_fences = 0;  // fence.proxy.async executed: orders its earlier st.shared for wgmma
   std::vector<CopyOp> open_group;                // issued, not yet committed
   std::deque<std::vector<CopyOp>> in_flight;     // committed groups, oldest first
 };
@@ -74,6 +97,7 @@ struct ThreadState {
 struct LaneInput {
   unsigned u[8];
   float f[4];
+  void* pointer;  // wgmma: the lane's accumulator array
 };
 
 struct WarpState {
@@ -200,6 +224,8 @@ inline void block_barrier() {
 }
 
 void on_thread_exit(ThreadState& t);  // memory checks at exit (emulator.hpp)
+void on_block_start();                // resets the Hopper state (emulator.hpp)
+std::string describe_wait(const ThreadState& t);  // an mbarrier or named-barrier wait, in words
 
 inline void fiber_main() {
   Emulator& e = emulator();
@@ -224,9 +250,12 @@ inline void run_block(Dim3 block_idx) {
   e.barrier_arrived = 0;
   e.block_epoch = 0;
   for (WarpState& w : e.warps) w = WarpState{};
+  on_block_start();
   for (ThreadState& t : e.threads) {
     t.done = false;
     t.waiting = Wait::none;
+    t.observed_phases.clear();
+    t.proxy_fences = 0;
     t.open_group.clear();
     t.in_flight.clear();
     getcontext(&t.context);
@@ -250,6 +279,18 @@ inline void run_block(Dim3 block_idx) {
     }
     if (all_done || e.failed) break;
     if (!ran) {
+      const ThreadState* stuck = nullptr;
+      for (const ThreadState& t : e.threads) {
+        if (stuck == nullptr && !t.done &&
+            (t.waiting == Wait::mbarrier || t.waiting == Wait::named_barrier)) {
+          stuck = &t;
+        }
+      }
+      if (stuck != nullptr) {
+        fail("deadlock: every live thread waits and nothing is in flight; thread %d %s",
+             stuck->tid, describe_wait(*stuck).c_str());
+        break;
+      }
       int at_barrier = 0;
       for (const ThreadState& t : e.threads) at_barrier += t.waiting == Wait::block ? 1 : 0;
       fail("deadlock: %d threads wait at __syncthreads while the others wait at warp "

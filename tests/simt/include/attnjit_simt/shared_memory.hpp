@@ -7,6 +7,10 @@
 //     neither a __syncthreads nor (within one warp) a __syncwarp in between.
 // cp.async copies land when the issuing thread waits for their group (the latest moment the
 // hardware allows), so a missing wait reads stale or uninitialised data.
+// Hopper's async proxy (hopper_*.hpp): a TMA load lands at once but its words stay tied to the
+// mbarrier phase it completes on, and a reader must have seen that phase complete (the
+// mbarrier's acquire); wgmma reads its operands through the async proxy, so words a thread wrote
+// with st.shared need that thread's fence.proxy.async (and a barrier) before a wgmma reads them.
 #pragma once
 
 #include <cstdint>
@@ -58,17 +62,8 @@ class SharedMemory {
     Emulator& e = emulator();
     for (std::size_t w = offset / 4; w < (offset + size) / 4; ++w) {
       const Word& word = words_[w];
-      if (word.pending > 0) {
-        fail("%s reads shared byte %zu while a cp.async into it is in flight (missing "
-             "cp.async.wait_group)",
-             what, w * 4);
-      }
-      if (!word.written) fail("%s reads shared byte %zu, which nothing wrote", what, w * 4);
-      if (!ordered(word.writer, word.writer_warp, word.block_epoch, word.warp_epoch, tid, warp)) {
-        fail("%s: read-after-write race on shared byte %zu, written by thread %d without a "
-             "barrier in between",
-             what, w * 4, word.writer);
-      }
+      check_landed(word, w, what);
+      check_ordered_read(word, w, tid, warp, what);
       ReadMark& mark = reads_[w * num_warps_ + warp];
       const unsigned warp_epoch = e.warps[warp].sync_epoch;
       if (mark.block_epoch == e.block_epoch && mark.warp_epoch == warp_epoch) {
@@ -76,6 +71,42 @@ class SharedMemory {
       } else {
         mark = ReadMark{e.block_epoch, warp_epoch, tid};
       }
+    }
+  }
+
+  // A warp's read through the async proxy (a wgmma operand). Not recorded for write-after-read
+  // checks: the wgmma group tracking reports TMA writes into operands still being read.
+  void read_async_proxy(std::size_t offset, std::size_t size, int warp, const char* what) {
+    const Emulator& e = emulator();
+    for (std::size_t w = offset / 4; w < (offset + size) / 4; ++w) {
+      const Word& word = words_[w];
+      check_landed(word, w, what);
+      check_ordered_read(word, w, -1, warp, what);
+      if (word.tma_barrier < 0 && word.writer >= 0 && e.threads[word.writer].proxy_fences == word.writer_fences) {
+        fail("%s reads shared byte %zu through the async proxy, but thread %d wrote it with "
+             "st.shared and has not executed fence.proxy.async since",
+             what, w * 4, word.writer);
+      }
+    }
+  }
+
+  // A TMA load's bytes: they complete on the mbarrier at shared offset `barrier` in its phase
+  // number `phase`, and only threads that saw that phase complete may read them.
+  void land_tma(std::size_t offset, const void* data, std::size_t size, unsigned barrier,
+                unsigned phase) {
+    for (std::size_t w = offset / 4; w < (offset + size) / 4; ++w) {
+      if (words_[w].pending > 0) {
+        fail("TMA load: write-after-write race on shared byte %zu with a cp.async in flight", w * 4);
+      }
+    }
+    std::memcpy(base_ + offset, data, size);
+    for (std::size_t w = offset / 4; w < (offset + size) / 4; ++w) {
+      Word& word = words_[w];
+      word = Word{};
+      word.written = true;
+      word.writer = kTmaWriter;
+      word.tma_barrier = static_cast<int>(barrier);
+      word.tma_phase = phase;
     }
   }
 
@@ -99,13 +130,60 @@ class SharedMemory {
   }
 
  private:
+  static constexpr int kTmaWriter = -2;
   struct Word {
     bool written = false;
     int pending = 0;  // cp.async copies in flight into this word
     int writer = -1;
     int writer_warp = -1;
     unsigned block_epoch = 0, warp_epoch = 0;
+    unsigned writer_fences = 0;  // the writer's fence.proxy.async count at the write
+    int tma_barrier = -1;        // written by a TMA load completing on this mbarrier, or -1
+    unsigned tma_phase = 0;      // in this phase number of it
   };
+
+  void check_landed(const Word& word, std::size_t w, const char* what) {
+    if (word.pending > 0) {
+      fail("%s reads shared byte %zu while a cp.async into it is in flight (missing "
+           "cp.async.wait_group)",
+           what, w * 4);
+    }
+    if (!word.written) fail("%s reads shared byte %zu, which nothing wrote", what, w * 4);
+  }
+
+  // A TMA-written word needs its phase seen by the reader; any other a barrier since the write.
+  void check_ordered_read(const Word& word, std::size_t w, int tid, int warp, const char* what) {
+    if (word.tma_barrier >= 0) {
+      check_tma_observed(word, w, tid, warp, what);
+    } else if (!ordered(word.writer, word.writer_warp, word.block_epoch, word.warp_epoch, tid,
+                        warp)) {
+      fail("%s: read-after-write race on shared byte %zu, written by thread %d without a "
+           "barrier in between",
+           what, w * 4, word.writer);
+    }
+  }
+
+  static bool saw_phase(const ThreadState& t, unsigned barrier, unsigned phase) {
+    for (const ObservedPhases& seen : t.observed_phases) {
+      if (seen.barrier == barrier) return seen.phases > phase;
+    }
+    return false;
+  }
+
+  // The reader (a thread, or every lane of `warp` when tid < 0) must have waited for the phase.
+  void check_tma_observed(const Word& word, std::size_t w, int tid, int warp, const char* what) {
+    const Emulator& e = emulator();
+    const auto barrier = static_cast<unsigned>(word.tma_barrier);
+    const int first = tid >= 0 ? tid : warp * 32;
+    const int last = tid >= 0 ? tid : warp * 32 + 31;
+    for (int reader = first; reader <= last; ++reader) {
+      if (!saw_phase(e.threads[reader], barrier, word.tma_phase)) {
+        fail("%s reads shared byte %zu, written by a TMA load that completes phase %u of the "
+             "mbarrier at shared byte %u, before thread %d waited for that phase",
+             what, w * 4, word.tma_phase, barrier, reader);
+      }
+    }
+  }
   // The last reads of a word by one warp: epochs, and the reading thread (-1: several, or the
   // whole warp).
   struct ReadMark {
@@ -169,6 +247,8 @@ class SharedMemory {
       word.writer_warp = warp;
       word.block_epoch = e.block_epoch;
       word.warp_epoch = e.warps[warp].sync_epoch;
+      word.writer_fences = tid >= 0 ? e.threads[tid].proxy_fences : 0;
+      word.tma_barrier = -1;
     }
   }
 

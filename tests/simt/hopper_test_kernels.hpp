@@ -1,0 +1,246 @@
+// Hand-written kernels over the Hopper primitives (kernels_templates/attnjit/sm90_*.cuh), built
+// under the SIMT emulator by simt_hopper_test.cpp. Every kernel takes FwdParams (the forward
+// entry's signature): p.q points at an array of tensor maps, p.k at extra input (the P matrix),
+// p.o at the fp32 output, and the int fields carry the test's knobs.
+#pragma once
+
+namespace attnjit::simt::test {
+
+constexpr const char* kHopperKernels = R"(
+#include "attnjit/copy.cuh"
+using namespace attnjit;
+
+namespace {
+
+const TensorMap* tensor_map(const FwdParams& p, int i) {
+  return static_cast<const TensorMap*>(p.q) + i;
+}
+
+// Stores accumulators of one warp's 16 rows of a 64 x N wgmma result to a row-major fp32 [64][N].
+template <int N>
+void store_accumulators(const FwdParams& p, const float (&d)[N / 2]) {
+  float* out = static_cast<float*>(p.o);
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  for (int e = 0; e < N / 2; ++e) {
+    const int row = 16 * warp + lane / 4 + 8 * ((e % 4) / 2);
+    const int col = 8 * (e / 4) + 2 * (lane % 4) + e % 2;
+    store_global_f32(out + row * N + col, d[e]);
+  }
+}
+
+// Thread 0 initialises the barriers at `bars` (count arrivals each), fenced for the async proxy.
+void init_barriers(unsigned bars, int num, unsigned count) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < num; ++i) mbarrier_init(bars + 8 * i, count);
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+}
+
+}  // namespace
+
+// One TMA box of map 0 at (0, p.kv_len, 1, 0) into shared byte p.num_heads_q, then copied out
+// byte for byte (p.q_len bytes) so the test sees the swizzled placement. p.batch 1: read after a
+// __syncthreads instead of the mbarrier wait, which orders the issue but not the landing.
+extern "C" __global__ void tma_box(FwdParams p) {
+  unsigned char* smem = attnjit_dynamic_smem;
+  const unsigned bar = smem_address(smem);
+  init_barriers(bar, 1, 1);
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(tensor_map(p, 0));
+    mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(p.q_len));
+    tma_load_4d(tensor_map(p, 0), bar, bar + p.num_heads_q, 0, p.kv_len, 1, 0);
+  }
+  if (p.batch == 1) {
+    __syncthreads();
+  } else {
+    mbarrier_wait(bar, 0);
+  }
+  for (int chunk = threadIdx.x; chunk < p.q_len / 16; chunk += blockDim.x) {
+    store_global_16(static_cast<unsigned short*>(p.o) + 8 * chunk,
+                    load_shared_16(smem + p.num_heads_q + 16 * chunk));
+  }
+}
+
+// D[64][N] = A[64][K] * B[N][K]^T with one warpgroup: A (map 0) and B (map 1) TMA-loaded as
+// K / 64 boxes of 64 columns, then K / 16 wgmma.ss with the descriptors advanced 32 bytes per
+// step inside a box and a box apart between boxes. p.batch: 1 reads an accumulator before the
+// wait, 2 never waits.
+template <typename ELEM, int N, int K>
+void wgmma_ss_kernel(FwdParams p) {
+  constexpr int kBoxes = (K + 63) / 64;
+  constexpr unsigned kATile = 1024, kBTile = kATile + kBoxes * 64 * 128;
+  const unsigned base = smem_address(attnjit_dynamic_smem);
+  const unsigned bar = base;
+  init_barriers(bar, 1, 1);
+  if (threadIdx.x == 0) {
+    mbarrier_arrive_expect_tx(bar, kBoxes * (64 + N) * 128);
+    for (int box = 0; box < kBoxes; ++box) {
+      tma_load_4d(tensor_map(p, 0), bar, base + kATile + box * 64 * 128, 64 * box, 0, 0, 0);
+      tma_load_4d(tensor_map(p, 1), bar, base + kBTile + box * N * 128, 64 * box, 0, 0, 0);
+    }
+  }
+  mbarrier_wait(bar, 0);
+  float d[N / 2];
+  wgmma_fence();
+  for (int step = 0; step < K / 16; ++step) {
+    const unsigned in_box = (step % 4) * 32;
+    Wgmma<ELEM, N>::ss(d, wgmma_desc_k_major(base + kATile + (step / 4) * 64 * 128 + in_box),
+                       wgmma_desc_k_major(base + kBTile + (step / 4) * N * 128 + in_box),
+                       step > 0);
+  }
+  wgmma_commit_group();
+  if (p.batch == 1) store_global_f32(static_cast<float*>(p.o), d[0]);
+  if (p.batch == 2) return;
+  wgmma_wait_group<0>();
+  wgmma_fence_accumulators(d);
+  store_accumulators<N>(p, d);
+}
+
+extern "C" __global__ void wgmma_ss_bf16_n64_k16(FwdParams p) { wgmma_ss_kernel<bf16_t, 64, 16>(p); }
+extern "C" __global__ void wgmma_ss_fp16_n64_k16(FwdParams p) { wgmma_ss_kernel<fp16_t, 64, 16>(p); }
+extern "C" __global__ void wgmma_ss_bf16_n128_k16(FwdParams p) { wgmma_ss_kernel<bf16_t, 128, 16>(p); }
+extern "C" __global__ void wgmma_ss_fp16_n128_k16(FwdParams p) { wgmma_ss_kernel<fp16_t, 128, 16>(p); }
+extern "C" __global__ void wgmma_ss_bf16_n64_k128(FwdParams p) { wgmma_ss_kernel<bf16_t, 64, 128>(p); }
+extern "C" __global__ void wgmma_ss_fp16_n64_k128(FwdParams p) { wgmma_ss_kernel<fp16_t, 64, 128>(p); }
+extern "C" __global__ void wgmma_ss_bf16_n128_k128(FwdParams p) { wgmma_ss_kernel<bf16_t, 128, 128>(p); }
+extern "C" __global__ void wgmma_ss_fp16_n128_k128(FwdParams p) { wgmma_ss_kernel<fp16_t, 128, 128>(p); }
+
+// The P.V shape: O[64][128] = P[64][64] * V[64][128], P from registers (row-major 16-bit elements
+// at p.k), V (map 0: [keys][128]) TMA-loaded as two 64-column boxes and read MN-major, 16 keys
+// (2048 bytes) per step.
+template <typename ELEM>
+void wgmma_rs_kernel(FwdParams p) {
+  constexpr unsigned kVTile = 1024, kBoxBytes = 64 * 128;
+  const unsigned base = smem_address(attnjit_dynamic_smem);
+  init_barriers(base, 1, 1);
+  if (threadIdx.x == 0) {
+    mbarrier_arrive_expect_tx(base, 2 * kBoxBytes);
+    for (int box = 0; box < 2; ++box) {
+      tma_load_4d(tensor_map(p, 0), base, base + kVTile + box * kBoxBytes, 64 * box, 0, 0, 0);
+    }
+  }
+  const unsigned short* pm = static_cast<const unsigned short*>(p.k);
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  mbarrier_wait(base, 0);
+  float d[64];
+  wgmma_fence();
+  for (int step = 0; step < 4; ++step) {
+    // The m16n8k16 A fragment of rows 16 * warp ..: register i holds (row g + 8 * (i % 2),
+    // cols 2q + 8 * (i / 2) + {0, 1}) of this 16-key step, the smaller column in the low half.
+    unsigned a[4];
+    for (int i = 0; i < 4; ++i) {
+      const int row = 16 * warp + lane / 4 + 8 * (i % 2);
+      const int col = 16 * step + 2 * (lane % 4) + 8 * (i / 2);
+      a[i] = pm[row * 64 + col] | (static_cast<unsigned>(pm[row * 64 + col + 1]) << 16);
+    }
+    Wgmma<ELEM, 128>::rs(d, a, wgmma_desc_mn_major(base + kVTile + step * 16 * 128, kBoxBytes),
+                         step > 0);
+  }
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  store_accumulators<128>(p, d);
+}
+
+extern "C" __global__ void wgmma_rs_bf16(FwdParams p) { wgmma_rs_kernel<bf16_t>(p); }
+extern "C" __global__ void wgmma_rs_fp16(FwdParams p) { wgmma_rs_kernel<fp16_t>(p); }
+
+// Warp specialisation over a 2-stage ring: warps 0-3 consume, warp 4 produces. The producer loads
+// Q (map 0, [64][64]) once and p.num_heads_q key tiles (map 1, [64 * tiles][64]) into the stage
+// whose "empty" barrier the consumers released; the consumers accumulate D = sum_i Q K_i^T with
+// wgmma and release the stage after their wait. p.batch 1: they release it while keeping its
+// wgmma group in flight (wgmma_wait_group<1>), a race with the producer's next load into it.
+extern "C" __global__ void producer_consumer_ring(FwdParams p) {
+  constexpr unsigned kTileBytes = 64 * 128;
+  const unsigned base = smem_address(attnjit_dynamic_smem);
+  const unsigned q_full = base, full = base + 8, empty = base + 24;
+  const unsigned q_tile = base + 1024, k_tiles = q_tile + kTileBytes;
+  const int tiles = p.num_heads_q;
+  if (threadIdx.x == 0) {
+    mbarrier_init(q_full, 1);
+    for (int s = 0; s < 2; ++s) {
+      mbarrier_init(full + 8 * s, 1);
+      mbarrier_init(empty + 8 * s, 128);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= 128) {
+    warpgroup_reg_dealloc<40>();
+    const int leader = elect_one_lane();
+    if (leader) {
+      tma_prefetch_descriptor(tensor_map(p, 1));
+      mbarrier_arrive_expect_tx(q_full, kTileBytes);
+      tma_load_4d(tensor_map(p, 0), q_full, q_tile, 0, 0, 0, 0);
+    }
+    // The producer warp signals without waiting: a bar.arrive / bar.sync pair.
+    named_barrier_arrive(1, 160);
+    if (leader) {
+      for (int i = 0; i < tiles; ++i) {
+        const int s = i % 2;
+        mbarrier_wait(empty + 8 * s, ((i / 2) & 1) ^ 1);
+        mbarrier_arrive_expect_tx(full + 8 * s, kTileBytes);
+        tma_load_4d(tensor_map(p, 1), full + 8 * s, k_tiles + s * kTileBytes, 0, 64 * i, 0, 0);
+      }
+    }
+    return;
+  }
+  warpgroup_reg_alloc<232>();
+  named_barrier_sync(1, 160);
+  mbarrier_wait(q_full, 0);
+  float d[32];
+  for (int i = 0; i < tiles; ++i) {
+    const int s = i % 2;
+    mbarrier_wait(full + 8 * s, (i / 2) & 1);
+    wgmma_fence();
+    for (int step = 0; step < 4; ++step) {
+      Wgmma<bf16_t, 64>::ss(d, wgmma_desc_k_major(q_tile + 32 * step),
+                            wgmma_desc_k_major(k_tiles + s * kTileBytes + 32 * step),
+                            i > 0 || step > 0);
+    }
+    wgmma_commit_group();
+    if (p.batch == 1) {
+      mbarrier_arrive(empty + 8 * s);
+      wgmma_wait_group<1>();
+    } else {
+      wgmma_wait_group<0>();
+      mbarrier_arrive(empty + 8 * s);
+    }
+  }
+  wgmma_wait_group<0>();
+  store_accumulators<64>(p, d);
+}
+
+// A and B of a 64 x 64 x 16 wgmma written with st.shared (every word 1.0 in bf16 pairs), ordered
+// for the async proxy by fence.proxy.async unless p.batch is 1.
+extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
+  unsigned char* smem = attnjit_dynamic_smem;
+  for (int word = threadIdx.x; word < 2 * 64 * 128 / 4; word += blockDim.x) {
+    store_shared_32(smem + 4 * word, 0x3f803f80u);
+  }
+  if (p.batch != 1) fence_proxy_async_shared();
+  __syncthreads();
+  const unsigned base = smem_address(smem);
+  float d[32];
+  wgmma_fence();
+  Wgmma<bf16_t, 64>::ss(d, wgmma_desc_k_major(base), wgmma_desc_k_major(base + 64 * 128), 0);
+  wgmma_commit_group();
+  wgmma_wait_group<0>();
+  store_accumulators<64>(p, d);
+}
+
+// Warps 0-3 wait at named barrier 1 for 160 threads; warp 4 exits without arriving.
+extern "C" __global__ void named_barrier_deadlock(FwdParams p) {
+  if (threadIdx.x < 128) named_barrier_sync(1, 160);
+}
+
+// Two arrivals expected, one made: every thread waits for a phase that never completes.
+extern "C" __global__ void mbarrier_deadlock(FwdParams p) {
+  const unsigned bar = smem_address(attnjit_dynamic_smem) + 64;
+  init_barriers(bar, 1, 2);
+  if (threadIdx.x == 0) mbarrier_arrive(bar);
+  mbarrier_wait(bar, 0);
+}
+)";
+
+}  // namespace attnjit::simt::test
