@@ -14,9 +14,9 @@
 //     mask and the online softmax in registers, P converted in registers to wgmma's A fragment,
 //     O += P V (wgmma with A from registers, V read MN-major, N = HEAD_DIM), then the stage's
 //     release. The epilogue normalises O and writes it and the LSE.
-// The producer passes each stage's key tile index through shared memory next to the barriers, and
-// a negative index ends the ring, so that the consumers follow whatever sequence of tiles the
-// producer loads.
+// The producer and every consumer warp walk the same sequence of key tiles (KeptTiles): each
+// classifies the tiles itself, 32 at a time with one ballot, so no message passes between them
+// and the i-th stage always holds the i-th kept tile; the empty tiles of a mask are never loaded.
 //
 // Everything per row (block assignment, hoisted variant values, scores, fully masked rows, NaN
 // propagation, output staging) is the SM80 kernel's own code, instantiated for 8 warps of 16
@@ -101,10 +101,6 @@ struct AttentionForwardSm90 {
   ATTNJIT_DEVICE unsigned empty_barrier(int stage) const {
     return q_smem + kTilesBytes + 8 + 8 * kSm90MaxStages + 8 * stage;
   }
-  // The key tile index the producer put in `stage` (negative: no more tiles).
-  ATTNJIT_DEVICE unsigned char* stage_tile(int stage) const {
-    return tiles + kTilesBytes + 8 + 16 * kSm90MaxStages + 8 * stage;
-  }
 
   ATTNJIT_DEVICE void run() {
     if (!math.assign_block()) return;
@@ -139,6 +135,43 @@ struct AttentionForwardSm90 {
     }
   }
 
+  // The key tiles a warp's lanes classify together: the next non-empty one from `tile` on and
+  // its class (full: no mask evaluation), or num_kv_tiles when none is left. Called by all 32
+  // lanes of a warp with the same arguments (warp-uniform), as the ballots need.
+  struct KeptTiles {
+    int begin = -32;  // the classified window is [begin, begin + 32)
+    unsigned nonempty = 0;
+    unsigned full = 0;
+
+    ATTNJIT_DEVICE int next(const RowMath& math, int tile, int lane, int& tile_class) {
+      if constexpr (!VARIANT::kHasMask) {
+        tile_class = kTileFull;
+        return min(tile, math.num_kv_tiles);
+      } else {
+        while (tile < math.num_kv_tiles) {
+          if (tile < begin || tile >= begin + 32) {
+            begin = tile;
+            const int mine = tile + lane;
+            const int c = mine < math.num_kv_tiles ? math.classify(mine)
+                                                   : static_cast<int>(kTileEmpty);
+            nonempty = __ballot_sync(0xffffffffu, c != kTileEmpty);
+            full = __ballot_sync(0xffffffffu, c == kTileFull);
+          }
+          const int offset = tile - begin;
+          const unsigned ahead = nonempty >> offset;
+          if (ahead != 0u) {
+            const int found = offset + __ffs(static_cast<int>(ahead)) - 1;
+            tile_class = (full >> found) & 1u ? kTileFull : kTilePartial;
+            return begin + found;
+          }
+          tile = begin + 32;
+        }
+        tile_class = kTileEmpty;
+        return math.num_kv_tiles;
+      }
+    }
+  };
+
   // ---- Producer: warp 0 of warpgroup 0.
   ATTNJIT_DEVICE void produce() {
     const int leader = elect_one_lane();
@@ -156,31 +189,28 @@ struct AttentionForwardSm90 {
                     b);
       }
     }
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    KeptTiles kept;
+    int tile_class = kTileEmpty;
     int stage = 0;
     int round = 0;  // how many times the ring has wrapped
-    for (int tile = 0;; ++tile) {
-      const bool done = tile >= math.num_kv_tiles;
+    for (int tile = kept.next(math, 0, lane, tile_class); tile < math.num_kv_tiles;
+         tile = kept.next(math, tile + 1, lane, tile_class)) {
       // Note: a stage is reused once all 256 consumer threads released its previous contents;
       // in the first round the wait returns at once (a fresh barrier's preceding phase, of
       // parity 1, counts as completed).
       mbarrier_wait(empty_barrier(stage), static_cast<unsigned>(round & 1) ^ 1u);
       if (leader) {
-        store_shared_32(stage_tile(stage), static_cast<unsigned>(done ? -1 : tile));
-        if (done) {
-          mbarrier_arrive(full_barrier(stage));  // no bytes: the consumers read the end mark
-        } else {
-          mbarrier_arrive_expect_tx(full_barrier(stage), 2 * kKVBytes);
+        mbarrier_arrive_expect_tx(full_barrier(stage), 2 * kKVBytes);
 #pragma unroll
-          for (int box = 0; box < kBoxes; ++box) {
-            tma_load_4d(&params.k_map, full_barrier(stage), k_stage(stage) + box * kKVBoxBytes,
-                        64 * box, tile * BLOCK_N, h_kv, b);
-            tma_load_4d(&params.v_map, full_barrier(stage), v_stage(stage) + box * kKVBoxBytes,
-                        64 * box, tile * BLOCK_N, h_kv, b);
-          }
+        for (int box = 0; box < kBoxes; ++box) {
+          tma_load_4d(&params.k_map, full_barrier(stage), k_stage(stage) + box * kKVBoxBytes,
+                      64 * box, tile * BLOCK_N, h_kv, b);
+          tma_load_4d(&params.v_map, full_barrier(stage), v_stage(stage) + box * kKVBoxBytes,
+                      64 * box, tile * BLOCK_N, h_kv, b);
         }
       }
       __syncwarp();
-      if (done) break;
       if (++stage == NUM_STAGES) {
         stage = 0;
         ++round;
@@ -207,13 +237,14 @@ struct AttentionForwardSm90 {
 
     const unsigned q_rows = q_smem + consumer * kConsumerRowBytes;
     mbarrier_wait(q_barrier(), 0);
+    KeptTiles kept;
+    int tile_class = kTileEmpty;
     int stage = 0;
     int round = 0;
-    for (;;) {
+    for (int tile = kept.next(math, 0, lane, tile_class); tile < math.num_kv_tiles;
+         tile = kept.next(math, tile + 1, lane, tile_class)) {
       mbarrier_wait(full_barrier(stage), static_cast<unsigned>(round & 1));
-      const int tile = static_cast<int>(load_shared_u32(stage_tile(stage)));
-      if (tile < 0) break;
-      compute_tile(tile, stage, q_rows, warp, lane, row_values, acc_o, softmax);
+      compute_tile(tile, tile_class, stage, q_rows, warp, lane, row_values, acc_o, softmax);
       mbarrier_arrive(empty_barrier(stage));
       if (++stage == NUM_STAGES) {
         stage = 0;
@@ -233,7 +264,8 @@ struct AttentionForwardSm90 {
     return reinterpret_cast<float(&)[4 * CHUNKS]>(tile);
   }
 
-  ATTNJIT_DEVICE void compute_tile(int tile, int stage, unsigned q_rows, int warp, int lane,
+  ATTNJIT_DEVICE void compute_tile(int tile, int tile_class, int stage, unsigned q_rows, int warp,
+                                   int lane,
                                    const typename RowMath::RowValues& row_values,
                                    Accumulators& acc_o, OnlineSoftmax (&softmax)[1]) const {
     // ---- S = Q K^T: K-steps of 16 columns, 4 per 64-column box (32 bytes apart in a row).
@@ -254,7 +286,7 @@ struct AttentionForwardSm90 {
     wgmma_fence_accumulators(flat(acc_s));
 
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
-    math.apply_scores(acc_s, tile, kTileFull, warp, lane, row_values);
+    math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
     softmax[0].update(acc_s[0], acc_o[0]);
 
     // ---- O += P V. P's A fragment of key-step kk is S's n8 chunks 2kk, 2kk + 1 (Layout::p_tile,

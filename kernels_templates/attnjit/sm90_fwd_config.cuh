@@ -17,9 +17,8 @@ constexpr int kSm90MaxStages = 8;
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so
 // the kernel rounds its base up and the launch asks for the slack.
 constexpr int kSm90SmemAlignment = 1024;
-// After the tiles: the Q barrier, then full and empty barriers per stage (8 bytes each), then the
-// key tile index and class the producer hands each stage's consumers (8 bytes per stage).
-constexpr int kSm90BarrierBytes = 8 + 2 * 8 * kSm90MaxStages + 8 * kSm90MaxStages;
+// After the tiles: the Q barrier, then full and empty barriers per stage (8 bytes each).
+constexpr int kSm90BarrierBytes = 8 + 2 * 8 * kSm90MaxStages;
 
 // [slack][Q tile: BLOCK_M x HEAD_DIM][K: stages x BLOCK_N x HEAD_DIM][V: the same][barriers], all
 // 16-bit elements; every tile is a whole number of 1024-byte atoms. The output is staged in Q's

@@ -27,7 +27,7 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0x64b6e1546997fa1full},
+    {"noop", 0xb6f6f729fc16c663ull},
     {"causal", 0x56cdcf0c636f4d2bull},
     {"sliding_window", 0x6c5b1ae711f629d3ull},
     {"prefix_lm", 0x302e2c8f3216439bull},
