@@ -175,6 +175,7 @@ static void test_kernel_family(void) {
   CHECK(strcmp(family_of(noop, "sm_90", "sm90"), "sm80") == 0);
   CHECK(strcmp(family_of(noop, "sm_80", "sm90"), "sm80") == 0);
   CHECK(strcmp(family_of(variant, "sm_90a", NULL), "sm80") == 0);
+  CHECK(strcmp(family_of(variant, "sm_90a", "sm90"), "sm90") == 0); /* masks too */
 
   /* A value that is none of the choices is refused, naming them. */
   setenv("ATTNJIT_KERNEL_FAMILY", "sm100", 1);

@@ -94,11 +94,11 @@ TEST_CASE("ATTNJIT_KERNEL_FAMILY is the environment's request") {
   }
 }
 
-TEST_CASE("masks and scores stay on the sm80 kernel until the sm90 kernel applies them") {
+TEST_CASE("masks and scores run on the sm90 kernel too") {
   const Target sm90a(90, true);
   CHECK(choose_kernel_family(sm90a, DType::bf16, 128, parse_mask("kv_idx <= q_idx"),
-                             parse_score(""), FamilyRequest::sm90) == KernelFamily::sm80);
-  CHECK(choose_kernel_family(sm90a, DType::bf16, 128, parse_mask(""),
+                             parse_score(""), FamilyRequest::sm90) == KernelFamily::sm90);
+  CHECK(choose_kernel_family(sm90a, DType::fp16, 64, parse_mask(""),
                              parse_score("30.0 * tanh(score / 30.0)"),
-                             FamilyRequest::sm90) == KernelFamily::sm80);
+                             FamilyRequest::sm90) == KernelFamily::sm90);
 }

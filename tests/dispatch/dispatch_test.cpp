@@ -249,6 +249,29 @@ TEST_CASE("fake device: the sm90 kernel runs through the C API on sm_90a", "[dis
   std::filesystem::remove_all(cache, ignored);
 }
 
+TEST_CASE("fake device: the sm90 kernel with masks, scores and tensor summaries",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const KernelFamilyScope family("sm90");
+  // Note: before the harness's cache is first used (one test case per process under ctest), so
+  // that the fake driver finds the cubins' sources and reports the sm90 parameter block.
+  const auto cache = work_dir("sm90-masks-cache");
+  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(300, 4, false, 9)};
+  doc.shape = shape(1, 2, 1, 300, 300);
+  KernelCase softcap;
+  softcap.mask = "q_idx >= kv_idx";
+  softcap.score = "30.0 * tanh(score / 30.0)";
+  softcap.shape = shape(2, 2, 2, 140, 200);
+  const int before = device().launch_count();
+  check_through_backend({doc, with(softcap, DType::fp16, Layout::blhd, 128)});
+  // Two summaries (doc at q_idx and at kv_idx) and the forward kernel, then one forward.
+  CHECK(device().launch_count() - before == 4);
+  unsetenv("ATTNJIT_CACHE_DIR");
+}
+
 TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its checks",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;

@@ -28,12 +28,12 @@ struct Pin {
 
 constexpr Pin kPins[] = {
     {"noop", 0xb6f6f729fc16c663ull},
-    {"causal", 0x56cdcf0c636f4d2bull},
-    {"sliding_window", 0x6c5b1ae711f629d3ull},
-    {"prefix_lm", 0x302e2c8f3216439bull},
-    {"document", 0x1ecef12030c28aa3ull},
-    {"alibi", 0x8ecd545891bb981bull},
-    {"softcap", 0x9e0955eadfe05053ull},
+    {"causal", 0xb20e26764b316af3ull},
+    {"sliding_window", 0x6dec9dbc73f01b8bull},
+    {"prefix_lm", 0xe98652bef057df73ull},
+    {"document", 0x29a5678f0cdfa017ull},
+    {"alibi", 0x13b4caa05fa2bbe3ull},
+    {"softcap", 0xead53e994694988full},
 };
 
 }  // namespace

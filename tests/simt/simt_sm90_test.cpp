@@ -2,11 +2,14 @@
 // its producer and consumer warpgroups, mbarrier ring, TMA loads from the fake driver's tensor
 // maps and wgmma run on the host and are checked against the CPU reference. Shapes are small (a
 // block is 384 fibers) but cross every tile edge: lengths that are not multiples of the tiles, more
-// key tiles than stages (the ring wraps), GQA / MQA and q_len != kv_len.
+// key tiles than stages (the ring wraps), GQA / MQA and q_len != kv_len; then the masks and
+// scores: the standard variants, skipped tiles, fully masked rows, non-finite inputs, per-call
+// parameters and tensors, random expressions.
 #include <catch2/catch.hpp>
 
 #include "simt_harness.hpp"
 #include "support/case_tables.hpp"
+#include "support/expression_generator.hpp"
 
 using namespace attnjit;
 using namespace attnjit::kernel_test;
@@ -55,4 +58,58 @@ TEST_CASE("emulated sm90: head dim 256, an explicit scale and the lse off", "[si
   c.scale = 0.3f;
   c.with_lse = false;
   check_sm90({with(c, DType::bf16, Layout::bhld, 256)});
+}
+
+TEST_CASE("emulated sm90: the standard variants' masks and scores match the reference",
+          "[simt][sm90]") {
+  std::vector<KernelCase> cases;
+  for (const KernelCase& c : mask_families(shape(1, 2, 1, 150, 300))) {
+    cases.push_back(c);
+  }
+  cases.push_back(with(mask_families(shape(1, 1, 1, 130, 200))[1], DType::fp16, Layout::blhd, 128));
+  check_sm90(cases);
+}
+
+TEST_CASE("emulated sm90: skipped tiles, fully masked rows and rows with nothing kept",
+          "[simt][sm90]") {
+  KernelCase late;
+  late.mask = "kv_idx + 20 <= q_idx";  // rows 0..19 keep nothing
+  late.shape = shape(1, 1, 1, 150, 150);
+  KernelCase none;
+  none.mask = "q_idx < 0";  // no tile at all: the producer loads only Q
+  none.shape = shape(1, 1, 1, 33, 70);
+  KernelCase band;
+  band.mask = "kv_idx >= 300 && kv_idx < 330";  // one kept key tile after two empty ones
+  band.shape = shape(1, 1, 1, 40, 400);
+  check_sm90({late, none, band, with(late, DType::fp16, Layout::blhd, 256)});
+}
+
+TEST_CASE("emulated sm90: NaN and +inf inputs make the rows they reach NaN", "[simt][sm90]") {
+  check_sm90(non_finite_inputs(64));
+}
+
+TEST_CASE("emulated sm90: per-call parameters and tensors with one kernel", "[simt][sm90]") {
+  std::vector<KernelCase> cases;
+  KernelCase window;
+  window.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+  window.params = {"W:int"};
+  window.shape = shape(1, 1, 1, 200, 260);
+  for (const int w : {1, 130}) {
+    window.scalars = {w};
+    cases.push_back(window);
+  }
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.shape = shape(1, 1, 1, 257, 257);
+  doc.tensors = {document_ids(257, 5, true, 3)};
+  cases.push_back(doc);
+  check_sm90(cases);
+}
+
+TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]") {
+  std::vector<KernelCase> cases;
+  for (int i = 0; i < 6; ++i) {
+    cases.push_back(random_expression_case(static_cast<std::uint64_t>(3000 + i), 160, 1, 1));
+  }
+  check_sm90(cases);
 }
