@@ -8,8 +8,8 @@
 // the 16-byte chunk c of row r at chunk position c ^ (r & 7) (PTX ISA, "Tensor Access Modes:
 // Tiled mode" and "Tensor-copy swizzling modes": the 128B mode XORs address bits [4:6] with bits
 // [7:9]) -- exactly one swizzle block of SwizzledTile<ROWS, HEAD_DIM> (copy.cuh) with
-// HEAD_DIM % 64 == 0. A tile of head dim D is D / 64 boxes, box j at byte offset j * BOX_ROWS * 128.
-// The destination must be 1024-byte aligned (one full swizzle pattern: 8 rows of 128 bytes).
+// HEAD_DIM % 64 == 0. A tile of head dim D is D / 64 boxes, box j at byte offset j * BOX_ROWS *
+// 128. The destination must be 1024-byte aligned (one full swizzle pattern: 8 rows of 128 bytes).
 // Note: the SIMT emulator (tests/simt/include/attnjit_simt/hopper_tma.hpp) implements the load for
 // host runs from the fake driver's encoding of the map.
 #pragma once
@@ -40,8 +40,7 @@ ATTNJIT_DEVICE void tma_load_4d(const TensorMap* map, unsigned bar, unsigned sme
   asm volatile(
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(smem_dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2),
-      "r"(c3)
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
 

@@ -120,22 +120,22 @@ struct Wgmma;
   ATTNJIT_WGMMA_REGS_64                                                                          \
   ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, " \
   "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-#define ATTNJIT_WGMMA_REGS_128                                                              \
-  ATTNJIT_WGMMA_REGS_96                                                                     \
-  ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, " \
+#define ATTNJIT_WGMMA_REGS_128                                                                 \
+  ATTNJIT_WGMMA_REGS_96                                                                        \
+  ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, "   \
   "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, " \
   "%126, %127"
-#define ATTNJIT_WGMMA_D8(i)                                                                \
+#define ATTNJIT_WGMMA_D8(i)                                                                   \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
 #define ATTNJIT_WGMMA_D_32 \
   ATTNJIT_WGMMA_D8(0), ATTNJIT_WGMMA_D8(8), ATTNJIT_WGMMA_D8(16), ATTNJIT_WGMMA_D8(24)
 #define ATTNJIT_WGMMA_D_48 ATTNJIT_WGMMA_D_32, ATTNJIT_WGMMA_D8(32), ATTNJIT_WGMMA_D8(40)
 #define ATTNJIT_WGMMA_D_64 ATTNJIT_WGMMA_D_48, ATTNJIT_WGMMA_D8(48), ATTNJIT_WGMMA_D8(56)
-#define ATTNJIT_WGMMA_D_96                                                                  \
+#define ATTNJIT_WGMMA_D_96                                                              \
   ATTNJIT_WGMMA_D_64, ATTNJIT_WGMMA_D8(64), ATTNJIT_WGMMA_D8(72), ATTNJIT_WGMMA_D8(80), \
       ATTNJIT_WGMMA_D8(88)
-#define ATTNJIT_WGMMA_D_128                                                                  \
+#define ATTNJIT_WGMMA_D_128                                                               \
   ATTNJIT_WGMMA_D_96, ATTNJIT_WGMMA_D8(96), ATTNJIT_WGMMA_D8(104), ATTNJIT_WGMMA_D8(112), \
       ATTNJIT_WGMMA_D8(120)
 
@@ -145,28 +145,30 @@ struct Wgmma;
 // scale-d is a predicate (false: D = A * B, the accumulators' old values are ignored); the scales
 // are +1 (no negation); trans 0 is K-major, 1 is MN-major. `R` is N / 2 and I0..I5 the operand
 // numbers R..R + 5 spelled out, because the instruction text must be a literal.
-#define ATTNJIT_DEFINE_WGMMA(ELEM, PTX_TYPE, N, R, I0, I1, I2, I3, I4, I5)                       \
-  template <>                                                                                   \
-  struct Wgmma<ELEM, N> {                                                                       \
-    ATTNJIT_DEVICE static void ss(float (&d)[R], unsigned long long desc_a,                     \
-                                  unsigned long long desc_b, int accumulate) {                  \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2 ", 0;\n"                            \
+#define ATTNJIT_DEFINE_WGMMA(ELEM, PTX_TYPE, N, R, I0, I1, I2, I3, I4, I5)                     \
+  template <>                                                                                  \
+  struct Wgmma<ELEM, N> {                                                                      \
+    ATTNJIT_DEVICE static void ss(float (&d)[R], unsigned long long desc_a,                    \
+                                  unsigned long long desc_b, int accumulate) {                 \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2                                     \
+                   ", 0;\n"                                                                    \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE     \
-                   " {" ATTNJIT_WGMMA_REGS_##R "}, %" I0 ", %" I1 ", p, 1, 1, 0, 0;\n}\n"       \
-                   : ATTNJIT_WGMMA_D_##R                                                        \
-                   : "l"(desc_a), "l"(desc_b), "r"(accumulate)                                  \
-                   : "memory");                                                                 \
-    }                                                                                           \
-    ATTNJIT_DEVICE static void rs(float (&d)[R], const unsigned (&a)[4],                        \
-                                  unsigned long long desc_b, int accumulate) {                  \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I5 ", 0;\n"                            \
+                   " {" ATTNJIT_WGMMA_REGS_##R "}, %" I0 ", %" I1 ", p, 1, 1, 0, 0;\n}\n"      \
+                   : ATTNJIT_WGMMA_D_##R                                                       \
+                   : "l"(desc_a), "l"(desc_b), "r"(accumulate)                                 \
+                   : "memory");                                                                \
+    }                                                                                          \
+    ATTNJIT_DEVICE static void rs(float (&d)[R], const unsigned (&a)[4],                       \
+                                  unsigned long long desc_b, int accumulate) {                 \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I5                                     \
+                   ", 0;\n"                                                                    \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE     \
                    " {" ATTNJIT_WGMMA_REGS_##R "}, {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" I4 \
-                   ", p, 1, 1, 1;\n}\n"                                                         \
-                   : ATTNJIT_WGMMA_D_##R                                                        \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate)   \
-                   : "memory");                                                                 \
-    }                                                                                           \
+                                               ", p, 1, 1, 1;\n}\n"                            \
+                   : ATTNJIT_WGMMA_D_##R                                                       \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate)  \
+                   : "memory");                                                                \
+    }                                                                                          \
   };
 
 ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 64, 32, "32", "33", "34", "35", "36", "37")

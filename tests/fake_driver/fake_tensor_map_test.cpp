@@ -1,15 +1,15 @@
 // The fake libcuda's cuTensorMapEncodeTiled, resolved through cuGetProcAddress as the backend
 // resolves every entry point: it validates like the real driver and writes the shared fake
 // encoding the emulated TMA loads read back.
-#include <catch2/catch.hpp>
+#include "attnjit_simt/fake_tensor_map.hpp"
+
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
-
-#include "attnjit_simt/fake_tensor_map.hpp"
 
 namespace {
 

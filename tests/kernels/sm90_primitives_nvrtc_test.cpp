@@ -2,10 +2,10 @@
 // (the embedded templates, as the library compiles them): every wgmma shape and form, TMA,
 // mbarriers, named barriers, fences, elect.sync and setmaxnreg reach the PTX, and, when cuobjdump
 // can be found, the SASS holds the Hopper instructions (HGMMA, UTMALDG). Needs no GPU.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -174,8 +174,9 @@ TEST_CASE("sm90 primitives: ptxas accepts them and the SASS has HGMMA and UTMALD
   CHECK(compiled.log.find("'setmaxnreg' ignored") == std::string::npos);
   const std::string cuobjdump = find_cuobjdump();
   if (cuobjdump.empty()) {
-    WARN("cuobjdump not found (PATH, CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-cuobjdump): "
-         "SASS not checked");
+    WARN(
+        "cuobjdump not found (PATH, CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-cuobjdump): "
+        "SASS not checked");
     return;
   }
   const fs::path cubin = fs::temp_directory_path() /
@@ -184,8 +185,8 @@ TEST_CASE("sm90 primitives: ptxas accepts them and the SASS has HGMMA and UTMALD
     std::ofstream file(cubin, std::ios::binary);
     file.write(compiled.image.data(), static_cast<std::streamsize>(compiled.image.size()));
   }
-  const std::string sass = run_command(fmt::format("'{}' --dump-sass '{}' 2>&1", cuobjdump,
-                                                   cubin.string()));
+  const std::string sass =
+      run_command(fmt::format("'{}' --dump-sass '{}' 2>&1", cuobjdump, cubin.string()));
   fs::remove(cubin);
   INFO(cuobjdump);
   for (const char* needle : {"HGMMA.64x64x16.F32.BF16", "HGMMA.64x256x16.F32", "UTMALDG.4D",

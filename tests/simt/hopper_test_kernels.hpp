@@ -39,7 +39,7 @@ void init_barriers(unsigned bars, int num, unsigned count) {
 
 }  // namespace
 
-// One TMA box of map 0 at (0, p.kv_len, 1, 0) into shared byte p.num_heads_q, then copied out
+// One TMA box of map 0 at (p.num_heads_kv, p.kv_len, 1, 0) into shared byte p.num_heads_q, copied out
 // byte for byte (p.q_len bytes) so the test sees the swizzled placement. p.batch 1: read after a
 // __syncthreads instead of the mbarrier wait, which orders the issue but not the landing.
 extern "C" __global__ void tma_box(FwdParams p) {
@@ -49,7 +49,7 @@ extern "C" __global__ void tma_box(FwdParams p) {
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(tensor_map(p, 0));
     mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(p.q_len));
-    tma_load_4d(tensor_map(p, 0), bar, bar + p.num_heads_q, 0, p.kv_len, 1, 0);
+    tma_load_4d(tensor_map(p, 0), bar, bar + p.num_heads_q, p.num_heads_kv, p.kv_len, 1, 0);
   }
   if (p.batch == 1) {
     __syncthreads();
@@ -97,14 +97,18 @@ void wgmma_ss_kernel(FwdParams p) {
   store_accumulators<N>(p, d);
 }
 
-extern "C" __global__ void wgmma_ss_bf16_n64_k16(FwdParams p) { wgmma_ss_kernel<bf16_t, 64, 16>(p); }
-extern "C" __global__ void wgmma_ss_fp16_n64_k16(FwdParams p) { wgmma_ss_kernel<fp16_t, 64, 16>(p); }
-extern "C" __global__ void wgmma_ss_bf16_n128_k16(FwdParams p) { wgmma_ss_kernel<bf16_t, 128, 16>(p); }
-extern "C" __global__ void wgmma_ss_fp16_n128_k16(FwdParams p) { wgmma_ss_kernel<fp16_t, 128, 16>(p); }
-extern "C" __global__ void wgmma_ss_bf16_n64_k128(FwdParams p) { wgmma_ss_kernel<bf16_t, 64, 128>(p); }
-extern "C" __global__ void wgmma_ss_fp16_n64_k128(FwdParams p) { wgmma_ss_kernel<fp16_t, 64, 128>(p); }
-extern "C" __global__ void wgmma_ss_bf16_n128_k128(FwdParams p) { wgmma_ss_kernel<bf16_t, 128, 128>(p); }
-extern "C" __global__ void wgmma_ss_fp16_n128_k128(FwdParams p) { wgmma_ss_kernel<fp16_t, 128, 128>(p); }
+#define WGMMA_SS_KERNEL(ELEM, N, K)                                    \
+  extern "C" __global__ void wgmma_ss_##ELEM##_n##N##_k##K(FwdParams p) { \
+    wgmma_ss_kernel<ELEM##_t, N, K>(p);                                  \
+  }
+WGMMA_SS_KERNEL(bf16, 64, 16)
+WGMMA_SS_KERNEL(fp16, 64, 16)
+WGMMA_SS_KERNEL(bf16, 128, 16)
+WGMMA_SS_KERNEL(fp16, 128, 16)
+WGMMA_SS_KERNEL(bf16, 64, 128)
+WGMMA_SS_KERNEL(fp16, 64, 128)
+WGMMA_SS_KERNEL(bf16, 128, 128)
+WGMMA_SS_KERNEL(fp16, 128, 128)
 
 // The P.V shape: O[64][128] = P[64][64] * V[64][128], P from registers (row-major 16-bit elements
 // at p.k), V (map 0: [keys][128]) TMA-loaded as two 64-column boxes and read MN-major, 16 keys
@@ -211,8 +215,9 @@ extern "C" __global__ void producer_consumer_ring(FwdParams p) {
   store_accumulators<64>(p, d);
 }
 
-// A and B of a 64 x 64 x 16 wgmma written with st.shared (every word 1.0 in bf16 pairs), ordered
-// for the async proxy by fence.proxy.async unless p.batch is 1.
+// A and B of a 64 x 64 x 16 wgmma written with st.shared (every word 1.0 in bf16 pairs) and
+// ordered for the async proxy by fence.proxy.async. p.batch 1: without the fence; 2: only warps 0
+// and 1 of the warpgroup issue the wgmma.
 extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
   unsigned char* smem = attnjit_dynamic_smem;
   for (int word = threadIdx.x; word < 2 * 64 * 128 / 4; word += blockDim.x) {
@@ -220,6 +225,7 @@ extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
   }
   if (p.batch != 1) fence_proxy_async_shared();
   __syncthreads();
+  if (p.batch == 2 && threadIdx.x >= 64) return;
   const unsigned base = smem_address(smem);
   float d[32];
   wgmma_fence();

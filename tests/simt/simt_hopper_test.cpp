@@ -3,9 +3,10 @@
 // wgmma.ss and wgmma.rs agree with a CPU matrix product through their descriptors, a warp-
 // specialised producer/consumer ring over mbarriers computes the right sum, and the hazards the
 // hardware punishes are reported with a clear message.
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -13,8 +14,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "attnjit/copy.cuh"
 #include "attnjit/sm90_tma.cuh"
@@ -115,39 +114,44 @@ void check_product(const std::vector<float>& output, int n, Expected expected) {
   }
 }
 
-// tma_box over bf16 [1][2 heads][100 rows][64]: the box of 64 rows from row `first` of head 1
-// into shared byte `dst`.
+// tma_box over bf16 [1][2 heads][100 rows][96]: the box of 64 rows x 64 columns from (column,
+// row) of head 1 into shared byte `dst`.
 struct TmaBox {
-  Matrix tensor{2 * 100, 64, true, 11};
+  static constexpr int kRows = 100, kColumns = 96;
+  Matrix tensor{2 * kRows, kColumns, true, 11};
   Launch launch;
 
-  TmaBox(int dst, int first) {
-    launch.maps = {make_map(tensor.bits.data(), 64, 100, 2, 64, true)};
+  TmaBox(int dst, int column, int row) {
+    launch.maps = {make_map(tensor.bits.data(), kColumns, kRows, 2, 64, true)};
     launch.inputs = {&tensor};
     launch.threads = 32;
     launch.smem_bytes = static_cast<unsigned>(dst) + 64 * 128;
     launch.params.q_len = 64 * 128;
     launch.params.num_heads_q = dst;
-    launch.params.kv_len = first;
+    launch.params.num_heads_kv = column;
+    launch.params.kv_len = row;
   }
   TmaBox(const TmaBox&) = delete;  // launch points into tensor
 };
 
 }  // namespace
 
-TEST_CASE("emulated TMA: a box lands as a SwizzledTile block, rows past the end as zeros",
+TEST_CASE("emulated TMA: a box lands as a SwizzledTile block, out-of-range elements as zeros",
           "[simt]") {
-  const int first = GENERATE(0, 64);
-  TmaBox box(1024, first);
+  // In range; rows past the end; columns past the end and rows before the start.
+  const auto [column, row] = GENERATE(std::pair{0, 0}, std::pair{0, 64}, std::pair{64, -8});
+  TmaBox box(1024, column, row);
   REQUIRE(box.launch.run("tma_box") == "");
-  const Matrix& tensor = box.tensor;
   const auto* out = reinterpret_cast<const unsigned char*>(box.launch.output.data());
   for (int r = 0; r < 64; ++r) {
     for (int chunk = 0; chunk < 8; ++chunk) {
-      INFO("row " << r << " chunk " << chunk);
+      INFO("box row " << r << " chunk " << chunk);
       std::uint16_t expected[8] = {};
-      if (first + r < 100) {
-        std::memcpy(expected, &tensor.bits[(100 + first + r) * 64 + chunk * 8], 16);
+      for (int i = 0; i < 8; ++i) {
+        const int x = column + 8 * chunk + i, y = row + r;
+        if (x < TmaBox::kColumns && y >= 0 && y < TmaBox::kRows) {
+          expected[i] = box.tensor.bits[(TmaBox::kRows + y) * TmaBox::kColumns + x];
+        }
       }
       CHECK(std::memcmp(out + SwizzledTile<64, 64>::offset(r, chunk), expected, 16) == 0);
     }
@@ -257,12 +261,12 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
                Catch::Contains("exited with 1 wgmma groups never waited for"));
   }
   SECTION("a TMA destination off the 1024-byte swizzle pattern") {
-    TmaBox misaligned(1536, 0);
+    TmaBox misaligned(1536, 0, 0);
     CHECK_THAT(misaligned.launch.run("tma_box"),
                Catch::Contains("TMA destination at shared byte 1536 is not 1024-byte aligned"));
   }
   SECTION("reading a TMA box without waiting for its mbarrier phase") {
-    TmaBox unwaited(1024, 0);
+    TmaBox unwaited(1024, 0, 0);
     unwaited.launch.params.batch = 1;
     CHECK_THAT(unwaited.launch.run("tma_box"),
                Catch::Contains("written by a TMA load that completes phase 0 of the mbarrier at "
@@ -275,6 +279,11 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
     launch.params.batch = 1;
     CHECK_THAT(launch.run("generic_writes_then_wgmma"),
                Catch::Contains("has not executed fence.proxy.async since"));
+  }
+  SECTION("a wgmma issued by only some warps of the warpgroup") {
+    launch.params.batch = 2;
+    CHECK_THAT(launch.run("generic_writes_then_wgmma"),
+               Catch::Contains("warp 0 issued 1 wgmma.mma_async and warp 2 0"));
   }
   SECTION("a named barrier its thread count never reaches") {
     launch.threads = 160;

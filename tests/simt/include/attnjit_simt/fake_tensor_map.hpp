@@ -13,16 +13,16 @@
 namespace attnjit::simt {
 
 // cuda.h's values of the CUtensorMap* enums this model knows.
-inline constexpr int kFakeDataTypeFloat16 = 6;  // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+inline constexpr int kFakeDataTypeFloat16 = 6;   // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
 inline constexpr int kFakeDataTypeBfloat16 = 9;  // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-inline constexpr int kFakeDataTypeLast = 15;  // CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B
-inline constexpr int kFakeInterleaveNone = 0;  // CU_TENSOR_MAP_INTERLEAVE_NONE
-inline constexpr int kFakeInterleaveLast = 2;  // CU_TENSOR_MAP_INTERLEAVE_32B
-inline constexpr int kFakeSwizzleNone = 0;  // CU_TENSOR_MAP_SWIZZLE_NONE
-inline constexpr int kFakeSwizzle128B = 3;  // CU_TENSOR_MAP_SWIZZLE_128B
-inline constexpr int kFakeSwizzleLast = 6;  // CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B
-inline constexpr int kFakeL2PromotionLast = 3;  // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-inline constexpr int kFakeOobFillNone = 0;  // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+inline constexpr int kFakeDataTypeLast = 15;     // CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B
+inline constexpr int kFakeInterleaveNone = 0;    // CU_TENSOR_MAP_INTERLEAVE_NONE
+inline constexpr int kFakeInterleaveLast = 2;    // CU_TENSOR_MAP_INTERLEAVE_32B
+inline constexpr int kFakeSwizzleNone = 0;       // CU_TENSOR_MAP_SWIZZLE_NONE
+inline constexpr int kFakeSwizzle128B = 3;       // CU_TENSOR_MAP_SWIZZLE_128B
+inline constexpr int kFakeSwizzleLast = 6;       // CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B
+inline constexpr int kFakeL2PromotionLast = 3;   // CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+inline constexpr int kFakeOobFillNone = 0;       // CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
 inline constexpr int kFakeOobFillNan = 1;  // CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
 
 // The decoded map. `magic` tells a fake map from 128 arbitrary bytes.
@@ -74,7 +74,8 @@ inline std::string encode_fake_tensor_map(void* map, int data_type, std::uint32_
     return invalid("oobFill %d is not a CUtensorMapFloatOOBfill", oob_fill);
   }
   const std::uint32_t min_rank = interleave == kFakeInterleaveNone ? 1 : 3;
-  if (rank < min_rank || rank > 5) return invalid("tensorRank %u is outside [%u, 5]", rank, min_rank);
+  if (rank < min_rank || rank > 5)
+    return invalid("tensorRank %u is outside [%u, 5]", rank, min_rank);
   const auto address = reinterpret_cast<std::uintptr_t>(global_address);
   const unsigned address_alignment = interleave == kFakeInterleaveLast ? 32 : 16;
   if (address == 0 || address % address_alignment != 0) {

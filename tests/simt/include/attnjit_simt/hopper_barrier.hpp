@@ -27,9 +27,10 @@ inline Mbarrier& mbarrier_at(unsigned bar, const char* what, unsigned& offset) {
   const Emulator& e = emulator();
   if (e.current != nullptr && e.current->tid != barrier.init_thread &&
       e.block_epoch == barrier.init_epoch) {
-    fail("%s on the mbarrier at shared byte %u before a __syncthreads made thread %d's "
-         "mbarrier_init visible",
-         what, offset, barrier.init_thread);
+    fail(
+        "%s on the mbarrier at shared byte %u before a __syncthreads made thread %d's "
+        "mbarrier_init visible",
+        what, offset, barrier.init_thread);
   }
   return barrier;
 }
@@ -46,9 +47,10 @@ inline void complete_phase_if_done(unsigned offset, Mbarrier& barrier) {
 // complete_tx of a TMA load (the async proxy, hence the fence.mbarrier_init requirement).
 inline void mbarrier_complete_tx(unsigned offset, Mbarrier& barrier, unsigned bytes) {
   if (!barrier.init_fenced) {
-    fail("a TMA load completes on the mbarrier at shared byte %u, whose mbarrier_init was not "
-         "followed by fence_mbarrier_init",
-         offset);
+    fail(
+        "a TMA load completes on the mbarrier at shared byte %u, whose mbarrier_init was not "
+        "followed by fence_mbarrier_init",
+        offset);
   }
   barrier.tx -= bytes;
   complete_phase_if_done(offset, barrier);
@@ -193,9 +195,10 @@ inline void named_barrier_arrive(unsigned id, unsigned num_threads) {
 // elect.sync over a converged warp: the lowest lane, 0.
 inline int elect_one_lane() {
   simt::LaneInput input{};
-  const unsigned* out = simt::warp_collective(simt::Collective::elect, input, [](simt::WarpState& w) {
-    for (int lane = 0; lane < 32; ++lane) w.out[lane][0] = lane == 0 ? 1u : 0u;
-  });
+  const unsigned* out =
+      simt::warp_collective(simt::Collective::elect, input, [](simt::WarpState& w) {
+        for (int lane = 0; lane < 32; ++lane) w.out[lane][0] = lane == 0 ? 1u : 0u;
+      });
   return static_cast<int>(out[0]);
 }
 

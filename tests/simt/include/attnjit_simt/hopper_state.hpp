@@ -21,7 +21,7 @@ struct Mbarrier {
   long long tx = 0;
   unsigned phase = 0;  // phases completed so far
   int init_thread = -1;
-  unsigned init_epoch = 0;  // block_epoch at mbarrier.init: other threads need a barrier after it
+  unsigned init_epoch = 0;   // block_epoch at mbarrier.init: other threads need a barrier after it
   bool init_fenced = false;  // fence.mbarrier_init executed since: the async proxy may use it
 };
 
@@ -35,15 +35,16 @@ struct NamedBarrier {
 // only when a wgmma_wait_group retires its group.
 struct WgmmaOp {
   float* d[32];
-  int count = 0;              // accumulators per lane (N / 2)
-  std::vector<float> result;  // [lane][count]
+  int count = 0;                             // accumulators per lane (N / 2)
+  std::vector<float> result;                 // [lane][count]
   std::size_t read_begin = 0, read_end = 0;  // the shared bytes its operands lie in
 };
 
 struct WarpWgmma {
-  bool fenced = false;  // a wgmma_fence since the last wgmma_wait_group
-  std::vector<WgmmaOp> open;                    // issued since the last commit
-  std::deque<std::vector<WgmmaOp>> committed;   // oldest first
+  bool fenced = false;        // a wgmma_fence since the last wgmma_wait_group
+  unsigned issued = 0;        // wgmma.mma_async so far: the 4 warps of a warpgroup issue the same
+  std::vector<WgmmaOp> open;  // issued since the last commit
+  std::deque<std::vector<WgmmaOp>> committed;  // oldest first
 };
 
 struct HopperState {

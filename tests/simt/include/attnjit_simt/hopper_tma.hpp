@@ -15,6 +15,10 @@
 #include "attnjit_simt/fake_tensor_map.hpp"
 #include "attnjit_simt/hopper_barrier.hpp"
 
+// Tensor maps reach kernels as `const __grid_constant__ TensorMap` parameters; on the host every
+// parameter is plain memory.
+#define __grid_constant__
+
 namespace attnjit::simt {
 
 inline FakeTensorMap checked_tensor_map(const TensorMap* map, const char* what) {
@@ -42,9 +46,10 @@ inline void check_no_wgmma_reads(std::size_t begin, std::size_t end) {
     bool hit = overlaps(warps[warp].open);
     for (const auto& group : warps[warp].committed) hit = hit || overlaps(group);
     if (hit) {
-      fail("TMA load into shared bytes [%zu, %zu) while a wgmma of warp %zu still reads them "
-           "(no wgmma_wait_group retired it)",
-           begin, end, warp);
+      fail(
+          "TMA load into shared bytes [%zu, %zu) while a wgmma of warp %zu still reads them "
+          "(no wgmma_wait_group retired it)",
+          begin, end, warp);
     }
   }
 }
@@ -57,13 +62,15 @@ inline void read_box_row(const FakeTensorMap& map, long long x0, long long x1, l
     if (dims[d] < 0 || dims[d] >= static_cast<long long>(map.global_dim[d])) return;
   }
   const long long first = x0 < 0 ? -x0 : 0;
-  const long long last = std::min<long long>(map.box_dim[0],
-                                             static_cast<long long>(map.global_dim[0]) - x0);
+  const long long last =
+      std::min<long long>(map.box_dim[0], static_cast<long long>(map.global_dim[0]) - x0);
   if (first >= last) return;
-  const std::uintptr_t address = map.global_address + static_cast<std::uintptr_t>(
-      (x0 + first) * 2 + x1 * static_cast<long long>(map.global_strides[0]) +
-      x2 * static_cast<long long>(map.global_strides[1]) +
-      x3 * static_cast<long long>(map.global_strides[2]));
+  const std::uintptr_t address =
+      map.global_address +
+      static_cast<std::uintptr_t>((x0 + first) * 2 +
+                                  x1 * static_cast<long long>(map.global_strides[0]) +
+                                  x2 * static_cast<long long>(map.global_strides[1]) +
+                                  x3 * static_cast<long long>(map.global_strides[2]));
   const auto* source = reinterpret_cast<const void*>(address);
   const std::size_t bytes = static_cast<std::size_t>(last - first) * 2;
   if (find_region(source, bytes) == nullptr) {

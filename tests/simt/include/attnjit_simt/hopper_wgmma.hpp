@@ -59,25 +59,30 @@ inline unsigned mn_major_address(const MatrixDescriptor& d, int mn, int k) {
                                          (k / 8) * d.stride_byte_offset + (k % 8) * 128);
 }
 
-// Reads the 16-bit elements of one operand, checking each 16-byte chunk once.
+template <typename ELEM>
+double widen_element(std::uint16_t bits) {
+  return std::is_same_v<ELEM, bf16_t> ? bf16_bits_to_float(bits) : fp16_bits_to_float(bits);
+}
+
+// Reads an operand 16 bytes (8 elements along its contiguous dimension) at a time: the swizzle
+// permutes whole 16-byte chunks, so the 8 elements after a chunk's first stay in order. Each chunk
+// is checked through the async proxy, and the span of all of them is kept for the TMA checks.
 class OperandReader {
  public:
   OperandReader(int warp, const char* what) : warp_(warp), what_(what) {}
 
-  std::uint16_t element(unsigned unswizzled_address) {
+  // The 8 elements whose first has the unswizzled shared-window address `address`, to out[0..7].
+  template <typename ELEM>
+  void chunk(unsigned address, double* out) {
     SharedMemory& smem = *emulator().smem;
-    const unsigned address = unswizzled_address ^ (((unswizzled_address >> 7) & 7) << 4);
-    const std::size_t offset = smem.offset_of_address(address, 2, what_);
-    const std::size_t chunk = offset & ~std::size_t{15};
-    if (std::find(chunks_.begin(), chunks_.end(), chunk) == chunks_.end()) {
-      smem.read_async_proxy(chunk, 16, warp_, what_);
-      chunks_.push_back(chunk);
-    }
-    begin_ = std::min(begin_, chunk);
-    end_ = std::max(end_, chunk + 16);
-    std::uint16_t value;
-    std::memcpy(&value, smem.base() + offset, 2);
-    return value;
+    const std::size_t offset =
+        smem.offset_of_address(address ^ (((address >> 7) & 7) << 4), 16, what_);
+    smem.read_async_proxy(offset, 16, warp_, what_);
+    begin_ = std::min(begin_, offset);
+    end_ = std::max(end_, offset + 16);
+    std::uint16_t bits[8];
+    std::memcpy(bits, smem.base() + offset, 16);
+    for (int i = 0; i < 8; ++i) out[i] = widen_element<ELEM>(bits[i]);
   }
   std::size_t begin() const { return begin_; }
   std::size_t end() const { return end_; }
@@ -85,14 +90,8 @@ class OperandReader {
  private:
   int warp_;
   const char* what_;
-  std::vector<std::size_t> chunks_;
   std::size_t begin_ = ~std::size_t{0}, end_ = 0;
 };
-
-template <typename ELEM>
-double widen_element(std::uint16_t bits) {
-  return std::is_same_v<ELEM, bf16_t> ? bf16_bits_to_float(bits) : fp16_bits_to_float(bits);
-}
 
 // The newest op still held back that writes the accumulator array `d`, or nullptr.
 inline const WgmmaOp* pending_op_for(const WarpWgmma& ww, const float* d, int lane) {
@@ -121,9 +120,10 @@ void wgmma_issue(WarpState& w) {
     }
   }
   if (!ww.fenced) {
-    fail("%s without a wgmma_fence since the warp's last wgmma_wait_group (PTX ISA: wgmma.fence "
-         "orders the registers' earlier accesses before wgmma.mma_async)",
-         what);
+    fail(
+        "%s without a wgmma_fence since the warp's last wgmma_wait_group (PTX ISA: wgmma.fence "
+        "orders the registers' earlier accesses before wgmma.mma_async)",
+        what);
   }
   const auto desc = [&](int i) {
     return static_cast<unsigned long long>(w.in[0].u[i]) |
@@ -147,17 +147,23 @@ void wgmma_issue(WarpState& w) {
   } else {
     const MatrixDescriptor a_desc = decode_matrix_descriptor(desc(0));
     for (int r = 0; r < 16; ++r) {
-      for (int k = 0; k < 16; ++k) {
-        a[r][k] = widen_element<ELEM>(a_reader.element(k_major_address(a_desc, row0 + r, k)));
+      for (int k0 = 0; k0 < 16; k0 += 8) {
+        a_reader.chunk<ELEM>(k_major_address(a_desc, row0 + r, k0), &a[r][k0]);
       }
     }
   }
-  for (int k = 0; k < 16; ++k) {
-    for (int n = 0; n < N; ++n) {
-      // B(k, n): .ss reads it K-major ([N][K]), .rs MN-major ([K][N], imm-trans-b = 1).
-      const unsigned address =
-          A_FROM_REGISTERS ? mn_major_address(b_desc, n, k) : k_major_address(b_desc, n, k);
-      b[k][n] = widen_element<ELEM>(b_reader.element(address));
+  // B(k, n): .ss reads it K-major ([N][K], 8 k per chunk), .rs MN-major ([K][N], 8 n per chunk;
+  // imm-trans-b = 1).
+  double run[8];
+  for (int n = 0; n < N; n += A_FROM_REGISTERS ? 8 : 1) {
+    for (int k = 0; k < 16; k += A_FROM_REGISTERS ? 1 : 8) {
+      if constexpr (A_FROM_REGISTERS) {
+        b_reader.chunk<ELEM>(mn_major_address(b_desc, n, k), run);
+        for (int i = 0; i < 8; ++i) b[k][n + i] = run[i];
+      } else {
+        b_reader.chunk<ELEM>(k_major_address(b_desc, n, k), run);
+        for (int i = 0; i < 8; ++i) b[k + i][n] = run[i];
+      }
     }
   }
   WgmmaOp op;
@@ -186,6 +192,7 @@ void wgmma_issue(WarpState& w) {
   std::memcpy(&marker, &kInFlightAccumulatorBits, 4);
   for (int lane = 0; lane < 32; ++lane) std::fill(op.d[lane], op.d[lane] + op.count, marker);
   ww.open.push_back(std::move(op));
+  ++ww.issued;
 }
 
 // Hands the retired ops' results to the lanes' registers, unless a newer op (later in the group,
@@ -216,12 +223,32 @@ inline void retire_group(WarpWgmma& ww, std::vector<WgmmaOp>& group) {
 template <typename Step>
 void wgmma_warp_step(Collective collective, Step step) {
   LaneInput input{};
-  warp_collective(collective, input, [&](WarpState&) {
-    step(hopper().wgmma[emulator().current->warp]);
-  });
+  warp_collective(collective, input,
+                  [&](WarpState&) { step(hopper().wgmma[emulator().current->warp]); });
+}
+
+// wgmma is warpgroup-wide (.sync.aligned over 4 warps) while the emulator computes each warp
+// alone: when the last thread of a warpgroup exits, its warps must have issued as many.
+inline void check_warpgroup_agreement(const ThreadState& t) {
+  const Emulator& e = emulator();
+  const int first_warp = t.warp / 4 * 4;
+  const int end_warp = std::min(first_warp + 4, static_cast<int>(e.warps.size()));
+  for (int tid = first_warp * 32; tid < end_warp * 32; ++tid) {
+    if (tid != t.tid && !e.threads[tid].done) return;
+  }
+  const std::vector<WarpWgmma>& warps = hopper().wgmma;
+  for (int warp = first_warp + 1; warp < end_warp; ++warp) {
+    if (warps[warp].issued != warps[first_warp].issued) {
+      fail(
+          "warp %d issued %u wgmma.mma_async and warp %d %u: the warps of a warpgroup must "
+          "issue every wgmma together",
+          first_warp, warps[first_warp].issued, warp, warps[warp].issued);
+    }
+  }
 }
 
 inline void check_wgmma_at_exit(const ThreadState& t) {
+  check_warpgroup_agreement(t);
   const WarpWgmma& ww = hopper().wgmma[t.warp];
   if (!ww.open.empty()) {
     fail("exited with %zu wgmma never committed (wgmma_commit_group)", ww.open.size());
@@ -236,7 +263,8 @@ inline void check_wgmma_at_exit(const ThreadState& t) {
 namespace attnjit {
 
 inline void wgmma_fence() {
-  simt::wgmma_warp_step(simt::Collective::wgmma_fence, [](simt::WarpWgmma& ww) { ww.fenced = true; });
+  simt::wgmma_warp_step(simt::Collective::wgmma_fence,
+                        [](simt::WarpWgmma& ww) { ww.fenced = true; });
 }
 
 inline void wgmma_commit_group() {

@@ -82,7 +82,8 @@ class SharedMemory {
       const Word& word = words_[w];
       check_landed(word, w, what);
       check_ordered_read(word, w, -1, warp, what);
-      if (word.tma_barrier < 0 && word.writer >= 0 && e.threads[word.writer].proxy_fences == word.writer_fences) {
+      if (word.tma_barrier < 0 && word.writer >= 0 &&
+          e.threads[word.writer].proxy_fences == word.writer_fences) {
         fail("%s reads shared byte %zu through the async proxy, but thread %d wrote it with "
              "st.shared and has not executed fence.proxy.async since",
              what, w * 4, word.writer);
@@ -96,7 +97,8 @@ class SharedMemory {
                 unsigned phase) {
     for (std::size_t w = offset / 4; w < (offset + size) / 4; ++w) {
       if (words_[w].pending > 0) {
-        fail("TMA load: write-after-write race on shared byte %zu with a cp.async in flight", w * 4);
+        fail("TMA load: write-after-write race on shared byte %zu with a cp.async in flight",
+             w * 4);
       }
     }
     std::memcpy(base_ + offset, data, size);
