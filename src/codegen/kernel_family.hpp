@@ -33,7 +33,9 @@ FamilyRequest family_request_from_environment();
 
 // Note: the sm90 kernel has run only under the SIMT emulator and ptxas so far. `auto` gives it
 // to users only once this is true: the first GPU session flips it after test_gpu (run with
-// ATTNJIT_KERNEL_FAMILY=sm90) and compute-sanitizer memcheck, racecheck and synccheck pass on it.
+// ATTNJIT_KERNEL_FAMILY=sm90) and compute-sanitizer memcheck, racecheck and synccheck pass on it
+// (tools/gpu-check.sh --only test,sanitize), and updates tests/capi/inspect_test.c, which
+// expects `auto` to give sm80 on sm_90a.
 inline constexpr bool kSm90VerifiedOnHardware = false;
 
 // Whether the sm90 kernel implements everything this variant needs (dtype, head dim, mask,
