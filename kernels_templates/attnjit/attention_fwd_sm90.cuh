@@ -13,7 +13,8 @@
 //     S = Q K^T (wgmma, both operands from shared memory, N = BLOCK_N), the score hook, bounds and
 //     mask and the online softmax in registers, P converted in registers to wgmma's A fragment,
 //     O += P V (wgmma with A from registers, V read MN-major, N = HEAD_DIM), then the stage's
-//     release. The epilogue normalises O and writes it and the LSE.
+//     release. The two consumers take turns issuing their GEMMs (ping-pong, GemmTurns), so one's
+//     softmax runs under the other's GEMMs. The epilogue normalises O and writes it and the LSE.
 // The producer and every consumer warp walk the same sequence of key tiles (KeptTiles): each
 // classifies the tiles itself, 32 at a time with one ballot, so no message passes between them
 // and the i-th stage always holds the i-th kept tile; the empty tiles of a mask are never loaded.
@@ -76,8 +77,10 @@ struct AttentionForwardSm90 {
   // Registers per thread after setmaxnreg: 24 x 128 + 240 x 256 = 64512 of the SM's 65536.
   static constexpr int kProducerRegisters = 24;
   static constexpr int kConsumerRegisters = 240;
-  // Named barriers (0 is __syncthreads): one per consumer warpgroup.
+  // Named barriers (0 is __syncthreads): one per consumer warpgroup for its epilogue, and one per
+  // consumer warpgroup for its turns on the tensor cores (GemmTurns).
   static constexpr unsigned kConsumerBarrier0 = 1;
+  static constexpr unsigned kTurnBarrier0 = kConsumerBarrier0 + kConsumerWarpgroups;
 
   using Accumulators = float[1][kDTiles][4];
   using Scores = float[1][kNTiles][4];
@@ -218,6 +221,24 @@ struct AttentionForwardSm90 {
     }
   }
 
+  // Ping-pong between the consumer warpgroups (FA3, section 3.1): they take turns issuing their
+  // GEMMs, so that one's softmax runs while the other's GEMMs use the tensor cores. A turn (the
+  // issue of S = Q K^T, or of O += P V) starts with bar.sync on the warpgroup's own barrier and
+  // ends with bar.arrive on the other's (256 threads: 128 waiting, 128 arriving). Consumer 0 goes
+  // first: consumer 1 arrives once on its barrier before its first turn, and consumer 0 waits
+  // once more after its last turn for consumer 1's last arrival, so that every arrival meets a
+  // wait and no barrier is left half-arrived at exit. Both warpgroups walk the same kept tiles,
+  // hence take the same number of turns.
+  struct GemmTurns {
+    unsigned own;
+    unsigned other;
+    ATTNJIT_DEVICE explicit GemmTurns(int consumer)
+        : own(kTurnBarrier0 + static_cast<unsigned>(consumer)),
+          other(kTurnBarrier0 + static_cast<unsigned>(1 - consumer)) {}
+    ATTNJIT_DEVICE void begin() const { named_barrier_sync(own, kConsumerThreads); }
+    ATTNJIT_DEVICE void end() const { named_barrier_arrive(other, kConsumerThreads); }
+  };
+
   // ---- Consumers: warpgroup 1 + `consumer` (0 or 1) owns query rows 64 * consumer .. + 63.
   ATTNJIT_DEVICE void consume(int consumer) {
     const int thread = static_cast<int>(threadIdx.x) - 128 * (consumer + 1);
@@ -238,19 +259,25 @@ struct AttentionForwardSm90 {
     const unsigned q_rows = q_smem + consumer * kConsumerRowBytes;
     mbarrier_wait(q_barrier(), 0);
     KeptTiles kept;
+    const GemmTurns turns(consumer);
     int tile_class = kTileEmpty;
+    const int first = kept.next(math, 0, lane, tile_class);
+    const bool any_tile = first < math.num_kv_tiles;
+    if (consumer == 1 && any_tile) turns.end();  // consumer 0's first turn
     int stage = 0;
     int round = 0;
-    for (int tile = kept.next(math, 0, lane, tile_class); tile < math.num_kv_tiles;
+    for (int tile = first; tile < math.num_kv_tiles;
          tile = kept.next(math, tile + 1, lane, tile_class)) {
       mbarrier_wait(full_barrier(stage), static_cast<unsigned>(round & 1));
-      compute_tile(tile, tile_class, stage, q_rows, warp, lane, row_values, acc_o, softmax);
+      compute_tile(tile, tile_class, stage, q_rows, warp, lane, row_values, turns, acc_o,
+                   softmax);
       mbarrier_arrive(empty_barrier(stage));
       if (++stage == NUM_STAGES) {
         stage = 0;
         ++round;
       }
     }
+    if (consumer == 0 && any_tile) turns.begin();  // consumer 1's arrival after its last turn
 
     // Note: the output is staged in this warpgroup's own rows of the Q tile; every warp of the
     // warpgroup must be past its last wgmma reading them first.
@@ -264,13 +291,15 @@ struct AttentionForwardSm90 {
     return reinterpret_cast<float(&)[4 * CHUNKS]>(tile);
   }
 
+  // One key tile: two GEMM turns around the softmax.
   ATTNJIT_DEVICE void compute_tile(int tile, int tile_class, int stage, unsigned q_rows, int warp,
-                                   int lane,
-                                   const typename RowMath::RowValues& row_values,
-                                   Accumulators& acc_o, OnlineSoftmax (&softmax)[1]) const {
+                                   int lane, const typename RowMath::RowValues& row_values,
+                                   const GemmTurns& turns, Accumulators& acc_o,
+                                   OnlineSoftmax (&softmax)[1]) const {
     // ---- S = Q K^T: K-steps of 16 columns, 4 per 64-column box (32 bytes apart in a row).
     Scores acc_s;
     wgmma_fence_accumulators(flat(acc_s));
+    turns.begin();
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
@@ -282,6 +311,7 @@ struct AttentionForwardSm90 {
       Wgmma<ELEM, BLOCK_N>::ss(flat(acc_s), desc_q, desc_k, kk > 0 ? 1 : 0);
     }
     wgmma_commit_group();
+    turns.end();
     wgmma_wait_group<0>();
     wgmma_fence_accumulators(flat(acc_s));
 
@@ -301,6 +331,7 @@ struct AttentionForwardSm90 {
       }
     }
     wgmma_fence_accumulators(flat(acc_o));
+    turns.begin();
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kNTiles / 2; ++kk) {
@@ -309,6 +340,7 @@ struct AttentionForwardSm90 {
       Wgmma<ELEM, HEAD_DIM>::rs(flat(acc_o), a[kk], desc_v, 1);
     }
     wgmma_commit_group();
+    turns.end();
     wgmma_wait_group<0>();
     wgmma_fence_accumulators(flat(acc_o));
   }
