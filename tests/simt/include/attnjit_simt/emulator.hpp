@@ -12,9 +12,6 @@
 #include "attnjit_simt/hopper_wgmma.hpp"
 // The kernel templates, after the primitives they call (plain unqualified calls with
 // non-class arguments are looked up where the template is defined).
-// Note: a by-value kernel parameter the hardware reads in place (TMA's tensor maps); on the host
-// the launcher passes it by reference to one copy, which is the same.
-#define __grid_constant__
 #include "attnjit/attention_fwd.cuh"
 #include "attnjit/attention_fwd_sm90.cuh"
 #include "attnjit/expr_ops.cuh"
