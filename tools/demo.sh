@@ -10,7 +10,7 @@ ATTNJIT="$BUILD_DIR/tools/cli/attnjit"
 if "$ATTNJIT" prewarm --help >/dev/null 2>&1 && [[ -e /dev/nvidia0 ]]; then
   "$ATTNJIT" prewarm "$@"                       # the local GPU's arch
 else
-  "$ATTNJIT" prewarm --arch sm_80,sm_90 "$@"    # no GPU: build a cache to ship
+  "$ATTNJIT" prewarm --arch sm_80,sm_90a "$@"   # no GPU: build a cache to ship
 fi
 echo
 "$ATTNJIT" demo

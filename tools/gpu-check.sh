@@ -4,7 +4,7 @@
 # FlexAttention comparison. Uses a build made elsewhere (see tools/bench/README.md).
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
-#                      [--compare-args 'ARGS'] OUTDIR
+#                      [--families LIST] [--compare-args 'ARGS'] OUTDIR
 #
 # --build-dir     the carried build tree (default: build)
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
@@ -13,14 +13,20 @@
 # --only STAGES   comma-separated subset of test,sanitize,compare,scaling,bench (default: all
 #                 but scaling). A stage run on its own gets the whole budget: the full Flex
 #                 table (7 variants x D 64/128 at 16K) is `--only compare`, one device call.
+# --families      kernel families the test and sanitize stages run, each with
+#                 ATTNJIT_KERNEL_FAMILY set (default sm80,sm90: the Hopper kernel is forced even
+#                 where `auto` does not pick it yet, so one call verifies both; its sanitize run
+#                 adds synccheck for the mbarriers and named barriers)
 # --compare-args  extra arguments for compare_flex.py, e.g. '--variant causal --length 64K'
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
 # bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling appends its rows to
 # compare-flex.txt, and writes scaling.json only when compare does not run). The summary is
 # printed last. Every stage prints as it goes.
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
-# each step has its own timeout when several stages run (test_gpu 180, memcheck 75, racecheck
-# 75, ctypes 30, compare_flex 150, scaling 200, then bench 6 x 60), all cut to what is left.
+# each step has its own timeout when several stages run (test_gpu 300, memcheck 120 and racecheck
+# 120, each shared by the families, synccheck 60 for sm90, ctypes 30, compare_flex 150, scaling
+# 200, then bench 6 x 60), all cut to what is left: `--only test,sanitize` verifies both families
+# in one call.
 set -uo pipefail
 
 build_dir=build
@@ -28,6 +34,7 @@ deps_dir=""
 quick=0
 out_dir=""
 stages="test,sanitize,compare,bench"
+families="sm80,sm90"
 compare_args=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -35,20 +42,27 @@ while [[ $# -gt 0 ]]; do
     --deps) deps_dir="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
     --only) stages="$2"; shift 2 ;;
+    --families) families="$2"; shift 2 ;;
     --compare-args) compare_args="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--compare-args 'ARGS'] OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--compare-args 'ARGS'] OUTDIR" >&2
   exit 2
 fi
 for stage in ${stages//,/ }; do
   case "$stage" in
     test|sanitize|compare|scaling|bench) ;;
     *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,bench)" >&2; exit 2 ;;
+  esac
+done
+for family in ${families//,/ }; do
+  case "$family" in
+    sm80|sm90) ;;
+    *) echo "gpu-check: unknown kernel family '$family' (families: sm80,sm90)" >&2; exit 2 ;;
   esac
 done
 # wants STAGE: whether STAGE was asked for.
@@ -129,26 +143,43 @@ if (wants test || wants sanitize) && [[ -z "$test_gpu" ]]; then
   record test_gpu 1 "binary missing"
   test_gpu=""
 fi
+num_families=$(wc -w <<< "${families//,/ }")
 if wants test && [[ -n "$test_gpu" ]]; then
-  # Budget (H100): ~110 kernels at ~0.4 s of NVRTC each plus the CPU reference: about 2 min.
+  # Budget (H100): ~110 kernels at ~0.4 s of NVRTC each plus the CPU reference: about 2 min per
+  # family.
   : > "$out_dir/test-gpu.log"
-  run_step "$(cap "$budget" 180)" "$out_dir/test-gpu.log" "$test_gpu" "[gpu]" --durations yes
-  rc=$?
-  record test_gpu "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
+  for family in ${families//,/ }; do
+    run_step "$(cap "$budget" $((300 / num_families)))" \
+      "$out_dir/test-gpu.log" env ATTNJIT_KERNEL_FAMILY="$family" "$test_gpu" "[gpu]" --durations yes
+    rc=$?
+    record "test_gpu[$family]" "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
+  done
 fi
 if wants sanitize && [[ -n "$test_gpu" ]]; then
   # Sanitizers over the reduced set: the kernels are slow under instrumentation. The cubins come
   # from the cache the test stage filled (ATTNJIT_CACHE_DIR), else they are compiled here.
   : > "$out_dir/memcheck.log"
-  run_step "$(cap $((budget / 2)) 75)" "$out_dir/memcheck.log" compute-sanitizer --tool memcheck \
-    --error-exitcode 3 --leak-check full "$test_gpu" "[sanitize]"
-  rc=$?
-  record memcheck "$rc" "$(grep -E 'ERROR SUMMARY' "$out_dir/memcheck.log" | tail -n1)"
   : > "$out_dir/racecheck.log"
-  run_step "$(cap "$budget" 75)" "$out_dir/racecheck.log" compute-sanitizer --tool racecheck \
-    --racecheck-report analysis --error-exitcode 3 "$test_gpu" "[sanitize]"
-  rc=$?
-  record racecheck "$rc" "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out_dir/racecheck.log" | tail -n1)"
+  for family in ${families//,/ }; do
+    run_step "$(cap $((budget / 2)) $((120 / num_families)))" "$out_dir/memcheck.log" \
+      env ATTNJIT_KERNEL_FAMILY="$family" compute-sanitizer --tool memcheck --error-exitcode 3 \
+      --leak-check full "$test_gpu" "[sanitize]"
+    rc=$?
+    record "memcheck[$family]" "$rc" "$(grep -E 'ERROR SUMMARY' "$out_dir/memcheck.log" | tail -n1)"
+    run_step "$(cap "$budget" $((120 / num_families)))" "$out_dir/racecheck.log" \
+      env ATTNJIT_KERNEL_FAMILY="$family" compute-sanitizer --tool racecheck \
+      --racecheck-report analysis --error-exitcode 3 "$test_gpu" "[sanitize]"
+    rc=$?
+    record "racecheck[$family]" "$rc" "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out_dir/racecheck.log" | tail -n1)"
+    if [[ "$family" == sm90 ]]; then
+      # The Hopper kernel synchronises with mbarriers and named barriers: synccheck too (its log
+      # joins racecheck.log, OUTDIR keeps to 8 files).
+      run_step "$(cap "$budget" 60)" "$out_dir/racecheck.log" env ATTNJIT_KERNEL_FAMILY=sm90 \
+        compute-sanitizer --tool synccheck --error-exitcode 3 "$test_gpu" "[sanitize]"
+      rc=$?
+      record "synccheck[sm90]" "$rc" "$(grep -E 'ERROR SUMMARY' "$out_dir/racecheck.log" | tail -n1)"
+    fi
+  done
 fi
 
 lib=$(find "$build_dir" -name 'libattnjit.so*' -type f 2>/dev/null | head -n 1)

@@ -218,15 +218,15 @@ typedef enum attnjit_kernel_origin {
 #define ATTNJIT_INSPECT_OPTIONS_VERSION 1
 typedef struct attnjit_inspect_options {
   int version;      /* ATTNJIT_INSPECT_OPTIONS_VERSION */
-  const char* arch; /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"; NULL: the runtime's GPU,
-                       else sm_90 */
+  const char* arch; /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"; NULL: the runtime's GPU
+                       (a compute capability 9.0 device is sm_90a), else sm_90 */
   unsigned parts;   /* ATTNJIT_INSPECT_* bits; attnjit_inspect_options_init sets ALL */
 } attnjit_inspect_options;
 
 /* Allocated by attnjit_variant_inspect, freed by attnjit_variant_info_destroy; every string in
  * it is owned by it. Fields may be appended in later versions (never reordered). */
 typedef struct attnjit_variant_info {
-  const char* arch;       /* as validated: "sm_90" */
+  const char* arch;       /* as validated: "sm_90a" */
   const char* kernel;     /* the entry point: "attnjit_fwd" */
   const char* canonical_mask; /* the mask as attnjit reads it (canonical form) */
   int mask_reads_tensors; /* 1: tiles are classified per call; 0: from indices alone */
@@ -244,6 +244,10 @@ typedef struct attnjit_variant_info {
   int cached;         /* 1 when cache_path exists now */
   const char* source; /* NULL unless ATTNJIT_INSPECT_SOURCE */
   const char* ptx;    /* NULL unless ATTNJIT_INSPECT_PTX */
+  /* Which forward kernel the variant gets on this arch: "sm80" (the FlashAttention-2 style
+   * kernel, every arch) or "sm90" (the Hopper kernel, sm_90a only; chosen by default only once
+   * verified on hardware, or when the environment sets ATTNJIT_KERNEL_FAMILY=sm90). */
+  const char* kernel_family;
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);

@@ -162,10 +162,51 @@ struct AttentionForward {
 
   // Per-block constants.
   const FwdParams& params;
-  int b = 0, h = 0, q0 = 0, q_end = 0, num_kv_tiles = 0;
+  int b = 0, h = 0, h_kv = 0, q0 = 0, q_end = 0, num_kv_tiles = 0;
   typename VARIANT::Block block_values;
+  // Where the Q tile (BLOCK_M x HEAD_DIM, SwizzledTile layout) lies: the output is staged there.
+  unsigned char* q_tile;
 
-  ATTNJIT_DEVICE explicit AttentionForward(const FwdParams& p) : params(p) {}
+  ATTNJIT_DEVICE explicit AttentionForward(const FwdParams& p)
+      : params(p), q_tile(attnjit_dynamic_smem) {}
+
+  // Note: the sm90 kernel (attention_fwd_sm90.cuh) reuses this block state and row math for its
+  // consumer warps: wgmma's accumulator layout is, per warp, this kernel's with one m-tile, so
+  // assign_block, init_row_values, apply_scores and store_output serve both kernels.
+
+  // The block's (batch, head, query tile), head-major with heavy query tiles first (see the
+  // header comment). False for a block past the last tile.
+  ATTNJIT_DEVICE bool assign_block() {
+    const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
+    const int num_bh = params.batch * params.num_heads_q;
+    const long long linear =
+        static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
+    if (linear >= static_cast<long long>(num_q_tiles) * num_bh) return false;
+    const int q_tile_index = num_q_tiles - 1 - static_cast<int>(linear % num_q_tiles);
+    const int bh = static_cast<int>(linear / num_q_tiles);
+    b = bh / params.num_heads_q;
+    h = bh % params.num_heads_q;
+    h_kv = h / (params.num_heads_q / params.num_heads_kv);
+    q0 = q_tile_index * BLOCK_M;
+    q_end = min(q0 + BLOCK_M, params.q_len);
+    num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
+    block_values =
+        VARIANT::block(params.args, b, h, params.q_len, params.kv_len, params.num_heads_q);
+    return true;
+  }
+
+  // The variant's hoisted values of the rows warp `warp`'s lane holds.
+  ATTNJIT_DEVICE void init_row_values(int warp, int lane, RowValues& row_values) const {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        row_values[mt][r] = VARIANT::row(block_values, params.args, b, h,
+                                         q0 + Layout::acc_row(warp, lane, mt, 2 * r),
+                                         params.q_len, params.kv_len, params.num_heads_q);
+      }
+    }
+  }
 
   ATTNJIT_DEVICE int classify(int tile) const {
     TileBounds bounds;
@@ -246,31 +287,9 @@ struct AttentionForward {
     const int lane = thread % 32;
 
     // ---- Work assignment (head-major, heavy query tiles first; see the header comment).
-    const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
-    const int num_bh = params.batch * params.num_heads_q;
-    const long long linear =
-        static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
-    if (linear >= static_cast<long long>(num_q_tiles) * num_bh) return;
-    const int q_tile = num_q_tiles - 1 - static_cast<int>(linear % num_q_tiles);
-    const int bh = static_cast<int>(linear / num_q_tiles);
-    b = bh / params.num_heads_q;
-    h = bh % params.num_heads_q;
-    const int h_kv = h / (params.num_heads_q / params.num_heads_kv);
-    q0 = q_tile * BLOCK_M;
-    q_end = min(q0 + BLOCK_M, params.q_len);
-    num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
-    block_values =
-        VARIANT::block(params.args, b, h, params.q_len, params.kv_len, params.num_heads_q);
+    if (!assign_block()) return;
     RowValues row_values;
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        row_values[mt][r] = VARIANT::row(block_values, params.args, b, h,
-                                         q0 + Layout::acc_row(warp, lane, mt, 2 * r),
-                                         params.q_len, params.kv_len, params.num_heads_q);
-      }
-    }
+    init_row_values(warp, lane, row_values);
 
     const unsigned short* q_base = static_cast<const unsigned short*>(params.q) +
                                    b * params.q_stride[0] + h * params.q_stride[1];
@@ -429,8 +448,45 @@ struct AttentionForward {
       }
     }
 
-    // ---- Scores in log2 units, with bounds and mask. Element e of n-tile j of m-tile mt is
-    // (Layout::acc_row, Layout::acc_col).
+    apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
+
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) softmax[mt].update(acc_s[mt], acc_o[mt]);
+
+    // ---- O += P V. The S accumulators of n-tiles 2kk, 2kk+1 are exactly the A fragment of
+    // key-step kk (Layout::p_tile, p_elem); B fragments from V with ldmatrix.trans
+    // (Layout::v_fragment).
+    const int v_lane = Layout::v_lane(lane);
+#pragma unroll
+    for (int kk = 0; kk < kNTiles / 2; ++kk) {
+      unsigned a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int reg = 0; reg < 4; ++reg) {
+          const float(&s)[4] = acc_s[mt][Layout::p_tile(kk, reg)];
+          a[mt][reg] =
+              ElemTraits<ELEM>::pack2(s[Layout::p_elem(reg, 0)], s[Layout::p_elem(reg, 1)]);
+        }
+      }
+#pragma unroll
+      for (int p = 0; p < kDTiles / 2; ++p) {
+        unsigned b0, b1, b2, b3;
+        ldmatrix_x4_trans(v_tile + Layout::v_fragment(v_lane, kk, p), b0, b1, b2, b3);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          Mma<ELEM>::run(acc_o[mt][2 * p], a[mt], b0, b1);
+          Mma<ELEM>::run(acc_o[mt][2 * p + 1], a[mt], b2, b3);
+        }
+      }
+    }
+  }
+
+  // The tile's raw Q K^T products in `acc_s` become scores in log2 units: scaled, the score hook
+  // applied, elements outside the bounds or the mask -inf. Element e of n-tile j of m-tile mt is
+  // (Layout::acc_row, Layout::acc_col).
+  ATTNJIT_DEVICE void apply_scores(float (&acc_s)[kMTiles][kNTiles][4], int tile, int tile_class,
+                                   int warp, int lane, const RowValues& row_values) const {
     const int k0 = tile * BLOCK_N;
     const bool ragged = k0 + BLOCK_N > params.kv_len || q0 + BLOCK_M > params.q_len;
     const bool partial = VARIANT::kHasMask && tile_class != kTileFull;
@@ -498,36 +554,6 @@ struct AttentionForward {
       }
     }
 
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) softmax[mt].update(acc_s[mt], acc_o[mt]);
-
-    // ---- O += P V. The S accumulators of n-tiles 2kk, 2kk+1 are exactly the A fragment of
-    // key-step kk (Layout::p_tile, p_elem); B fragments from V with ldmatrix.trans
-    // (Layout::v_fragment).
-    const int v_lane = Layout::v_lane(lane);
-#pragma unroll
-    for (int kk = 0; kk < kNTiles / 2; ++kk) {
-      unsigned a[kMTiles][4];
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-        for (int reg = 0; reg < 4; ++reg) {
-          const float(&s)[4] = acc_s[mt][Layout::p_tile(kk, reg)];
-          a[mt][reg] =
-              ElemTraits<ELEM>::pack2(s[Layout::p_elem(reg, 0)], s[Layout::p_elem(reg, 1)]);
-        }
-      }
-#pragma unroll
-      for (int p = 0; p < kDTiles / 2; ++p) {
-        unsigned b0, b1, b2, b3;
-        ldmatrix_x4_trans(v_tile + Layout::v_fragment(v_lane, kk, p), b0, b1, b2, b3);
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          Mma<ELEM>::run(acc_o[mt][2 * p], a[mt], b0, b1);
-          Mma<ELEM>::run(acc_o[mt][2 * p + 1], a[mt], b2, b3);
-        }
-      }
-    }
   }
 
   // The variant's hoisted values of the two columns c = 0, 1 of each n-tile this thread holds
@@ -590,7 +616,7 @@ struct AttentionForward {
 
     // Note: warp w only ever touches its own kWarpRows rows of the Q space (its own Q rows), so
     // a warp-level barrier orders the staging stores before the reads.
-    unsigned char* smem_warp = attnjit_dynamic_smem + Layout::q_warp_offset(warp);
+    unsigned char* smem_warp = q_tile + Layout::q_warp_offset(warp);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll

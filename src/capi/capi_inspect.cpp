@@ -47,7 +47,7 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   attnjit_variant_info& info = *result;
   result->arch = arch;
   const attnjit::codegen::GeneratedKernel generated =
-      attnjit::generate_variant_source(spec, attnjit::nvrtc::arch_sm(arch));
+      attnjit::generate_variant_source(spec, arch);
   const attnjit::ParsedVariant parsed = attnjit::parse_variant(spec);
   result->canonical_mask = parsed.mask.canonical();
   info.mask_reads_tensors = parsed.mask.reads_tensors() ? 1 : 0;
@@ -74,6 +74,7 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
 
   info.arch = result->arch.c_str();
   info.kernel = attnjit::codegen::kForwardEntry;
+  info.kernel_family = attnjit::codegen::kernel_family_name(config.family);
   info.canonical_mask = result->canonical_mask.c_str();
   info.cache_key = result->key.c_str();
   info.cache_path = result->path.c_str();

@@ -2,6 +2,7 @@
 #include <array>
 
 #include "attnjit/fwd_config.cuh"
+#include "attnjit/sm90_fwd_config.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 
@@ -84,6 +85,22 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim) {
     }
   }
   throw_error(Status::internal, "no tile configuration of head dim {} fits sm_{}", head_dim, sm);
+}
+
+KernelConfig sm90_kernel_config(int head_dim) {
+  // Key rows per stage: 128 while two stages of K and V fit beside Q (D = 64, 128), else 64.
+  // Note: N of S = Q K^T is block_n, and N of O += P V is the head dim; both are wgmma shapes.
+  KernelConfig config;
+  config.family = KernelFamily::sm90;
+  config.block_m = kSm90BlockM;
+  config.block_n = head_dim <= 128 ? 128 : 64;
+  config.num_warps = kSm90Threads / 32;
+  config.num_stages = 2;
+  config.smem_bytes = sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages);
+  if (head_dim % 64 != 0 || config.smem_bytes > shared_memory_limit(90)) {
+    throw_error(Status::internal, "the sm90 kernel has no configuration for head dim {}", head_dim);
+  }
+  return config;
 }
 
 }  // namespace attnjit::codegen

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "codegen/kernel_family.hpp"
 #include "common/attention_problem.hpp"
 #include "expr/expression.hpp"
 
@@ -16,14 +17,17 @@ struct KernelConfig {
   int block_m = 0;     // queries per thread block
   int block_n = 0;     // keys per pipeline stage
   int num_warps = 0;
-  int num_stages = 0;  // cp.async pipeline depth
+  int num_stages = 0;  // pipeline depth (cp.async groups for sm80, TMA stages for sm90)
   int smem_bytes = 0;  // dynamic shared memory the launch needs
+  KernelFamily family = KernelFamily::sm80;  // which template (and launch parameter) it is
 };
 
 // Throws Error(unsupported) for head dims or arches (sm < 80) that are not supported.
 // `sm` is 80, 86, 89, 90...; the configuration fits the arch's shared-memory opt-in limit.
 KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim);
 bool is_supported_head_dim(int head_dim);  // 32, 64, 96, 128, 256
+// The sm90 kernel's configuration for a head dim sm90_supports (128 query rows, 384 threads).
+KernelConfig sm90_kernel_config(int head_dim);
 
 constexpr const char* kForwardEntry = "attnjit_fwd";
 constexpr const char* kSummaryEntry = "attnjit_tensor_summary";
@@ -33,8 +37,10 @@ struct GeneratedKernel {
   KernelConfig config;
 };
 
-// dtype must be bf16 or fp16 (Error(unsupported) otherwise).
+// dtype must be bf16 or fp16 (Error(unsupported) otherwise). The family comes from
+// choose_kernel_family(target, ..., family); it is written into the source, hence the cache key.
 GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
-                                       DType dtype, int head_dim, int sm);
+                                       DType dtype, int head_dim, Target target,
+                                       FamilyRequest family = FamilyRequest::environment);
 
 }  // namespace attnjit::codegen

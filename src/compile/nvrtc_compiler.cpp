@@ -13,7 +13,7 @@
 namespace attnjit::nvrtc {
 namespace {
 
-constexpr std::array<std::string_view, 4> kArches = {"sm_80", "sm_86", "sm_89", "sm_90"};
+constexpr std::array<std::string_view, 5> kArches = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
 
 [[noreturn]] void throw_nvrtc(nvrtcResult result, std::string_view what) {
   throw_error(Status::compile, "NVRTC {} failed: {}", what, nvrtcGetErrorString(result));
@@ -119,13 +119,13 @@ std::string supported_arches_text() {
 
 std::string validate_arch(std::string_view arch) {
   const auto malformed = [&]() {
-    throw_error(Status::invalid_argument, "unknown arch '{}' (choices: {}; sm_90a also accepted)",
+    throw_error(Status::invalid_argument, "unknown arch '{}' (choices: {})",
                 arch, supported_arches_text());
   };
   if (!arch.starts_with("sm_")) malformed();
   auto digits = arch.substr(3);
-  const bool arch_specific = digits.ends_with('a');
-  if (arch_specific) digits.remove_suffix(1);
+  const bool has_a_suffix = digits.ends_with('a');
+  if (has_a_suffix) digits.remove_suffix(1);
   int sm = 0;
   if (digits.size() < 2 || digits.size() > 3 ||
       std::from_chars(digits.data(), digits.data() + digits.size(), sm).ec != std::errc{} ||
@@ -136,12 +136,11 @@ std::string validate_arch(std::string_view arch) {
     throw_error(Status::unsupported, "arch '{}' is not supported: attnjit needs sm_80 or newer "
                 "(choices: {})", arch, supported_arches_text());
   }
-  const std::string base = "sm_" + std::to_string(sm);
   bool known = false;
-  for (const auto choice : kArches) known = known || choice == base;
-  if (!known || (arch_specific && sm != 90)) {
-    throw_error(Status::unsupported, "arch '{}' is not supported (choices: {}; sm_90a also accepted)",
-                arch, supported_arches_text());
+  for (const auto choice : kArches) known = known || choice == arch;
+  if (!known) {
+    throw_error(Status::unsupported, "arch '{}' is not supported (choices: {})", arch,
+                supported_arches_text());
   }
   return std::string(arch);
 }
@@ -149,6 +148,12 @@ std::string validate_arch(std::string_view arch) {
 int arch_sm(std::string_view arch) {
   const std::string valid = validate_arch(arch);
   return std::stoi(valid.substr(3, 2));
+}
+
+bool arch_specific(std::string_view arch) { return validate_arch(arch).ends_with('a'); }
+
+std::string device_arch(int sm) {
+  return sm == 90 ? std::string("sm_90a") : "sm_" + std::to_string(sm);
 }
 
 const std::string& nvrtc_version() {

@@ -18,8 +18,9 @@ namespace attnjit::nvrtc {
 // Name of every program we compile; line numbers in logs refer to the generated source under it.
 constexpr const char* kProgramName = "attnjit_variant.cu";
 
-// Supported real architectures, in order. "sm_90a" is accepted as an alias spelling of sm_90
-// with arch-specific features.
+// Supported real architectures, in order. "sm_90a" is its own arch, distinct from sm_90: the
+// Hopper-specific instructions (wgmma, setmaxnreg) exist only there, a cubin for it runs only on
+// compute capability 9.0, and its kernels have their own cache directory and keys.
 std::span<const std::string_view> supported_arches();
 
 // "sm_80" ... "sm_90a" -> itself; anything else (sm_75, "90", "sm_9x") throws
@@ -27,7 +28,11 @@ std::span<const std::string_view> supported_arches();
 // malformed one, naming the choices.
 std::string validate_arch(std::string_view arch);
 int arch_sm(std::string_view arch);  // "sm_90a" -> 90; validates first
-std::string supported_arches_text();  // "sm_80, sm_86, sm_89, sm_90"
+bool arch_specific(std::string_view arch);  // "sm_90a" -> true, "sm_90" -> false; validates first
+std::string supported_arches_text();  // "sm_80, sm_86, sm_89, sm_90, sm_90a"
+// The arch attnjit compiles for on a device of compute capability sm / 10 . sm % 10: sm_90a for
+// 9.0 (so that the Hopper kernel can be used), "sm_<sm>" otherwise.
+std::string device_arch(int sm);
 
 // "13.0", from nvrtcVersion().
 const std::string& nvrtc_version();

@@ -73,7 +73,8 @@ namespace attnjit::driver {
   X(cuEventRecord, 2000)                 \
   X(cuEventSynchronize, 2000)            \
   X(cuEventElapsedTime, 12080)           \
-  X(cuEventDestroy, 4000)
+  X(cuEventDestroy, 4000)                 \
+  X(cuTensorMapEncodeTiled, 12000)
 
 struct DriverApi {
 #define ATTNJIT_DECLARE_DRIVER_FUNCTION(name, version) PFN_##name##_v##version name = nullptr;

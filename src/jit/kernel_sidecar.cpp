@@ -32,14 +32,16 @@ int int_field(const nlohmann::json& json, const char* key, std::int64_t min) {
 }
 
 bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) {
-  return a.block_m == b.block_m && a.block_n == b.block_n && a.num_warps == b.num_warps &&
+  return a.family == b.family && a.block_m == b.block_m && a.block_n == b.block_n &&
+         a.num_warps == b.num_warps &&
          a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes;
 }
 
 }  // namespace
 
 nlohmann::json to_json(const codegen::KernelConfig& config) {
-  return {{"block_m", config.block_m},       {"block_n", config.block_n},
+  return {{"family", codegen::kernel_family_name(config.family)},
+          {"block_m", config.block_m},       {"block_n", config.block_n},
           {"num_warps", config.num_warps},   {"num_stages", config.num_stages},
           {"smem_bytes", config.smem_bytes}};
 }
@@ -55,6 +57,15 @@ nlohmann::json to_json(const ResourceUsage& usage) {
 codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   constexpr std::int64_t kAny = std::numeric_limits<int>::min();
   codegen::KernelConfig config;
+  // Note: entries written before the sm90 kernel existed have no family; they are sm80 kernels.
+  const auto stored = json.is_object() ? json.find("family") : json.end();
+  const std::string family =
+      stored == json.end() ? "sm80" : stored->is_string() ? stored->get<std::string>() : "";
+  if (family != "sm80" && family != "sm90") {
+    throw Error(Status::cache, fmt::format("sidecar: 'family' is not sm80 or sm90: {}",
+                                           stored->dump()));
+  }
+  config.family = family == "sm90" ? codegen::KernelFamily::sm90 : codegen::KernelFamily::sm80;
   config.block_m = int_field(json, "block_m", kAny);
   config.block_n = int_field(json, "block_n", kAny);
   config.num_warps = int_field(json, "num_warps", kAny);

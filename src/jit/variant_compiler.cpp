@@ -15,7 +15,8 @@ namespace {
 
 // Everything that decides the kernel within one process (templates, options and NVRTC are
 // fixed there), as one string: the first-level in-process key.
-std::string request_id(const VariantSpec& spec, const std::string& arch, bool ptx) {
+std::string request_id(const VariantSpec& spec, const std::string& arch, bool ptx,
+                       codegen::FamilyRequest family) {
   std::string id;
   id.reserve(spec.mask.size() + spec.score.size() + 64);
   constexpr char kSep = '\x1f';
@@ -41,6 +42,13 @@ std::string request_id(const VariantSpec& spec, const std::string& arch, bool pt
   id += kSep;
   id += arch;
   id += ptx ? "/ptx" : "/cubin";
+  // Note: resolved here, so that a change of ATTNJIT_KERNEL_FAMILY within the process is a new
+  // request, not the kernel an earlier setting produced.
+  if (family == codegen::FamilyRequest::environment) {
+    family = codegen::family_request_from_environment();
+  }
+  id += '/';
+  id += static_cast<char>('0' + static_cast<int>(family));
   return id;
 }
 
@@ -81,10 +89,18 @@ KernelRequest make_request(const VariantSpec& spec, const ParsedVariant& parsed,
 // The kernel of a request that missed the in-process map: from the disk cache or NVRTC.
 VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& parsed,
                               const std::string& arch, KernelCache& cache, bool ptx,
-                              std::string request_text) {
-  const int sm = nvrtc::arch_sm(arch);
-  auto generated =
-      codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim, sm);
+                              codegen::FamilyRequest family, std::string request_text) {
+  auto generated = codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype,
+                                                   spec.head_dim, arch_target(arch), family);
+  const bool sm90_forced = family == codegen::FamilyRequest::sm90 ||
+                           (family == codegen::FamilyRequest::environment &&
+                            codegen::family_request_from_environment() ==
+                                codegen::FamilyRequest::sm90);
+  if (sm90_forced && generated.config.family != codegen::KernelFamily::sm90) {
+    log().debug("kernel family sm90 requested for {} ({}-d{}), but the sm90 kernel needs sm_90a "
+                "and does not implement this variant there yet: using the sm80 kernel",
+                arch, dtype_short_name(spec.dtype), spec.head_dim);
+  }
   const KernelRequest request = make_request(spec, parsed, generated, arch, ptx);
   const std::string& key = request.key;
   const CacheLookup found = cache.get_or_compile(request, [&] {
@@ -122,13 +138,18 @@ ParsedVariant parse_variant(const VariantSpec& spec) {
           expr::parse_expression(expr::ExprKind::score, spec.score, spec.signature)};
 }
 
-codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm) {
+codegen::Target arch_target(const std::string& arch) {
+  return {nvrtc::arch_sm(arch), nvrtc::arch_specific(arch)};
+}
+
+codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, const std::string& arch) {
   const ParsedVariant parsed = parse_variant(spec);
-  return codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim, sm);
+  return codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
+                                         arch_target(arch));
 }
 
 std::string variant_cache_key(const VariantSpec& spec, const std::string& arch, bool ptx) {
-  const auto generated = generate_variant_source(spec, nvrtc::arch_sm(arch));
+  const auto generated = generate_variant_source(spec, arch);
   return compute_key(current_key_inputs(generated.source, arch, ptx));
 }
 
@@ -136,23 +157,25 @@ VariantCacheEntry variant_cache_entry(const VariantSpec& spec, const std::string
                                       const KernelCache& cache, bool ptx) {
   const ParsedVariant parsed = parse_variant(spec);
   const auto generated = codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype,
-                                                         spec.head_dim, nvrtc::arch_sm(arch));
+                                                         spec.head_dim, arch_target(arch));
   const KernelRequest request = make_request(spec, parsed, generated, arch, ptx);
   return {request.key, cache.store().binary_path(cache.entry_id(request))};
 }
 
 VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
                               bool ptx) {
-  std::string request = request_id(spec, arch, ptx);
+  constexpr auto family = codegen::FamilyRequest::environment;
+  std::string request = request_id(spec, arch, ptx, family);
   if (auto binary = cache.find_request(request)) return {std::move(binary), KernelOrigin::memory};
-  return load_or_compile(spec, parse_variant(spec), arch, cache, ptx, std::move(request));
+  return load_or_compile(spec, parse_variant(spec), arch, cache, ptx, family, std::move(request));
 }
 
 VariantKernel acquire_variant(const VariantSpec& spec, const ParsedVariant& parsed,
-                              const std::string& arch, KernelCache& cache, bool ptx) {
-  std::string request = request_id(spec, arch, ptx);
+                              const std::string& arch, KernelCache& cache, bool ptx,
+                              codegen::FamilyRequest family) {
+  std::string request = request_id(spec, arch, ptx, family);
   if (auto binary = cache.find_request(request)) return {std::move(binary), KernelOrigin::memory};
-  return load_or_compile(spec, parsed, arch, cache, ptx, std::move(request));
+  return load_or_compile(spec, parsed, arch, cache, ptx, family, std::move(request));
 }
 
 KernelBinary compile_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,

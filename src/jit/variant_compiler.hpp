@@ -27,7 +27,7 @@ struct VariantSpec {
 enum class KernelOrigin { memory, disk, compiled };
 
 struct KernelBinary {
-  std::string arch;            // "sm_90"
+  std::string arch;            // "sm_90a"
   bool is_ptx = false;
   std::vector<char> image;     // cubin bytes or PTX text
   codegen::KernelConfig config;
@@ -53,9 +53,13 @@ struct ParsedVariant {
 // Throws Error(parse) / Error(invalid_argument).
 ParsedVariant parse_variant(const VariantSpec& spec);
 
-// The generated source of a variant for one arch (sm 80, 86, 89, 90): parse_expression of mask
-// and score, then codegen::generate_kernel_source. Throws Error(parse) / Error(unsupported).
-codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, int sm);
+// What codegen compiles for on a validated arch: "sm_90a" -> {90, arch-specific}.
+codegen::Target arch_target(const std::string& arch);
+
+// The generated source of a variant for one arch ("sm_80" ... "sm_90a"): parse_expression of
+// mask and score, then codegen::generate_kernel_source with the family ATTNJIT_KERNEL_FAMILY
+// selects. Throws Error(parse) / Error(unsupported).
+codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, const std::string& arch);
 
 // The cache key of the variant's kernel: generates the source and hashes it with the templates,
 // options, NVRTC version and arch (jit/cache_key.hpp).
@@ -85,8 +89,11 @@ struct VariantKernel {
 // variant's description: no parsing, no source generation, no hashing.
 VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
                               bool ptx = false);
-// The same for a variant parsed already; `parsed` is parse_variant(spec).
-VariantKernel acquire_variant(const VariantSpec& spec, const ParsedVariant& parsed,
-                              const std::string& arch, KernelCache& cache, bool ptx = false);
+// The same for a variant parsed already; `parsed` is parse_variant(spec). `family` overrides
+// ATTNJIT_KERNEL_FAMILY (the CUDA backend's SM80 fallback for calls TMA cannot express).
+VariantKernel acquire_variant(
+    const VariantSpec& spec, const ParsedVariant& parsed, const std::string& arch,
+    KernelCache& cache, bool ptx = false,
+    codegen::FamilyRequest family = codegen::FamilyRequest::environment);
 
 }  // namespace attnjit

@@ -9,11 +9,13 @@
 #include <type_traits>
 
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/sm90_fwd_params.cuh"
 #include "common/error.hpp"
 #include "driver/cuda_driver.hpp"
 #include "expr/block_analysis.hpp"
 #include "runtime/cuda_context.hpp"
 #include "runtime/forward_plan.hpp"
+#include "runtime/tensor_map_encoding.hpp"
 
 namespace attnjit::cuda {
 namespace {
@@ -287,6 +289,27 @@ void attach_summaries(const ContextRef& context, CUstream stream, const LoadedKe
   }
 }
 
+// The sm90 kernel's argument: the parameters plus the Q, K, V tensor maps, encoded by the driver.
+Sm90FwdParams make_sm90_params(const FwdParams& base, const AttentionShape& shape,
+                               const AttentionBuffers& buffers,
+                               const codegen::KernelConfig& config) {
+  if (const std::string why = tma_limitation(shape, buffers); !why.empty()) {
+    // Note: Variant::forward sends such calls to the sm80 kernel; reaching here is a bug.
+    throw_error(Status::internal, "the sm90 kernel cannot load this call with TMA: {}", why);
+  }
+  const driver::DriverApi& d = driver::api();
+  if (d.cuTensorMapEncodeTiled == nullptr) driver::throw_missing_symbol("cuTensorMapEncodeTiled");
+  Sm90FwdParams params{};
+  params.base = base;
+  const auto maps = sm90_tensor_maps(shape, buffers, config);
+  TensorMap* encoded[] = {&params.q_map, &params.k_map, &params.v_map};
+  for (std::size_t i = 0; i < maps.size(); ++i) {
+    driver::check(encode_tensor_map(d.cuTensorMapEncodeTiled, maps[i], encoded[i]),
+                  "cuTensorMapEncodeTiled");
+  }
+  return params;
+}
+
 }  // namespace
 
 DeviceInfo current_device() {
@@ -320,9 +343,19 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
 
   static_assert(std::is_trivially_copyable_v<FwdParams> && std::is_standard_layout_v<FwdParams>,
                 "FwdParams is copied into the kernel's parameter buffer byte for byte");
+  static_assert(std::is_trivially_copyable_v<Sm90FwdParams> &&
+                    std::is_standard_layout_v<Sm90FwdParams>,
+                "Sm90FwdParams is copied into the kernel's parameter buffer byte for byte");
   static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
-  void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
   const LaunchGrid grid = forward_grid(shape, config);
+  if (config.family == codegen::KernelFamily::sm90) {
+    Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
+    void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel
+    launch(codegen::kForwardEntry, loaded.forward, grid.grid_x, grid.grid_y, grid.threads,
+           grid.smem_bytes, stream, launch_params);
+    return;
+  }
+  void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
   launch(codegen::kForwardEntry, loaded.forward, grid.grid_x, grid.grid_y, grid.threads,
          grid.smem_bytes, stream, launch_params);
 }

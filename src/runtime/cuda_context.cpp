@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/sm90_fwd_params.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -107,11 +108,14 @@ struct ParamSlot {
 };
 
 // Note: the host fills kernelParams from these types, so they must be the kernel's exact
-// parameter list: attnjit_fwd(const FwdParams), attnjit_tensor_summary(const int*, int, int, int,
-// int*, int*).
+// parameter list: attnjit_fwd(const FwdParams) (sm80 family) or attnjit_fwd(const Sm90FwdParams)
+// (sm90), attnjit_tensor_summary(const int*, int, int, int, int*, int*).
 constexpr ParamSlot kForwardParams[] = {{0, sizeof(FwdParams)}};
+constexpr ParamSlot kSm90ForwardParams[] = {{0, sizeof(Sm90FwdParams)}};
 constexpr ParamSlot kSummaryParams[] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
 static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
+static_assert(sizeof(Sm90FwdParams) <= 4096,
+              "Sm90FwdParams must fit the 4 KB kernel-parameter limit");
 
 // The kernel's parameter list as the driver sees it (cuFuncGetParamInfo, CUDA 12.4+) against the
 // host's: a mismatch (a FwdParams laid out differently by NVRTC and the host compiler, a changed
@@ -258,7 +262,11 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
   if (d.cuModuleGetFunction(&loaded->summary, module, codegen::kSummaryEntry) != CUDA_SUCCESS) {
     loaded->summary = nullptr;
   }
-  check_parameter_layout(key, loaded->forward, kForwardParams);
+  if (config.family == codegen::KernelFamily::sm90) {
+    check_parameter_layout(key, loaded->forward, kSm90ForwardParams);
+  } else {
+    check_parameter_layout(key, loaded->forward, kForwardParams);
+  }
   if (loaded->summary != nullptr) check_parameter_layout(key, loaded->summary, kSummaryParams);
 
   // Static and dynamic shared memory share the opt-in limit; cuFuncSetAttribute would only say

@@ -1,9 +1,34 @@
 #include "runtime/forward_plan.hpp"
 
+#include <fmt/format.h>
+
+#include "attnjit/sm90_fwd_config.cuh"
+
 namespace attnjit {
 namespace {
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+constexpr std::uint64_t kTmaAlignment = 16;
+constexpr std::uint64_t kTmaStrideLimit = std::uint64_t{1} << 40;
+constexpr std::uint32_t kTmaBoxColumns = 64;  // one 128-byte swizzle row of 16-bit elements
+
+// The view's byte strides of rows, heads and batches, with each extent.
+struct ByteStride {
+  const char* name;
+  std::int64_t bytes;
+  int extent;
+};
+
+std::array<ByteStride, 3> byte_strides(const TensorView& view, const AttentionShape& s,
+                                       std::size_t element) {
+  const auto bytes = [&](std::int64_t elements) {
+    return elements * static_cast<std::int64_t>(element);
+  };
+  return {{{"row", bytes(view.strides.row), view.len},
+           {"head", bytes(view.strides.head), view.heads},
+           {"batch", bytes(view.strides.batch), s.batch}}};
+}
 
 }  // namespace
 
@@ -41,6 +66,61 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
   params.scale = effective_scale(shape, buffers);
   params.args = args;
   return params;
+}
+
+std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& buffers) {
+  const std::size_t element = dtype_size(buffers.q_dtype);
+  const auto views = tensor_views(shape, buffers);
+  for (std::size_t i = 0; i < 3; ++i) {  // query, key, value: what TMA loads
+    const TensorView& view = views[i];
+    if (reinterpret_cast<std::uintptr_t>(view.data) % kTmaAlignment != 0) {
+      return fmt::format("the {} base address {} is not {}-byte aligned", view.name, view.data,
+                         kTmaAlignment);
+    }
+    for (const ByteStride& stride : byte_strides(view, shape, element)) {
+      if (stride.extent == 1) continue;
+      if (stride.bytes <= 0 || stride.bytes % kTmaAlignment != 0 ||
+          static_cast<std::uint64_t>(stride.bytes) >= kTmaStrideLimit) {
+        return fmt::format("the {} {} stride of {} bytes is not a positive multiple of {} below "
+                           "2^40",
+                           view.name, stride.name, stride.bytes, kTmaAlignment);
+      }
+    }
+  }
+  return {};
+}
+
+std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
+                                                 const AttentionBuffers& buffers,
+                                                 const codegen::KernelConfig& config) {
+  const std::size_t element = dtype_size(buffers.q_dtype);
+  const auto views = tensor_views(shape, buffers);
+  std::array<TensorMapRequest, 3> maps;
+  for (std::size_t i = 0; i < maps.size(); ++i) {  // query, key, value
+    const TensorView& view = views[i];
+    TensorMapRequest& map = maps[i];
+    map.address = view.data;
+    map.dtype = buffers.q_dtype;
+    map.dims[0] = static_cast<std::uint64_t>(shape.head_dim);
+    map.dims[1] = static_cast<std::uint64_t>(view.len);
+    map.dims[2] = static_cast<std::uint64_t>(view.heads);
+    map.dims[3] = static_cast<std::uint64_t>(shape.batch);
+    const auto strides = byte_strides(view, shape, element);
+    // Note: a dimension of extent 1 may have any stride (even 0) in the call; TMA never steps
+    // along it, but the encoding still wants a valid one, so it gets the packed stride (the
+    // inner dimensions' bytes).
+    std::uint64_t packed = map.dims[0] * element;
+    for (std::size_t d = 0; d < strides.size(); ++d) {
+      map.strides[d] = strides[d].extent == 1 ? packed
+                                              : static_cast<std::uint64_t>(strides[d].bytes);
+      packed = map.strides[d] * map.dims[d + 1];
+    }
+    map.box[0] = kTmaBoxColumns;
+    map.box[1] = static_cast<std::uint32_t>(i == 0 ? kSm90BlockM : config.block_n);
+    map.box[2] = 1;
+    map.box[3] = 1;
+  }
+  return maps;
 }
 
 SummaryPlan plan_summaries(const std::vector<expr::SummaryRequest>& requests,

@@ -4,7 +4,10 @@
 // the parameters the GPU receives.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attnjit/fwd_params.cuh"
@@ -29,6 +32,26 @@ LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig
 // The parameter block, with the args' tensor summaries still empty (see SummaryLaunch).
 FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffers& buffers,
                               const VariantArgs& args);
+
+// The sm90 kernel's tensor maps, as the arguments of cuTensorMapEncodeTiled (the encoding itself
+// is the driver's: runtime/tensor_map_encoding.hpp). One per input: Q, K, V.
+struct TensorMapRequest {
+  const void* address = nullptr;
+  DType dtype = DType::bf16;
+  std::uint64_t dims[4] = {};     // head_dim, len, heads, batch (innermost first)
+  std::uint64_t strides[3] = {};  // bytes between rows, heads, batches
+  std::uint32_t box[4] = {};      // 64 columns, rows, 1, 1
+};
+
+// Why TMA cannot load this call's Q, K or V, or empty when it can: TMA needs 16-byte aligned
+// bases and strides that are positive multiples of 16 bytes below 2^40 (a dimension of extent 1
+// is exempt: its stride is never used).
+std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& buffers);
+
+// Q, K, V maps for the sm90 kernel of `config`; the call must have no tma_limitation.
+std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
+                                                 const AttentionBuffers& buffers,
+                                                 const codegen::KernelConfig& config);
 
 // One summary kernel launch: min/max of args.tensors[tensor] over blocks of `granularity`
 // indices (the forward kernel's tile size along `axis`), written at `offset` ints into a

@@ -3,6 +3,7 @@
 #include "jit/kernel_cache.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "compile/nvrtc_compiler.hpp"
 #include "runtime/cuda_backend.hpp"
 
 namespace attnjit {
@@ -20,7 +21,7 @@ Runtime::Runtime(const RuntimeOptions& options) : backend_(options.backend) {
   if (backend_ != Backend::cpu) {
     try {
       const cuda::DeviceInfo device = cuda::current_device();
-      device_arch_ = "sm_" + std::to_string(device.sm);
+      device_arch_ = nvrtc::device_arch(device.sm);
       backend_ = Backend::cuda;
       log().info("using {} ({}) on the cuda backend", device.name, device_arch_);
     } catch (const Error& e) {

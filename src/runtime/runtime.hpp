@@ -29,7 +29,7 @@ class Runtime {
 
   Backend backend() const { return backend_; }  // cuda or cpu, never auto_select
   KernelCache& cache() { return *cache_; }
-  // Arch of the current device ("sm_90"); set for the CUDA backend only.
+  // Arch of the current device ("sm_86", "sm_90a": nvrtc::device_arch); CUDA backend only.
   const std::string& device_arch() const { return device_arch_; }
 
  private:

@@ -4,9 +4,11 @@
 
 #include "jit/kernel_cache.hpp"
 #include "common/error.hpp"
+#include "common/log.hpp"
 #include "jit/variant_compiler.hpp"
 #include "reference/attention.hpp"
 #include "runtime/cuda_backend.hpp"
+#include "runtime/forward_plan.hpp"
 #include "runtime/runtime.hpp"
 
 namespace attnjit {
@@ -43,6 +45,16 @@ std::shared_ptr<const KernelBinary> Variant::kernel() {
     kernel_ = acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache()).binary;
   }
   return kernel_;
+}
+
+std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
+  std::lock_guard lock(mutex_);
+  if (!sm80_kernel_) {
+    sm80_kernel_ = acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache(),
+                                   /*ptx=*/false, codegen::FamilyRequest::sm80)
+                       .binary;
+  }
+  return sm80_kernel_;
 }
 
 void Variant::prepare() {
@@ -99,7 +111,15 @@ void Variant::forward(const ForwardCall& call) {
     reference::attention_forward(parsed_.mask, parsed_.score, args, shape, call.buffers);
     return;
   }
-  const auto binary = kernel();
+  auto binary = kernel();
+  if (binary->config.family == codegen::KernelFamily::sm90) {
+    if (const std::string why = tma_limitation(shape, call.buffers); !why.empty()) {
+      log().debug("the sm90 kernel cannot load this call with TMA ({}); it runs on the sm80 "
+                  "kernel for {}",
+                  why, runtime_.device_arch());
+      binary = sm80_kernel();
+    }
+  }
   cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, call.stream);
 }
 

@@ -49,12 +49,15 @@ class Variant {
 
  private:
   std::shared_ptr<const KernelBinary> kernel();
+  // The sm80-family kernel for the same arch: what calls the sm90 kernel's TMA cannot load run.
+  std::shared_ptr<const KernelBinary> sm80_kernel();
 
   Runtime& runtime_;
   VariantSpec spec_;
   ParsedVariant parsed_;  // once, here: kernel requests and forward calls reuse it
   std::mutex mutex_;
   std::shared_ptr<const KernelBinary> kernel_;
+  std::shared_ptr<const KernelBinary> sm80_kernel_;
 };
 
 }  // namespace attnjit

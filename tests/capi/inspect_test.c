@@ -1,7 +1,9 @@
 /* attnjit_variant_inspect from C: the configuration, cache entry, source, resources and PTX of
  * a variant for sm_80 (NVRTC compiles for real; no GPU needed), and its bad-input statuses.
  * Usage: test_capi_inspect CACHE_DIR (emptied first). */
+#define _POSIX_C_SOURCE 200112L /* setenv */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attnjit/attnjit.h"
@@ -128,6 +130,66 @@ static void test_cpu_only_dtype_is_unsupported(void) {
   attnjit_variant_destroy(fp32);
 }
 
+/* The kernel family of `v` on `arch` with ATTNJIT_KERNEL_FAMILY = `family` (NULL: unset), as a
+ * static string ("" on failure); its source must instantiate the matching template. */
+static const char* family_of(attnjit_variant* v, const char* arch, const char* family) {
+  static char answer[8];
+  if (family == NULL) {
+    unsetenv("ATTNJIT_KERNEL_FAMILY");
+  } else {
+    setenv("ATTNJIT_KERNEL_FAMILY", family, 1);
+  }
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  options.arch = arch;
+  options.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = NULL;
+  answer[0] = '\0';
+  CHECK(attnjit_variant_inspect(&info, v, &options) == ATTNJIT_OK);
+  unsetenv("ATTNJIT_KERNEL_FAMILY");
+  if (info == NULL) return answer;
+  CHECK(info->kernel_family != NULL);
+  if (info->kernel_family != NULL && strlen(info->kernel_family) < sizeof answer) {
+    strcpy(answer, info->kernel_family);
+  }
+  const int sm90_source = contains(info->source, "attention_forward_sm90<");
+  CHECK(sm90_source == (strcmp(answer, "sm90") == 0));
+  CHECK(contains(info->cache_path, arch));
+  attnjit_variant_info_destroy(info);
+  return answer;
+}
+
+/* sm90 only on sm_90a and only where the sm90 kernel implements the variant; by default (auto)
+ * the sm80 kernel until the sm90 kernel is verified on hardware; sm80 forces the old kernel. */
+static void test_kernel_family(void) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.head_dim = 128;
+  attnjit_variant* noop = NULL;
+  CHECK(attnjit_variant_create(&noop, runtime, &desc) == ATTNJIT_OK);
+  if (noop == NULL) return;
+  CHECK(strcmp(family_of(noop, "sm_90a", "sm90"), "sm90") == 0);
+  CHECK(strcmp(family_of(noop, "sm_90a", NULL), "sm80") == 0);
+  CHECK(strcmp(family_of(noop, "sm_90a", "auto"), "sm80") == 0);
+  CHECK(strcmp(family_of(noop, "sm_90a", "sm80"), "sm80") == 0);
+  CHECK(strcmp(family_of(noop, "sm_90", "sm90"), "sm80") == 0);
+  CHECK(strcmp(family_of(noop, "sm_80", "sm90"), "sm80") == 0);
+  CHECK(strcmp(family_of(variant, "sm_90a", NULL), "sm80") == 0);
+  CHECK(strcmp(family_of(variant, "sm_90a", "sm90"), "sm90") == 0); /* masks too */
+
+  /* A value that is none of the choices is refused, naming them. */
+  setenv("ATTNJIT_KERNEL_FAMILY", "sm100", 1);
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  options.arch = "sm_90a";
+  options.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = NULL;
+  CHECK(attnjit_variant_inspect(&info, noop, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "auto, sm80, sm90"));
+  unsetenv("ATTNJIT_KERNEL_FAMILY");
+  attnjit_variant_destroy(noop);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s CACHE_DIR\n", argv[0]);
@@ -143,6 +205,7 @@ int main(int argc, char** argv) {
   test_default_options();
   test_bad_input();
   test_cpu_only_dtype_is_unsupported();
+  test_kernel_family();
   attnjit_variant_destroy(variant);
   attnjit_runtime_destroy(runtime);
   return check_summary();

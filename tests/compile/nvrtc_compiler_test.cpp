@@ -109,6 +109,22 @@ TEST_CASE("validate_arch accepts sm_80 to sm_90a and refuses the rest", "[nvrtc]
   CHECK_THROWS_AS(nvrtc::compile_program(kSource, "sm_75", false), Error);
 }
 
+TEST_CASE("sm_90a is an arch of its own, and compute capability 9.0 gets it", "[nvrtc]") {
+  CHECK(nvrtc::supported_arches_text() == "sm_80, sm_86, sm_89, sm_90, sm_90a");
+  CHECK(nvrtc::arch_specific("sm_90a"));
+  CHECK_FALSE(nvrtc::arch_specific("sm_90"));
+  CHECK(nvrtc::device_arch(90) == "sm_90a");
+  CHECK(nvrtc::device_arch(86) == "sm_86");
+  CHECK(nvrtc::device_arch(80) == "sm_80");
+  CHECK(nvrtc::compile_options("sm_90a", false, false) ==
+        std::vector<std::string>{"-std=c++17", "--gpu-architecture=sm_90a", "-Xptxas=-v"});
+  CHECK(nvrtc::compile_options("sm_90a", true, false) ==
+        std::vector<std::string>{"-std=c++17", "--gpu-architecture=compute_90a"});
+  const auto compiled = nvrtc::compile_program(kSource, "sm_90a", true);
+  const std::string ptx(compiled.image.begin(), compiled.image.end());
+  CHECK(ptx.find(".target sm_90a") != std::string::npos);
+}
+
 TEST_CASE("compile_program emits PTX on request", "[nvrtc]") {
   const auto compiled = nvrtc::compile_program(kSource, "sm_86", true);
   CHECK(compiled.is_ptx);

@@ -18,11 +18,14 @@
 #include "attnjit/attnjit.h"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
+#include "compile/nvrtc_compiler.hpp"
 #include "driver/cuda_driver.hpp"
 #include "fake_cuda.h"
 #include "gpu_harness.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/variant.hpp"
 #include "simt_module.hpp"
 #include "support/capture_error.hpp"
 #include "support/case_tables.hpp"
@@ -111,14 +114,15 @@ std::filesystem::path work_dir(const char* what) {
          fmt::format("attnjit-dispatch-{}-{}-{}", static_cast<long>(::getpid()), what, counter++);
 }
 
-// The kernel sources the backend compiles for the fake device, in one emulated module.
+// The kernel sources the backend compiles for the fake device (its arch, the family
+// ATTNJIT_KERNEL_FAMILY selects), in one emulated module.
 std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>& cases) {
-  const int sm = cuda::current_device().sm;
+  const codegen::Target target = arch_target(nvrtc::device_arch(cuda::current_device().sm));
   std::vector<std::string> sources;
   for (const KernelCase& c : cases) {
     const PreparedCase prepared(c);
     sources.push_back(codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype,
-                                                      c.head_dim, sm)
+                                                      c.head_dim, target)
                           .source);
   }
   return std::make_unique<simt::SimtModule>(sources, work_dir("module"));
@@ -140,7 +144,158 @@ void check_through_backend(const std::vector<KernelCase>& cases) {
   device().use(nullptr, 0);
 }
 
+// Sets ATTNJIT_KERNEL_FAMILY for one scope.
+class KernelFamilyScope {
+ public:
+  explicit KernelFamilyScope(const char* family) { setenv("ATTNJIT_KERNEL_FAMILY", family, 1); }
+  ~KernelFamilyScope() { unsetenv("ATTNJIT_KERNEL_FAMILY"); }
+  KernelFamilyScope(const KernelFamilyScope&) = delete;
+  KernelFamilyScope& operator=(const KernelFamilyScope&) = delete;
+};
+
+// A maskless case through the C API's cuda backend: a variant for it, device copies of its
+// inputs, attnjit_forward, the result against the reference.
+CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.dtype = c.dtype == DType::bf16 ? ATTNJIT_DTYPE_BF16 : ATTNJIT_DTYPE_FP16;
+  desc.head_dim = c.head_dim;
+  attnjit_variant* variant = nullptr;
+  REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+
+  PreparedCase prepared(c);
+  reference::HostProblem& problem = prepared.problem;
+  auto upload = [](const void* data, std::size_t size) {
+    auto buffer = std::make_unique<cuda::DeviceBuffer>(size);
+    buffer->upload({static_cast<const std::byte*>(data), size});
+    return buffer;
+  };
+  const auto q = upload(problem.q.data(), problem.q.storage_bytes());
+  const auto k = upload(problem.k.data(), problem.k.storage_bytes());
+  const auto v = upload(problem.v.data(), problem.v.storage_bytes());
+  const auto out = upload(problem.out.data(), problem.out.storage_bytes());
+  const auto lse = upload(problem.lse.data(), problem.lse.size() * sizeof(float));
+
+  attnjit_forward_args args;
+  attnjit_forward_args_init(&args);
+  args.q = q->get();
+  args.k = k->get();
+  args.v = v->get();
+  args.out = out->get();
+  args.lse = static_cast<float*>(lse->get());
+  args.q_dtype = args.k_dtype = args.v_dtype = desc.dtype;
+  args.batch = c.shape.batch;
+  args.num_heads_q = c.shape.num_heads_q;
+  args.num_heads_kv = c.shape.num_heads_kv;
+  args.q_len = c.shape.q_len;
+  args.kv_len = c.shape.kv_len;
+  args.layout = c.layout == Layout::bhld ? ATTNJIT_LAYOUT_BHLD : ATTNJIT_LAYOUT_BLHD;
+  const attnjit_status status = attnjit_forward(variant, &args);
+  INFO(attnjit_last_error() << "; emulator: " << device().error());
+  REQUIRE(status == ATTNJIT_OK);
+  out->download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
+  lse->download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
+  attnjit_variant_destroy(variant);
+  return prepared.check(problem.lse);
+}
+
 }  // namespace
+
+TEST_CASE("fake device: the sm90 kernel runs through the C API on sm_90a", "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;  // the sm_86 run of these cases
+  const KernelFamilyScope family("sm90");
+  const auto cache = work_dir("sm90-cache");
+  // Note: the default cache, so that the fake driver finds the cubins' sources there and answers
+  // cuFuncGetParamInfo with the sm90 parameter block.
+  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CUDA;
+  attnjit_runtime* runtime = nullptr;
+  REQUIRE(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+
+  KernelCase gqa;
+  gqa.shape = shape(2, 2, 1, 100, 150);
+  const std::vector<KernelCase> cases = {gqa, with(gqa, DType::fp16, Layout::blhd, 128)};
+  const auto module = emulated_module(cases);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO(cases[i].name());
+    device().use(module.get(), static_cast<int>(i));
+    const CaseResult result = run_through_c_api(runtime, cases[i]);
+    INFO(result.describe());
+    CHECK(result.passed());
+  }
+  device().use(nullptr, 0);
+
+  // What the runtime compiled for this device: sm_90a's sm90 kernel.
+  attnjit_variant* variant = nullptr;
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.head_dim = 64;
+  REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+  attnjit_inspect_options inspect;
+  attnjit_inspect_options_init(&inspect);
+  inspect.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = nullptr;
+  REQUIRE(attnjit_variant_inspect(&info, variant, &inspect) == ATTNJIT_OK);
+  CHECK(std::string(info->arch) == "sm_90a");
+  CHECK(std::string(info->kernel_family) == "sm90");
+  CHECK(info->cached == 1);
+  attnjit_variant_info_destroy(info);
+  attnjit_variant_destroy(variant);
+  attnjit_runtime_destroy(runtime);
+  unsetenv("ATTNJIT_CACHE_DIR");
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
+}
+
+TEST_CASE("fake device: the sm90 kernel with masks, scores and tensor summaries",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const KernelFamilyScope family("sm90");
+  // Note: before the harness's cache is first used (one test case per process under ctest), so
+  // that the fake driver finds the cubins' sources and reports the sm90 parameter block.
+  const auto cache = work_dir("sm90-masks-cache");
+  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(300, 4, false, 9)};
+  doc.shape = shape(1, 2, 1, 300, 300);
+  KernelCase softcap;
+  softcap.mask = "q_idx >= kv_idx";
+  softcap.score = "30.0 * tanh(score / 30.0)";
+  softcap.shape = shape(2, 2, 2, 140, 200);
+  const int before = device().launch_count();
+  check_through_backend({doc, with(softcap, DType::fp16, Layout::blhd, 128)});
+  // Two summaries (doc at q_idx and at kv_idx) and the forward kernel, then one forward.
+  CHECK(device().launch_count() - before == 4);
+  unsetenv("ATTNJIT_CACHE_DIR");
+}
+
+TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its checks",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const KernelFamilyScope family("sm90");
+  Runtime runtime(RuntimeOptions{work_dir("fallback-cache").string(), Backend::cuda});
+  VariantSpec spec;
+  spec.head_dim = 64;
+  Variant variant(runtime, spec);
+  const std::size_t bytes = 2 * 64 * 2 + 16;
+  cuda::DeviceBuffer q(bytes), k(bytes), v(bytes), out(bytes);
+  ForwardCall call;
+  call.shape = {1, 1, 1, 2, 2, 64};
+  // Note: 8 bytes off, which TMA cannot load; the sm80 kernel refuses it with its own reason
+  // (without the fallback the sm90 launch would fail with an internal error instead).
+  call.buffers.q = static_cast<const char*>(q.get()) + 8;
+  call.buffers.k = k.get();
+  call.buffers.v = v.get();
+  call.buffers.out = out.get();
+  call.buffers.q_strides = call.buffers.k_strides = call.buffers.v_strides =
+      call.buffers.out_strides = layout_strides(Layout::bhld, 1, 2, 64);
+  const Error e = test::capture_error([&] { variant.forward(call); });
+  CHECK(e.status() == Status::invalid_argument);
+  CHECK_THAT(e.what(), Catch::Contains("query pointer") && Catch::Contains("not aligned to 16"));
+}
 
 TEST_CASE("fake device: the backend's launches compute the reference", "[dispatch]") {
   std::vector<KernelCase> cases;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/sm90_fwd_params.cuh"
 #include "attnjit_simt/fake_tensor_map.hpp"
 #include "codegen/variant_source.hpp"
 #include "expr/expression.hpp"
@@ -167,9 +168,15 @@ std::string find_source(const unsigned char* image) {
         ExprKind::score, variant["score"].get<std::string>(), signature);
     const attnjit::DType dtype =
         variant["dtype"] == "fp16" ? attnjit::DType::fp16 : attnjit::DType::bf16;
-    const int sm = std::atoi(sidecar["arch"].get<std::string>().c_str() + 3);
+    // The arch ("sm_90a") and family the kernel was generated for, so that the same source
+    // comes out whatever ATTNJIT_KERNEL_FAMILY says now.
+    const std::string arch = sidecar["arch"].get<std::string>();
+    const attnjit::codegen::Target target(std::atoi(arch.c_str() + 3), arch.ends_with('a'));
+    const auto family = sidecar["config"].value("family", std::string("sm80")) == "sm90"
+                            ? attnjit::codegen::FamilyRequest::sm90
+                            : attnjit::codegen::FamilyRequest::sm80;
     return attnjit::codegen::generate_kernel_source(mask, score, dtype,
-                                                    variant["head_dim"].get<int>(), sm)
+                                                    variant["head_dim"].get<int>(), target, family)
         .source;
   }
   return {};
@@ -383,8 +390,11 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* o
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (forward) {
+    // The sm90 kernel takes the parameters with its tensor maps (codegen writes the signature).
+    const std::string& source = reinterpret_cast<Function*>(function)->module->source;
+    const bool sm90 = source.find("attnjit::Sm90FwdParams") != std::string::npos;
     *offset = 0;
-    *size = sizeof(attnjit::FwdParams);
+    *size = sm90 ? sizeof(attnjit::Sm90FwdParams) : sizeof(attnjit::FwdParams);
     return CUDA_SUCCESS;
   }
   *offset = summary[index][0];

@@ -67,6 +67,23 @@ TEST_CASE("configurations and resources round-trip through JSON", "[jit][sidecar
   CHECK(back.spill_load_bytes == 4);
 }
 
+TEST_CASE("the kernel family is part of a stored kernel's configuration", "[jit][sidecar]") {
+  codegen::KernelConfig sm90 = config();
+  sm90.family = codegen::KernelFamily::sm90;
+  CHECK(to_json(sm90)["family"] == "sm90");
+  CHECK(config_from_json(to_json(sm90)).family == codegen::KernelFamily::sm90);
+  // A stored sm80 kernel does not serve a request for the sm90 kernel of the same shape.
+  CHECK_THAT(check_kernel_sidecar(sidecar(), variant(), sm90),
+             Catch::Contains("is not the variant's"));
+  // Entries written before the family existed are sm80 kernels; an unknown family is refused.
+  nlohmann::json old = to_json(config());
+  old.erase("family");
+  CHECK(config_from_json(old).family == codegen::KernelFamily::sm80);
+  nlohmann::json unknown = to_json(config());
+  unknown["family"] = "sm100";
+  CHECK_THROWS_WITH(config_from_json(unknown), Catch::Contains("not sm80 or sm90"));
+}
+
 TEST_CASE("a variant summary is one line for cache list", "[jit][sidecar]") {
   CHECK(variant_summary(variant()) == "causal: mask='q_idx>=kv_idx' score='' bf16 d128");
   nlohmann::json with_params = variant();

@@ -1,6 +1,7 @@
 // Every standard variant x dtype x head dim x {sm_80, sm_90} compiles with NVRTC, and ptxas
-// reports no spill and no stack frame for the forward and the summary kernels. One TEST_CASE
-// per head dim so that CTest runs them in parallel.
+// reports no spill and no stack frame for the forward and the summary kernels; the same for the
+// sm90 kernel on sm_90a, whose PTX must use wgmma and TMA. One TEST_CASE per head dim so that
+// CTest runs them in parallel.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -18,8 +19,8 @@ void check_head_dim(int head_dim) {
     const int sm = attnjit::nvrtc::arch_sm(arch);
     for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
       for (const auto& variant : attnjit::test::standard_variants()) {
-        const auto kernel =
-            codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim, sm);
+        const auto kernel = codegen::generate_kernel_source(
+            variant.mask, variant.score, dtype, head_dim, sm, codegen::FamilyRequest::sm80);
         const auto compiled = attnjit::nvrtc::compile_program(kernel.source, arch, false);
         for (const char* entry : {codegen::kForwardEntry, codegen::kSummaryEntry}) {
           INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim
@@ -46,7 +47,60 @@ void check_head_dim(int head_dim) {
   }
 }
 
+// The sm90 kernel of every standard variant it implements, for sm_90a: no spills and no stack
+// frame under the 384-thread launch bound (ptxas allocates 168 registers; setmaxnreg then gives the
+// consumers 240), and the PTX uses wgmma, TMA bulk tensor copies and setmaxnreg.
+void check_sm90_head_dim(int head_dim) {
+  for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
+    for (const auto& variant : attnjit::test::standard_variants()) {
+      const auto kernel =
+          codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim,
+                                          codegen::Target(90, true), codegen::FamilyRequest::sm90);
+      if (kernel.config.family != codegen::KernelFamily::sm90) continue;
+      const auto compiled = attnjit::nvrtc::compile_program(kernel.source, "sm_90a", false);
+      INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim << "\n"
+                        << compiled.log);
+      const auto found = compiled.resources.find(codegen::kForwardEntry);
+      REQUIRE(found != compiled.resources.end());
+      const auto& usage = found->second;
+      CHECK(usage.spill_store_bytes == 0);
+      CHECK(usage.spill_load_bytes == 0);
+      CHECK(usage.stack_frame_bytes == 0);
+      CHECK(usage.registers > 0);
+      CHECK(usage.registers <= 65536 / 384);
+      // Note: ptxas serialises wgmma (a large slowdown, correct results) when it cannot prove the
+      // accumulators untouched between issue and wait; it says so in the log.
+      CHECK(compiled.log.find("Potential Performance Loss") == std::string::npos);
+      const auto ptx_program = attnjit::nvrtc::compile_program(kernel.source, "sm_90a", true);
+      const std::string ptx(ptx_program.image.begin(), ptx_program.image.end());
+      CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
+      CHECK(ptx.find("cp.async.bulk.tensor.4d") != std::string::npos);
+      CHECK(ptx.find("setmaxnreg.inc.sync.aligned.u32 240") != std::string::npos);
+      CHECK(ptx.find("setmaxnreg.dec.sync.aligned.u32 24") != std::string::npos);
+      std::printf("%-15s %-9s hd %3d sm_90a sm90: %3d registers, %6d B dynamic smem (%d x %d, "
+                  "%d warps, %d stages), spills %d/%d, stack %d\n",
+                  variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(), head_dim,
+                  usage.registers, kernel.config.smem_bytes, kernel.config.block_m,
+                  kernel.config.block_n, kernel.config.num_warps, kernel.config.num_stages,
+                  usage.spill_store_bytes, usage.spill_load_bytes, usage.stack_frame_bytes);
+    }
+  }
+}
+
 }  // namespace
+
+TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 64",
+          "[kernels][nvrtc][sm90]") {
+  check_sm90_head_dim(64);
+}
+TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 128",
+          "[kernels][nvrtc][sm90]") {
+  check_sm90_head_dim(128);
+}
+TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 256",
+          "[kernels][nvrtc][sm90]") {
+  check_sm90_head_dim(256);
+}
 
 TEST_CASE("standard variants compile without spills, head dim 32", "[kernels][nvrtc]") {
   check_head_dim(32);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "attnjit/fwd_config.cuh"
+#include "attnjit/sm90_fwd_config.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 #include "standard_variants.hpp"
@@ -102,4 +103,46 @@ TEST_CASE("tile configurations fit every arch's shared-memory limit", "[kernels]
   }
   CHECK_FALSE(codegen::is_supported_head_dim(80));
   CHECK_FALSE(codegen::is_supported_head_dim(512));
+}
+
+TEST_CASE("sm90 configurations fit sm_90a's shared memory in whole 1024-byte tiles", "[kernels]") {
+  for (const int head_dim : {64, 128, 256}) {
+    INFO("head_dim " << head_dim);
+    const auto config = codegen::sm90_kernel_config(head_dim);
+    CHECK(config.family == codegen::KernelFamily::sm90);
+    CHECK(config.block_m == 128);
+    CHECK(config.num_warps == 12);
+    CHECK(config.num_stages >= 2);
+    CHECK(config.smem_bytes <= 227 * 1024);
+    CHECK(config.smem_bytes ==
+          attnjit::sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages));
+    // Every tile starts on a swizzle atom: [BLOCK_N or BLOCK_M] rows x 128-byte box rows.
+    CHECK(config.block_n * 128 % 1024 == 0);
+    CHECK(config.block_m * 128 % 1024 == 0);
+    // N of S = Q K^T is block_n: a wgmma shape (multiple of 8, at most 256).
+    CHECK((config.block_n % 8 == 0 && config.block_n <= 256));
+  }
+}
+
+TEST_CASE("an sm90 variant's source instantiates the sm90 template with a grid-constant "
+          "parameter", "[kernels]") {
+  const auto& noop = variant("noop");
+  const auto kernel = codegen::generate_kernel_source(noop.mask, noop.score, DType::bf16, 128,
+                                                      codegen::Target(90, true),
+                                                      codegen::FamilyRequest::sm90);
+  CHECK(kernel.config.family == codegen::KernelFamily::sm90);
+  CHECK(kernel.source.find("#include \"attnjit/attention_fwd_sm90.cuh\"") != std::string::npos);
+  CHECK(kernel.source.find("#include \"attnjit/attention_fwd.cuh\"") == std::string::npos);
+  CHECK(kernel.source.find("__launch_bounds__(384, 1)") != std::string::npos);
+  CHECK(kernel.source.find("const __grid_constant__ attnjit::Sm90FwdParams params") !=
+        std::string::npos);
+  CHECK(kernel.source.find("attnjit::attention_forward_sm90<AttnjitVariant, attnjit::bf16_t, 128, "
+                           "128, 2>(params);") != std::string::npos);
+  CHECK(kernel.source.find("sm_90a, kernel family: sm90") != std::string::npos);
+  // The same variant on the sm80 family is another text, hence another cache key.
+  const auto sm80 = codegen::generate_kernel_source(noop.mask, noop.score, DType::bf16, 128,
+                                                    codegen::Target(90, true),
+                                                    codegen::FamilyRequest::sm80);
+  CHECK(sm80.config.family == codegen::KernelFamily::sm80);
+  CHECK(sm80.source.find("sm_90a, kernel family: sm80") != std::string::npos);
 }

@@ -11,7 +11,9 @@
 
 #include "codegen/variant_source.hpp"
 #include "expr/block_analysis.hpp"
+#include "attnjit_simt/fake_tensor_map.hpp"
 #include "runtime/forward_plan.hpp"
+#include "runtime/tensor_map_encoding.hpp"
 #include "simt_module.hpp"
 
 namespace attnjit::simt {
@@ -28,6 +30,34 @@ std::filesystem::path fresh_work_dir() {
 
 SimtRegion region(const void* data, std::size_t bytes, bool writable) {
   return SimtRegion{data, bytes, writable ? 1 : 0};
+}
+
+// cuTensorMapEncodeTiled of the fake driver (tests/fake_driver), whose maps the emulated TMA
+// reads; a map the real driver would refuse fails the case.
+CUresult encode_fake(CUtensorMap* map, CUtensorMapDataType data_type, cuuint32_t rank,
+                     void* address, const cuuint64_t* dims, const cuuint64_t* strides,
+                     const cuuint32_t* box, const cuuint32_t* element_strides,
+                     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                     CUtensorMapL2promotion l2_promotion, CUtensorMapFloatOOBfill oob_fill) {
+  const std::string why =
+      encode_fake_tensor_map(map, data_type, rank, address, dims, strides, box, element_strides,
+                             interleave, swizzle, l2_promotion, oob_fill);
+  if (!why.empty()) throw std::runtime_error("cuTensorMapEncodeTiled: " + why);
+  return CUDA_SUCCESS;
+}
+
+// The sm90 kernel's parameter block, as the CUDA backend builds it (cuda_backend.cpp).
+Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
+                          const AttentionBuffers& buffers, const codegen::KernelConfig& config) {
+  if (const std::string why = tma_limitation(prepared.shape, buffers); !why.empty()) {
+    throw std::runtime_error("the sm90 kernel cannot run this case: " + why);
+  }
+  Sm90FwdParams params{};
+  params.base = base;
+  const auto maps = sm90_tensor_maps(prepared.shape, buffers, config);
+  TensorMap* encoded[] = {&params.q_map, &params.k_map, &params.v_map};
+  for (std::size_t i = 0; i < maps.size(); ++i) encode_tensor_map(encode_fake, maps[i], encoded[i]);
+  return params;
 }
 
 // The CUDA backend's forward() with the emulator in place of the driver.
@@ -58,13 +88,19 @@ void run_emulated(const SimtModule& module, int kernel, const codegen::KernelCon
     attach_summary(launch, scratch.data(), args);
   }
   const FwdParams params = make_forward_params(prepared.shape, buffers, args);
-  module.run_forward(module.forward_entry(kernel), params, forward_grid(prepared.shape, config),
-                     regions);
+  const LaunchGrid grid = forward_grid(prepared.shape, config);
+  if (config.family == codegen::KernelFamily::sm90) {
+    module.run_forward(module.forward_entry(kernel),
+                       sm90_params(params, prepared, buffers, config), grid, regions);
+  } else {
+    module.run_forward(module.forward_entry(kernel), params, grid, regions);
+  }
 }
 
 }  // namespace
 
-std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases, int sm) {
+std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
+                                        codegen::Target target, codegen::FamilyRequest family) {
   std::vector<std::unique_ptr<PreparedCase>> prepared;
   std::vector<std::string> sources;
   std::map<std::string, int> kernel_of_source;
@@ -73,7 +109,7 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases, in
   for (const KernelCase& c : cases) {
     prepared.push_back(std::make_unique<PreparedCase>(c));
     const codegen::GeneratedKernel generated = codegen::generate_kernel_source(
-        prepared.back()->mask, prepared.back()->score, c.dtype, c.head_dim, sm);
+        prepared.back()->mask, prepared.back()->score, c.dtype, c.head_dim, target, family);
     const auto [it, inserted] =
         kernel_of_source.emplace(generated.source, static_cast<int>(sources.size()));
     if (inserted) sources.push_back(generated.source);
@@ -85,7 +121,9 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases, in
   std::vector<SimtOutcome> outcomes;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SimtOutcome outcome;
-    outcome.name = fmt::format("{} sm_{}", cases[i].name(), sm);
+    outcome.name = fmt::format("{} sm_{}{} {}", cases[i].name(), target.sm,
+                               target.arch_specific ? "a" : "",
+                               codegen::kernel_family_name(configs[i].family));
     try {
       run_emulated(module, kernel_of_case[i], configs[i], *prepared[i]);
       outcome.result = prepared[i]->check(prepared[i]->problem.lse);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_family.hpp"
 #include "support/kernel_case.hpp"
 
 namespace attnjit::simt {
@@ -18,7 +19,11 @@ struct SimtOutcome {
   std::string describe() const { return error.empty() ? result.describe() : error; }
 };
 
-// One shared object for all the cases (one host compiler run), then every case in turn.
-std::vector<SimtOutcome> run_simt_cases(const std::vector<kernel_test::KernelCase>& cases, int sm);
+// One shared object for all the cases (one host compiler run), then every case in turn. The
+// kernels are those of `family` on `target` (sm 80, 86, 90, or {90, arch-specific} for sm_90a),
+// the sm90 family's with its tensor maps from the fake driver's encoder.
+std::vector<SimtOutcome> run_simt_cases(
+    const std::vector<kernel_test::KernelCase>& cases, codegen::Target target,
+    codegen::FamilyRequest family = codegen::FamilyRequest::sm80);
 
 }  // namespace attnjit::simt

@@ -40,6 +40,7 @@ SimtModule::SimtModule(const std::vector<std::string>& sources,
   // compiler run); the templates' include guards make every later #include a no-op.
   std::string wrapper = "#include \"attnjit_simt/emulator.hpp\"\n";
   for (std::size_t i = 0; i < sources.size(); ++i) {
+    sm90_.push_back(sources[i].find("attnjit::Sm90FwdParams") != std::string::npos);
     const std::string file = fmt::format("kernel_{}.cu", i);
     write_file(work_dir / file, sources[i]);
     wrapper += fmt::format(
@@ -63,6 +64,8 @@ SimtModule::SimtModule(const std::vector<std::string>& sources,
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) throw std::runtime_error(fmt::format("dlopen: {}", dlerror()));
   run_forward_ = reinterpret_cast<SimtRunForward>(const_cast<void*>(symbol("attnjit_simt_run_forward")));
+  run_forward_sm90_ = reinterpret_cast<SimtRunForward>(
+      const_cast<void*>(symbol("attnjit_simt_run_forward_sm90")));
   run_summary_ = reinterpret_cast<SimtRunSummary>(const_cast<void*>(symbol("attnjit_simt_run_summary")));
 }
 
@@ -86,28 +89,43 @@ const void* SimtModule::summary_entry(int kernel) const {
   return symbol(fmt::format("attnjit_tensor_summary_{}", kernel));
 }
 
-void SimtModule::run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
-                             std::span<const SimtRegion> regions) const {
+namespace {
+
+// One launch through an entry of the shared object's C boundary; its error becomes an exception.
+template <typename RUN, typename ARGS>
+void run_or_throw(RUN run, const void* entry, const ARGS* args, const LaunchGrid& grid,
+                  std::span<const SimtRegion> regions) {
   const SimtLaunch launch = make_launch(grid, regions);
   char error[1024] = {};
-  if (run_forward_(entry, &params, &launch, error, sizeof error) != 0) {
-    throw std::runtime_error(error);
-  }
+  if (run(entry, args, &launch, error, sizeof error) != 0) throw std::runtime_error(error);
+}
+
+}  // namespace
+
+void SimtModule::run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
+                             std::span<const SimtRegion> regions) const {
+  run_or_throw(run_forward_, entry, &params, grid, regions);
+}
+
+void SimtModule::run_forward(const void* entry, const Sm90FwdParams& params,
+                             const LaunchGrid& grid, std::span<const SimtRegion> regions) const {
+  run_or_throw(run_forward_sm90_, entry, &params, grid, regions);
 }
 
 void SimtModule::run_summary(const void* entry, const SimtSummaryArgs& args,
                              const LaunchGrid& grid, std::span<const SimtRegion> regions) const {
-  const SimtLaunch launch = make_launch(grid, regions);
-  char error[1024] = {};
-  if (run_summary_(entry, &args, &launch, error, sizeof error) != 0) {
-    throw std::runtime_error(error);
-  }
+  run_or_throw(run_summary_, entry, &args, grid, regions);
 }
 
 void SimtModule::run_launch(int kernel, const char* function, const LaunchGrid& grid,
                             void** params, std::span<const SimtRegion> regions) const {
   if (std::string_view(function) == codegen::kForwardEntry) {
-    run_forward(forward_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions);
+    if (sm90_.at(static_cast<std::size_t>(kernel))) {
+      run_forward(forward_entry(kernel), *static_cast<const Sm90FwdParams*>(params[0]), grid,
+                  regions);
+    } else {
+      run_forward(forward_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions);
+    }
     return;
   }
   if (std::string_view(function) != codegen::kSummaryEntry) {

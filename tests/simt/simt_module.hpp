@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/sm90_fwd_params.cuh"
 #include "attnjit_simt/launch_abi.hpp"
 #include "runtime/forward_plan.hpp"
 
@@ -31,18 +32,23 @@ class SimtModule {
   // reason).
   void run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
                    std::span<const SimtRegion> regions) const;
+  void run_forward(const void* entry, const Sm90FwdParams& params, const LaunchGrid& grid,
+                   std::span<const SimtRegion> regions) const;
   void run_summary(const void* entry, const SimtSummaryArgs& args, const LaunchGrid& grid,
                    std::span<const SimtRegion> regions) const;
 
   // A launch as cuLaunchKernel receives it: entry point `function` ("attnjit_fwd" or
-  // "attnjit_tensor_summary") of kernel `kernel`, with kernelParams `params`.
+  // "attnjit_tensor_summary") of kernel `kernel`, with kernelParams `params` (the forward entry's
+  // parameter block is Sm90FwdParams when the kernel's source is of the sm90 family).
   void run_launch(int kernel, const char* function, const LaunchGrid& grid, void** params,
                   std::span<const SimtRegion> regions) const;
 
  private:
   std::filesystem::path work_dir_;
   void* handle_ = nullptr;
+  std::vector<bool> sm90_;  // per kernel: its forward entry takes Sm90FwdParams
   SimtRunForward run_forward_ = nullptr;
+  SimtRunForward run_forward_sm90_ = nullptr;
   SimtRunSummary run_summary_ = nullptr;
 };
 

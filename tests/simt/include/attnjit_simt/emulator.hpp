@@ -13,6 +13,7 @@
 // The kernel templates, after the primitives they call (plain unqualified calls with
 // non-class arguments are looked up where the template is defined).
 #include "attnjit/attention_fwd.cuh"
+#include "attnjit/attention_fwd_sm90.cuh"
 #include "attnjit/expr_ops.cuh"
 #include "attnjit/tensor_summary.cuh"
 
@@ -78,6 +79,15 @@ extern "C" __attribute__((visibility("default"))) int attnjit_simt_run_forward(
     std::size_t error_size) {
   const auto kernel = reinterpret_cast<void (*)(attnjit::FwdParams)>(const_cast<void*>(entry));
   const auto& p = *static_cast<const attnjit::FwdParams*>(params);
+  return attnjit::simt::run_grid(*launch, [&] { kernel(p); }, error, error_size);
+}
+
+extern "C" __attribute__((visibility("default"))) int attnjit_simt_run_forward_sm90(
+    const void* entry, const void* params, const SimtLaunch* launch, char* error,
+    std::size_t error_size) {
+  const auto kernel =
+      reinterpret_cast<void (*)(attnjit::Sm90FwdParams)>(const_cast<void*>(entry));
+  const auto& p = *static_cast<const attnjit::Sm90FwdParams*>(params);
   return attnjit::simt::run_grid(*launch, [&] { kernel(p); }, error, error_size);
 }
 

@@ -32,8 +32,8 @@ struct SimtLaunch {
   int num_regions;
 };
 
-// Run a forward entry point (void(attnjit::FwdParams)) or a summary entry point over the whole
-// grid. Return 0, or 1 with the first error (place and reason) in `error`.
+// Run a forward entry point (void(attnjit::FwdParams), or void(attnjit::Sm90FwdParams) through
+// attnjit_simt_run_forward_sm90) or a summary entry point over the whole grid. Return 0, or 1 with the first error (place and reason) in `error`.
 typedef int (*SimtRunForward)(const void* entry, const void* params, const SimtLaunch* launch,
                               char* error, std::size_t error_size);
 typedef int (*SimtRunSummary)(const void* entry, const SimtSummaryArgs* args,

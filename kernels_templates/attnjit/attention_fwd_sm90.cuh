@@ -1,0 +1,358 @@
+// FlashAttention-3 style forward for sm_90a (Hopper) over the same variant struct as the SM80
+// kernel (attention_fwd.cuh): wgmma from shared memory, TMA loads completing on mbarriers, and warp
+// specialisation (Shah et al., 2024, "FlashAttention-3", Algorithm 1).
+//
+// One thread block of 3 warpgroups (384 threads) computes kSm90BlockM = 128 queries of one (batch,
+// query head), the same work assignment as the SM80 kernel (head-major, heavy query tiles first):
+//   warpgroup 0, the producer, gives most of its registers back (setmaxnreg) and one elected lane
+//     of its first warp issues every TMA load: the Q tile once, then each key tile's K and V into
+//     a NUM_STAGES ring of shared-memory stages. A stage is handed over through two mbarriers:
+//     `full` (the producer's arrive.expect_tx plus the bytes TMA completes on it) and `empty`
+//     (one arrival from each of the 256 consumer threads once they are done reading it).
+//   warpgroups 1 and 2, the consumers, take the registers and each own 64 query rows: per stage,
+//     S = Q K^T (wgmma, both operands from shared memory, N = BLOCK_N), the score hook, bounds and
+//     mask and the online softmax in registers, P converted in registers to wgmma's A fragment,
+//     O += P V (wgmma with A from registers, V read MN-major, N = HEAD_DIM), then the stage's
+//     release. The two consumers take turns issuing their GEMMs (ping-pong, GemmTurns), so one's
+//     softmax runs under the other's GEMMs. The epilogue normalises O and writes it and the LSE.
+// The producer and every consumer warp walk the same sequence of key tiles (KeptTiles): each
+// classifies the tiles itself, 32 at a time with one ballot, so no message passes between them
+// and the i-th stage always holds the i-th kept tile; the empty tiles of a mask are never loaded.
+//
+// Everything per row (block assignment, hoisted variant values, scores, fully masked rows, NaN
+// propagation, output staging) is the SM80 kernel's own code, instantiated for 8 warps of 16
+// rows: wgmma's accumulator D(64 x N) of warpgroup c gives warp w rows 16 w .. 16 w + 15 in the
+// mma.sync m16n8 C layout repeated over N / 8 column chunks (PTX ISA, "Register Fragments" of
+// wgmma .m64nNk16), which is exactly that kernel's fragment of consumer warp 4 c + w with one
+// m-tile. So both kernels compute the same function by construction.
+//
+// Shared memory (sm90_fwd_config.cuh): the base rounded up to 1024 bytes, then the Q tile, the K
+// stages, the V stages, the barriers. Each tile is HEAD_DIM / 64 TMA boxes of [rows][64] 16-bit
+// elements with the 128-byte swizzle (sm90_tma.cuh), i.e. SwizzledTile<rows, HEAD_DIM> of
+// copy.cuh, which is what the wgmma descriptors (sm90_wgmma.cuh) and the output staging address.
+#pragma once
+
+#include "attnjit/attention_fwd.cuh"
+#include "attnjit/sm90_barrier.cuh"
+#include "attnjit/sm90_fwd_config.cuh"
+#include "attnjit/sm90_fwd_params.cuh"
+#include "attnjit/sm90_tma.cuh"
+#include "attnjit/sm90_wgmma.cuh"
+
+namespace attnjit {
+
+#if ATTNJIT_KERNEL_CODE
+
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES>
+struct AttentionForwardSm90 {
+  static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256,
+                "the sm90 kernel's head dims: whole 64-column TMA boxes, a wgmma N for P V");
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 192 || BLOCK_N == 256,
+                "key tiles are a wgmma N for S = Q K^T and whole swizzle atoms");
+  static_assert(NUM_STAGES >= 2 && NUM_STAGES <= kSm90MaxStages, "see kSm90BarrierBytes");
+
+  static constexpr int kConsumerWarpgroups = kSm90Warpgroups - 1;
+  static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
+  static constexpr int kConsumerWarps = kConsumerThreads / 32;
+  // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
+  using RowMath = AttentionForward<VARIANT, ELEM, HEAD_DIM, kSm90BlockM, BLOCK_N, kConsumerWarps,
+                                   NUM_STAGES>;
+  using Layout = typename RowMath::Layout;
+  static_assert(RowMath::kMTiles == 1, "one m16 tile per consumer warp: the wgmma layout");
+  static constexpr int kNTiles = BLOCK_N / 8;    // n8 chunks of S
+  static constexpr int kDTiles = HEAD_DIM / 8;   // n8 chunks of O
+  static constexpr int kBoxes = HEAD_DIM / 64;   // TMA boxes per tile
+  static constexpr int kQBoxBytes = kSm90BlockM * 128;
+  static constexpr int kKVBoxBytes = BLOCK_N * 128;
+  static constexpr int kQBytes = kBoxes * kQBoxBytes;
+  static constexpr int kKVBytes = kBoxes * kKVBoxBytes;
+  static constexpr int kTilesBytes = kQBytes + 2 * NUM_STAGES * kKVBytes;
+  static constexpr int kConsumerRowBytes = 64 * 128;  // a consumer's 64 rows inside one Q box
+  static_assert(kSm90SmemAlignment + kTilesBytes + kSm90BarrierBytes ==
+                    sm90_forward_smem_bytes(HEAD_DIM, BLOCK_N, NUM_STAGES),
+                "host and device disagree on the shared-memory size");
+  static_assert(kQBoxBytes % 1024 == 0 && kKVBoxBytes % 1024 == 0,
+                "every box starts on a 1024-byte swizzle atom");
+
+  // Registers per thread after setmaxnreg: 24 x 128 + 240 x 256 = 64512 of the SM's 65536.
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters = 240;
+  // Named barriers (0 is __syncthreads): one per consumer warpgroup for its epilogue, and one per
+  // consumer warpgroup for its turns on the tensor cores (GemmTurns).
+  static constexpr unsigned kConsumerBarrier0 = 1;
+  static constexpr unsigned kTurnBarrier0 = kConsumerBarrier0 + kConsumerWarpgroups;
+
+  using Accumulators = float[1][kDTiles][4];
+  using Scores = float[1][kNTiles][4];
+
+  const Sm90FwdParams& params;
+  RowMath math;
+  unsigned char* tiles;  // the aligned base: the Q tile
+  unsigned q_smem = 0;   // its shared-window address
+
+  ATTNJIT_DEVICE explicit AttentionForwardSm90(const Sm90FwdParams& p) : params(p), math(p.base) {}
+
+  // ---- Shared-memory map.
+  ATTNJIT_DEVICE unsigned k_stage(int stage) const { return q_smem + kQBytes + stage * kKVBytes; }
+  ATTNJIT_DEVICE unsigned v_stage(int stage) const {
+    return q_smem + kQBytes + (NUM_STAGES + stage) * kKVBytes;
+  }
+  ATTNJIT_DEVICE unsigned q_barrier() const { return q_smem + kTilesBytes; }
+  ATTNJIT_DEVICE unsigned full_barrier(int stage) const {
+    return q_smem + kTilesBytes + 8 + 8 * stage;
+  }
+  ATTNJIT_DEVICE unsigned empty_barrier(int stage) const {
+    return q_smem + kTilesBytes + 8 + 8 * kSm90MaxStages + 8 * stage;
+  }
+
+  ATTNJIT_DEVICE void run() {
+    if (!math.assign_block()) return;
+    unsigned char* raw = attnjit_dynamic_smem;
+    const unsigned raw_address = smem_address(raw);
+    const unsigned pad = (kSm90SmemAlignment - raw_address % kSm90SmemAlignment) %
+                         kSm90SmemAlignment;
+    tiles = raw + pad;
+    q_smem = raw_address + pad;
+    math.q_tile = tiles;
+
+    if (threadIdx.x == 0) {
+      mbarrier_init(q_barrier(), 1);
+#pragma unroll
+      for (int s = 0; s < NUM_STAGES; ++s) {
+        mbarrier_init(full_barrier(s), 1);
+        mbarrier_init(empty_barrier(s), kConsumerThreads);
+      }
+      fence_mbarrier_init();
+    }
+    __syncthreads();
+
+    const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+    if (warpgroup == 0) {
+      warpgroup_reg_dealloc<kProducerRegisters>();
+      // Note: the producer's other three warps have nothing to do and leave; nothing after this
+      // point waits for all 384 threads.
+      if (threadIdx.x / 32 == 0) produce();
+    } else {
+      warpgroup_reg_alloc<kConsumerRegisters>();
+      consume(warpgroup - 1);
+    }
+  }
+
+  // The key tiles a warp's lanes classify together: the next non-empty one from `tile` on and
+  // its class (full: no mask evaluation), or num_kv_tiles when none is left. Called by all 32
+  // lanes of a warp with the same arguments (warp-uniform), as the ballots need.
+  struct KeptTiles {
+    int begin = -32;  // the classified window is [begin, begin + 32)
+    unsigned nonempty = 0;
+    unsigned full = 0;
+
+    ATTNJIT_DEVICE int next(const RowMath& math, int tile, int lane, int& tile_class) {
+      if constexpr (!VARIANT::kHasMask) {
+        tile_class = kTileFull;
+        return min(tile, math.num_kv_tiles);
+      } else {
+        while (tile < math.num_kv_tiles) {
+          if (tile < begin || tile >= begin + 32) {
+            begin = tile;
+            const int mine = tile + lane;
+            const int c = mine < math.num_kv_tiles ? math.classify(mine)
+                                                   : static_cast<int>(kTileEmpty);
+            nonempty = __ballot_sync(0xffffffffu, c != kTileEmpty);
+            full = __ballot_sync(0xffffffffu, c == kTileFull);
+          }
+          const int offset = tile - begin;
+          const unsigned ahead = nonempty >> offset;
+          if (ahead != 0u) {
+            const int found = offset + __ffs(static_cast<int>(ahead)) - 1;
+            tile_class = (full >> found) & 1u ? kTileFull : kTilePartial;
+            return begin + found;
+          }
+          tile = begin + 32;
+        }
+        tile_class = kTileEmpty;
+        return math.num_kv_tiles;
+      }
+    }
+  };
+
+  // ---- Producer: warp 0 of warpgroup 0.
+  ATTNJIT_DEVICE void produce() {
+    const int leader = elect_one_lane();
+    const int b = math.b;
+    const int h = math.h;
+    const int h_kv = math.h_kv;
+    if (leader) {
+      tma_prefetch_descriptor(&params.q_map);
+      tma_prefetch_descriptor(&params.k_map);
+      tma_prefetch_descriptor(&params.v_map);
+      mbarrier_arrive_expect_tx(q_barrier(), kQBytes);
+#pragma unroll
+      for (int box = 0; box < kBoxes; ++box) {
+        tma_load_4d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box, math.q0, h,
+                    b);
+      }
+    }
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    KeptTiles kept;
+    int tile_class = kTileEmpty;
+    int stage = 0;
+    int round = 0;  // how many times the ring has wrapped
+    for (int tile = kept.next(math, 0, lane, tile_class); tile < math.num_kv_tiles;
+         tile = kept.next(math, tile + 1, lane, tile_class)) {
+      // Note: a stage is reused once all 256 consumer threads released its previous contents;
+      // in the first round the wait returns at once (a fresh barrier's preceding phase, of
+      // parity 1, counts as completed).
+      mbarrier_wait(empty_barrier(stage), static_cast<unsigned>(round & 1) ^ 1u);
+      if (leader) {
+        mbarrier_arrive_expect_tx(full_barrier(stage), 2 * kKVBytes);
+#pragma unroll
+        for (int box = 0; box < kBoxes; ++box) {
+          tma_load_4d(&params.k_map, full_barrier(stage), k_stage(stage) + box * kKVBoxBytes,
+                      64 * box, tile * BLOCK_N, h_kv, b);
+          tma_load_4d(&params.v_map, full_barrier(stage), v_stage(stage) + box * kKVBoxBytes,
+                      64 * box, tile * BLOCK_N, h_kv, b);
+        }
+      }
+      __syncwarp();
+      if (++stage == NUM_STAGES) {
+        stage = 0;
+        ++round;
+      }
+    }
+  }
+
+  // Ping-pong between the consumer warpgroups (FA3, section 3.1): they take turns issuing their
+  // GEMMs, so that one's softmax runs while the other's GEMMs use the tensor cores. A turn (the
+  // issue of S = Q K^T, or of O += P V) starts with bar.sync on the warpgroup's own barrier and
+  // ends with bar.arrive on the other's (256 threads: 128 waiting, 128 arriving). Consumer 0 goes
+  // first: consumer 1 arrives once on its barrier before its first turn, and consumer 0 waits
+  // once more after its last turn for consumer 1's last arrival, so that every arrival meets a
+  // wait and no barrier is left half-arrived at exit. Both warpgroups walk the same kept tiles,
+  // hence take the same number of turns.
+  struct GemmTurns {
+    unsigned own;
+    unsigned other;
+    ATTNJIT_DEVICE explicit GemmTurns(int consumer)
+        : own(kTurnBarrier0 + static_cast<unsigned>(consumer)),
+          other(kTurnBarrier0 + static_cast<unsigned>(1 - consumer)) {}
+    ATTNJIT_DEVICE void begin() const { named_barrier_sync(own, kConsumerThreads); }
+    ATTNJIT_DEVICE void end() const { named_barrier_arrive(other, kConsumerThreads); }
+  };
+
+  // ---- Consumers: warpgroup 1 + `consumer` (0 or 1) owns query rows 64 * consumer .. + 63.
+  ATTNJIT_DEVICE void consume(int consumer) {
+    const int thread = static_cast<int>(threadIdx.x) - 128 * (consumer + 1);
+    const int lane = thread % 32;
+    const int warp = 4 * consumer + thread / 32;  // RowMath's consumer warp
+    typename RowMath::RowValues row_values;
+    math.init_row_values(warp, lane, row_values);
+
+    Accumulators acc_o;
+#pragma unroll
+    for (int j = 0; j < kDTiles; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[0][j][e] = 0.0f;
+    }
+    OnlineSoftmax softmax[1];
+    softmax[0].init();
+
+    const unsigned q_rows = q_smem + consumer * kConsumerRowBytes;
+    mbarrier_wait(q_barrier(), 0);
+    KeptTiles kept;
+    const GemmTurns turns(consumer);
+    int tile_class = kTileEmpty;
+    const int first = kept.next(math, 0, lane, tile_class);
+    const bool any_tile = first < math.num_kv_tiles;
+    if (consumer == 1 && any_tile) turns.end();  // consumer 0's first turn
+    int stage = 0;
+    int round = 0;
+    for (int tile = first; tile < math.num_kv_tiles;
+         tile = kept.next(math, tile + 1, lane, tile_class)) {
+      mbarrier_wait(full_barrier(stage), static_cast<unsigned>(round & 1));
+      compute_tile(tile, tile_class, stage, q_rows, warp, lane, row_values, turns, acc_o,
+                   softmax);
+      mbarrier_arrive(empty_barrier(stage));
+      if (++stage == NUM_STAGES) {
+        stage = 0;
+        ++round;
+      }
+    }
+    if (consumer == 0 && any_tile) turns.begin();  // consumer 1's arrival after its last turn
+
+    // Note: the output is staged in this warpgroup's own rows of the Q tile; every warp of the
+    // warpgroup must be past its last wgmma reading them first.
+    named_barrier_sync(kConsumerBarrier0 + static_cast<unsigned>(consumer), 128);
+    math.store_output(acc_o, softmax, warp, lane);
+  }
+
+  // An accumulator tile [1][n8 chunks][4] as wgmma's flat register list d[4 * chunk + e].
+  template <int CHUNKS>
+  ATTNJIT_DEVICE static float (&flat(float (&tile)[1][CHUNKS][4]))[4 * CHUNKS] {
+    return reinterpret_cast<float(&)[4 * CHUNKS]>(tile);
+  }
+
+  // One key tile: two GEMM turns around the softmax.
+  ATTNJIT_DEVICE void compute_tile(int tile, int tile_class, int stage, unsigned q_rows, int warp,
+                                   int lane, const typename RowMath::RowValues& row_values,
+                                   const GemmTurns& turns, Accumulators& acc_o,
+                                   OnlineSoftmax (&softmax)[1]) const {
+    // ---- S = Q K^T: K-steps of 16 columns, 4 per 64-column box (32 bytes apart in a row).
+    Scores acc_s;
+    wgmma_fence_accumulators(flat(acc_s));
+    turns.begin();
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+      const unsigned column = (kk % 4) * 32u;
+      const unsigned long long desc_q =
+          wgmma_desc_k_major(q_rows + (kk / 4) * kQBoxBytes + column);
+      const unsigned long long desc_k =
+          wgmma_desc_k_major(k_stage(stage) + (kk / 4) * kKVBoxBytes + column);
+      Wgmma<ELEM, BLOCK_N>::ss(flat(acc_s), desc_q, desc_k, kk > 0 ? 1 : 0);
+    }
+    wgmma_commit_group();
+    turns.end();
+    wgmma_wait_group<0>();
+    wgmma_fence_accumulators(flat(acc_s));
+
+    // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
+    math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
+    softmax[0].update(acc_s[0], acc_o[0]);
+
+    // ---- O += P V. P's A fragment of key-step kk is S's n8 chunks 2kk, 2kk + 1 (Layout::p_tile,
+    // p_elem); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per step.
+    unsigned a[kNTiles / 2][4];
+#pragma unroll
+    for (int kk = 0; kk < kNTiles / 2; ++kk) {
+#pragma unroll
+      for (int reg = 0; reg < 4; ++reg) {
+        const float(&s)[4] = acc_s[0][Layout::p_tile(kk, reg)];
+        a[kk][reg] = ElemTraits<ELEM>::pack2(s[Layout::p_elem(reg, 0)], s[Layout::p_elem(reg, 1)]);
+      }
+    }
+    wgmma_fence_accumulators(flat(acc_o));
+    turns.begin();
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kNTiles / 2; ++kk) {
+      const unsigned long long desc_v =
+          wgmma_desc_mn_major(v_stage(stage) + kk * 16 * 128, kKVBoxBytes);
+      Wgmma<ELEM, HEAD_DIM>::rs(flat(acc_o), a[kk], desc_v, 1);
+    }
+    wgmma_commit_group();
+    turns.end();
+    wgmma_wait_group<0>();
+    wgmma_fence_accumulators(flat(acc_o));
+  }
+};
+
+// The kernel body; the generated entry point calls it with its only argument.
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES>
+ATTNJIT_DEVICE void attention_forward_sm90(const Sm90FwdParams& params) {
+  AttentionForwardSm90<VARIANT, ELEM, HEAD_DIM, BLOCK_N, NUM_STAGES> kernel(params);
+  kernel.run();
+}
+
+#endif  // ATTNJIT_KERNEL_CODE
+
+}  // namespace attnjit

@@ -1,0 +1,104 @@
+// The kernel family choice (src/codegen/kernel_family.cpp): sm90 only on sm_90a, only for what
+// the sm90 kernel implements, and by default only once it is verified on hardware.
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+#include "codegen/kernel_family.hpp"
+#include "common/error.hpp"
+#include "expr/test_support.hpp"
+
+using attnjit::DType;
+using attnjit::codegen::choose_kernel_family;
+using attnjit::codegen::FamilyRequest;
+using attnjit::codegen::KernelFamily;
+using attnjit::codegen::Target;
+using attnjit::test::parse_mask;
+using attnjit::test::parse_score;
+
+namespace {
+
+// Sets ATTNJIT_KERNEL_FAMILY for one scope (unset: nullptr).
+class FamilyEnvironment {
+ public:
+  explicit FamilyEnvironment(const char* value) {
+    if (value == nullptr) {
+      unsetenv("ATTNJIT_KERNEL_FAMILY");
+    } else {
+      setenv("ATTNJIT_KERNEL_FAMILY", value, 1);
+    }
+  }
+  ~FamilyEnvironment() { unsetenv("ATTNJIT_KERNEL_FAMILY"); }
+  FamilyEnvironment(const FamilyEnvironment&) = delete;
+  FamilyEnvironment& operator=(const FamilyEnvironment&) = delete;
+};
+
+KernelFamily noop_family(Target target, FamilyRequest request, DType dtype = DType::bf16,
+                         int head_dim = 128) {
+  return choose_kernel_family(target, dtype, head_dim, parse_mask(""), parse_score(""), request);
+}
+
+}  // namespace
+
+TEST_CASE("the sm90 family needs the sm_90a target") {
+  const Target sm90a(90, true);
+  CHECK(noop_family(sm90a, FamilyRequest::sm90) == KernelFamily::sm90);
+  CHECK(noop_family(Target(90), FamilyRequest::sm90) == KernelFamily::sm80);
+  CHECK(noop_family(Target(80), FamilyRequest::sm90) == KernelFamily::sm80);
+  CHECK(noop_family(Target(89), FamilyRequest::sm90) == KernelFamily::sm80);
+}
+
+TEST_CASE("the sm90 family only for head dims 64, 128, 256 and 16-bit inputs") {
+  const Target sm90a(90, true);
+  for (const int head_dim : {64, 128, 256}) {
+    CHECK(noop_family(sm90a, FamilyRequest::sm90, DType::bf16, head_dim) == KernelFamily::sm90);
+    CHECK(noop_family(sm90a, FamilyRequest::sm90, DType::fp16, head_dim) == KernelFamily::sm90);
+  }
+  for (const int head_dim : {32, 96}) {
+    CHECK(noop_family(sm90a, FamilyRequest::sm90, DType::bf16, head_dim) == KernelFamily::sm80);
+  }
+  CHECK(noop_family(sm90a, FamilyRequest::sm90, DType::fp32, 128) == KernelFamily::sm80);
+}
+
+TEST_CASE("auto keeps the sm80 kernel until the sm90 kernel is verified on hardware") {
+  const Target sm90a(90, true);
+  const KernelFamily expected =
+      attnjit::codegen::kSm90VerifiedOnHardware ? KernelFamily::sm90 : KernelFamily::sm80;
+  CHECK(noop_family(sm90a, FamilyRequest::automatic) == expected);
+  CHECK(noop_family(sm90a, FamilyRequest::sm80) == KernelFamily::sm80);
+}
+
+TEST_CASE("ATTNJIT_KERNEL_FAMILY is the environment's request") {
+  const Target sm90a(90, true);
+  {
+    const FamilyEnvironment env("sm90");
+    CHECK(noop_family(sm90a, FamilyRequest::environment) == KernelFamily::sm90);
+    // An explicit request wins over the environment.
+    CHECK(noop_family(sm90a, FamilyRequest::sm80) == KernelFamily::sm80);
+  }
+  {
+    const FamilyEnvironment env("sm80");
+    CHECK(noop_family(sm90a, FamilyRequest::environment) == KernelFamily::sm80);
+  }
+  for (const char* automatic : {static_cast<const char*>(nullptr), "", "auto"}) {
+    const FamilyEnvironment env(automatic);
+    CHECK(attnjit::codegen::family_request_from_environment() == FamilyRequest::automatic);
+  }
+  const FamilyEnvironment env("sm100");
+  try {
+    noop_family(sm90a, FamilyRequest::environment);
+    FAIL("expected an error");
+  } catch (const attnjit::Error& e) {
+    CHECK(e.status() == attnjit::Status::invalid_argument);
+    CHECK(std::string(e.what()).find("auto, sm80, sm90") != std::string::npos);
+  }
+}
+
+TEST_CASE("masks and scores run on the sm90 kernel too") {
+  const Target sm90a(90, true);
+  CHECK(choose_kernel_family(sm90a, DType::bf16, 128, parse_mask("kv_idx <= q_idx"),
+                             parse_score(""), FamilyRequest::sm90) == KernelFamily::sm90);
+  CHECK(choose_kernel_family(sm90a, DType::fp16, 64, parse_mask(""),
+                             parse_score("30.0 * tanh(score / 30.0)"),
+                             FamilyRequest::sm90) == KernelFamily::sm90);
+}

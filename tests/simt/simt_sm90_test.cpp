@@ -1,0 +1,115 @@
+// The sm90 kernel (kernels_templates/attnjit/attention_fwd_sm90.cuh) under the SIMT emulator:
+// its producer and consumer warpgroups, mbarrier ring, TMA loads from the fake driver's tensor
+// maps and wgmma run on the host and are checked against the CPU reference. Shapes are small (a
+// block is 384 fibers) but cross every tile edge: lengths that are not multiples of the tiles, more
+// key tiles than stages (the ring wraps), GQA / MQA and q_len != kv_len; then the masks and
+// scores: the standard variants, skipped tiles, fully masked rows, non-finite inputs, per-call
+// parameters and tensors, random expressions.
+#include <catch2/catch.hpp>
+
+#include "simt_harness.hpp"
+#include "support/case_tables.hpp"
+#include "support/expression_generator.hpp"
+
+using namespace attnjit;
+using namespace attnjit::kernel_test;
+
+namespace {
+
+void check_sm90(const std::vector<KernelCase>& cases) {
+  const auto outcomes =
+      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90);
+  for (const simt::SimtOutcome& outcome : outcomes) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    // Note: the case must have run on the sm90 kernel, not fallen back to the sm80 one.
+    CHECK(outcome.name.ends_with(" sm90"));
+    CHECK(outcome.passed());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("emulated sm90: ragged lengths and a wrapping stage ring match the reference, bf16 and "
+          "fp16, head dims 64 and 128",
+          "[simt][sm90]") {
+  KernelCase ragged;
+  ragged.shape = shape(1, 1, 1, 150, 333);  // 2 query tiles, 3 key tiles of 128: the ring wraps
+  KernelCase short_keys;
+  short_keys.shape = shape(2, 1, 1, 70, 20);  // one partial key tile, q_len != kv_len
+  check_sm90({ragged, with(ragged, DType::fp16, Layout::blhd, 128), short_keys,
+              with(short_keys, DType::fp16, Layout::bhld, 128)});
+}
+
+TEST_CASE("emulated sm90: GQA and MQA map query heads to their key/value heads", "[simt][sm90]") {
+  std::vector<KernelCase> cases;
+  for (const int hkv : {2, 1}) {
+    KernelCase c;
+    c.shape = shape(1, 4, hkv, 30, 140);
+    cases.push_back(c);
+  }
+  cases.push_back(with(cases[0], DType::fp16, Layout::blhd, 128));
+  check_sm90(cases);
+}
+
+TEST_CASE("emulated sm90: head dim 256, an explicit scale and the lse off", "[simt][sm90]") {
+  KernelCase c;
+  c.shape = shape(1, 1, 1, 130, 150);  // 3 key tiles of 64 at head dim 256
+  c.scale = 0.3f;
+  c.with_lse = false;
+  check_sm90({with(c, DType::bf16, Layout::bhld, 256)});
+}
+
+TEST_CASE("emulated sm90: the standard variants' masks and scores match the reference",
+          "[simt][sm90]") {
+  std::vector<KernelCase> cases;
+  for (const KernelCase& c : mask_families(shape(1, 2, 1, 150, 300))) {
+    cases.push_back(c);
+  }
+  cases.push_back(with(mask_families(shape(1, 1, 1, 130, 200))[1], DType::fp16, Layout::blhd, 128));
+  check_sm90(cases);
+}
+
+TEST_CASE("emulated sm90: skipped tiles, fully masked rows and rows with nothing kept",
+          "[simt][sm90]") {
+  KernelCase late;
+  late.mask = "kv_idx + 20 <= q_idx";  // rows 0..19 keep nothing
+  late.shape = shape(1, 1, 1, 150, 150);
+  KernelCase none;
+  none.mask = "q_idx < 0";  // no tile at all: the producer loads only Q
+  none.shape = shape(1, 1, 1, 33, 70);
+  KernelCase band;
+  band.mask = "kv_idx >= 300 && kv_idx < 330";  // one kept key tile after two empty ones
+  band.shape = shape(1, 1, 1, 40, 400);
+  check_sm90({late, none, band, with(late, DType::fp16, Layout::blhd, 256)});
+}
+
+TEST_CASE("emulated sm90: NaN and +inf inputs make the rows they reach NaN", "[simt][sm90]") {
+  check_sm90(non_finite_inputs(64));
+}
+
+TEST_CASE("emulated sm90: per-call parameters and tensors with one kernel", "[simt][sm90]") {
+  std::vector<KernelCase> cases;
+  KernelCase window;
+  window.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+  window.params = {"W:int"};
+  window.shape = shape(1, 1, 1, 200, 260);
+  for (const int w : {1, 130}) {
+    window.scalars = {w};
+    cases.push_back(window);
+  }
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.shape = shape(1, 1, 1, 257, 257);
+  doc.tensors = {document_ids(257, 5, true, 3)};
+  cases.push_back(doc);
+  check_sm90(cases);
+}
+
+TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]") {
+  std::vector<KernelCase> cases;
+  for (int i = 0; i < 6; ++i) {
+    cases.push_back(random_expression_case(static_cast<std::uint64_t>(3000 + i), 160, 1, 1));
+  }
+  check_sm90(cases);
+}
