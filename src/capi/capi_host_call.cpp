@@ -8,6 +8,7 @@
 #include "capi/boundary.hpp"
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
+#include "jit/variant_compiler.hpp"
 #include "reference/attention.hpp"
 #include "reference/naive.hpp"
 #include "reference/tile_census.hpp"
@@ -33,9 +34,12 @@ Tiles tiles_for(const attnjit_variant& variant, const char* arch) {
     const attnjit::reference::ReferenceOptions cpu;
     return {cpu.tile_q, cpu.tile_kv};
   }
+  // Note: the family as the kernel request resolves it (ATTNJIT_KERNEL_FAMILY included): the sm90
+  // kernel's key tiles are twice the sm80 kernel's.
   const attnjit::VariantSpec& spec = variant.impl.spec();
-  const attnjit::codegen::KernelConfig config = attnjit::codegen::choose_kernel_config(
-      attnjit::nvrtc::arch_sm(chosen), spec.dtype, spec.head_dim);
+  const attnjit::codegen::KernelConfig config = attnjit::codegen::kernel_config_for(
+      variant.impl.mask(), variant.impl.score(), spec.dtype, spec.head_dim,
+      attnjit::arch_target(chosen));
   return {config.block_m, config.block_n};
 }
 

@@ -36,6 +36,13 @@ int min_blocks_per_sm(const KernelConfig& config, int head_dim) {
 
 }  // namespace
 
+KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
+                               DType dtype, int head_dim, Target target, FamilyRequest family) {
+  const KernelFamily chosen = choose_kernel_family(target, dtype, head_dim, mask, score, family);
+  return chosen == KernelFamily::sm90 ? sm90_kernel_config(head_dim)
+                                      : choose_kernel_config(target.sm, dtype, head_dim);
+}
+
 GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
                                        DType dtype, int head_dim, Target target,
                                        FamilyRequest family) {
@@ -48,9 +55,7 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
                 "attention kernels need compute capability 8.0 or newer; got sm_{}", target.sm);
   }
   GeneratedKernel kernel;
-  const KernelFamily chosen = choose_kernel_family(target, dtype, head_dim, mask, score, family);
-  kernel.config = chosen == KernelFamily::sm90 ? sm90_kernel_config(head_dim)
-                                               : choose_kernel_config(target.sm, dtype, head_dim);
+  kernel.config = kernel_config_for(mask, score, dtype, head_dim, target, family);
   const KernelConfig& config = kernel.config;
   const bool sm90 = config.family == KernelFamily::sm90;
   const bool has_mask = !mask.is_constant_true();

@@ -28,6 +28,11 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim);
 bool is_supported_head_dim(int head_dim);  // 32, 64, 96, 128, 256
 // The sm90 kernel's configuration for a head dim sm90_supports (128 query rows, 384 threads).
 KernelConfig sm90_kernel_config(int head_dim);
+// The configuration of the kernel generate_kernel_source makes for these arguments: the family
+// from choose_kernel_family, then that family's tiles.
+KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
+                               DType dtype, int head_dim, Target target,
+                               FamilyRequest family = FamilyRequest::environment);
 
 constexpr const char* kForwardEntry = "attnjit_fwd";
 constexpr const char* kSummaryEntry = "attnjit_tensor_summary";

@@ -1,7 +1,9 @@
 /* attnjit_variant_tile_census and attnjit_variant_reference from C, on the CPU backend: exact
  * tile counts for masks whose tiles are known, the tiles of a GPU arch's kernel, the reference's
  * exact answers, and their bad-input statuses. Exits 0 on success. */
+#define _POSIX_C_SOURCE 200112L /* setenv */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,6 +100,45 @@ static void test_census_for_an_arch_uses_its_kernel_tiles(void) {
         ATTNJIT_ERROR_INVALID_ARGUMENT);
   CHECK(contains(attnjit_last_error(), "sm_7"));
   attnjit_variant_info_destroy(info);
+  attnjit_variant_destroy(bf16);
+}
+
+/* The census follows the kernel family: on sm_90a with ATTNJIT_KERNEL_FAMILY=sm90 the tiles are
+ * the Hopper kernel's (keys 128 at a time), not the sm80 kernel's. */
+static void test_census_for_sm90a_uses_the_family_chosen(void) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = "q_idx >= kv_idx";
+  desc.head_dim = kDim;
+  attnjit_variant* bf16 = NULL;
+  CHECK(attnjit_variant_create(&bf16, runtime, &desc) == ATTNJIT_OK);
+  attnjit_forward_args args = host_args();
+  args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_BF16;
+  attnjit_tile_census_options options;
+  attnjit_tile_census_options_init(&options);
+  options.arch = "sm_90a";
+  attnjit_inspect_options inspect;
+  attnjit_inspect_options_init(&inspect);
+  inspect.arch = "sm_90a";
+  inspect.parts = 0;
+  const char* families[] = {"sm80", "sm90"};
+  int tile_kv[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    setenv("ATTNJIT_KERNEL_FAMILY", families[i], 1);
+    attnjit_variant_info* info = NULL;
+    CHECK(attnjit_variant_inspect(&info, bf16, &inspect) == ATTNJIT_OK);
+    attnjit_tile_census census;
+    CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) == ATTNJIT_OK);
+    if (info != NULL) {
+      CHECK(strcmp(info->kernel_family, families[i]) == 0);
+      CHECK(census.tile_q == info->block_m && census.tile_kv == info->block_n);
+    }
+    tile_kv[i] = census.tile_kv;
+    CHECK(census.kept_pairs == 2 * (kLen * (kLen + 1) / 2));
+    attnjit_variant_info_destroy(info);
+  }
+  unsetenv("ATTNJIT_KERNEL_FAMILY");
+  CHECK(tile_kv[0] != tile_kv[1]);
   attnjit_variant_destroy(bf16);
 }
 
@@ -238,6 +279,7 @@ int main(void) {
   for (size_t i = 0; i < sizeof out / sizeof out[0]; ++i) out[i] = NAN;
   test_causal_census_on_the_cpu_tiles();
   test_census_for_an_arch_uses_its_kernel_tiles();
+  test_census_for_sm90a_uses_the_family_chosen();
   test_census_reads_the_tensors_of_the_call();
   test_census_reads_no_attention_inputs();
   test_census_bad_input();

@@ -3,6 +3,8 @@
 // (attnjit_variant_inspect).
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "commands.hpp"
 #include "option_checks.hpp"
 #include "public_variant.hpp"
@@ -29,6 +31,11 @@ const char* origin_name(attnjit_kernel_origin origin) {
 
 void print_resources(const attnjit_variant_info& info) {
   fmt::print("kernel        {} for {}\n", info.kernel, info.arch);
+  // Note: on sm_90a the family depends on ATTNJIT_KERNEL_FAMILY (auto keeps sm80 until the Hopper
+  // kernel is verified on hardware), so say which one this report is about.
+  fmt::print("family        {}\n", std::string_view(info.kernel_family) == "sm90"
+                                          ? "sm90 (wgmma, TMA, warp-specialised)"
+                                          : "sm80 (mma.sync, cp.async)");
   fmt::print("registers     {}\n", info.registers);
   fmt::print("static smem   {} bytes\n", info.static_smem_bytes);
   fmt::print("dynamic smem  {} bytes\n", info.dynamic_smem_bytes);
