@@ -64,13 +64,19 @@ static void test_causal_census_on_the_cpu_tiles(void) {
   attnjit_variant_destroy(causal);
 }
 
-static void test_census_for_an_arch_uses_its_kernel_tiles(void) {
+/* A causal bf16 variant: GPU kernels exist for it, so its census can use a GPU arch's tiles. */
+static attnjit_variant* make_bf16_causal(void) {
   attnjit_variant_desc desc;
   attnjit_variant_desc_init(&desc);
   desc.mask = "q_idx >= kv_idx";
   desc.head_dim = kDim;
   attnjit_variant* bf16 = NULL;
   CHECK(attnjit_variant_create(&bf16, runtime, &desc) == ATTNJIT_OK);
+  return bf16;
+}
+
+static void test_census_for_an_arch_uses_its_kernel_tiles(void) {
+  attnjit_variant* bf16 = make_bf16_causal();
   attnjit_inspect_options inspect;
   attnjit_inspect_options_init(&inspect);
   inspect.arch = "sm_80";
@@ -106,12 +112,7 @@ static void test_census_for_an_arch_uses_its_kernel_tiles(void) {
 /* The census follows the kernel family: on sm_90a with ATTNJIT_KERNEL_FAMILY=sm90 the tiles are
  * the Hopper kernel's (keys 128 at a time), not the sm80 kernel's. */
 static void test_census_for_sm90a_uses_the_family_chosen(void) {
-  attnjit_variant_desc desc;
-  attnjit_variant_desc_init(&desc);
-  desc.mask = "q_idx >= kv_idx";
-  desc.head_dim = kDim;
-  attnjit_variant* bf16 = NULL;
-  CHECK(attnjit_variant_create(&bf16, runtime, &desc) == ATTNJIT_OK);
+  attnjit_variant* bf16 = make_bf16_causal();
   attnjit_forward_args args = host_args();
   args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_BF16;
   attnjit_tile_census_options options;
