@@ -240,6 +240,12 @@ extern "C" __global__ void named_barrier_deadlock(FwdParams p) {
   if (threadIdx.x < 128) named_barrier_sync(1, 160);
 }
 
+// Warp 0 signals named barrier 2 for 64 threads and nobody waits for it: the block ends with the
+// barrier half complete.
+extern "C" __global__ void named_barrier_left_half_complete(FwdParams p) {
+  if (threadIdx.x < 32) named_barrier_arrive(2, 64);
+}
+
 // Two arrivals expected, one made: every thread waits for a phase that never completes.
 extern "C" __global__ void mbarrier_deadlock(FwdParams p) {
   const unsigned bar = smem_address(attnjit_dynamic_smem) + 64;

@@ -291,6 +291,12 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
                Catch::Contains("deadlock: every live thread waits") &&
                    Catch::Contains("waits at named barrier 1 (128 of 160 threads arrived)"));
   }
+  SECTION("a named barrier left half complete when the block ends") {
+    launch.threads = 64;
+    CHECK_THAT(launch.run("named_barrier_left_half_complete"),
+               Catch::Contains("the block ended with named barrier 2 half complete: 32 of 64 "
+                               "threads arrived"));
+  }
   SECTION("an mbarrier phase no arrival completes") {
     launch.threads = 64;
     CHECK_THAT(launch.run("mbarrier_deadlock"),

@@ -21,6 +21,8 @@ namespace attnjit::simt {
 
 inline void on_block_start() { hopper().reset(emulator().warps.size()); }
 
+inline void on_block_end() { check_named_barriers_at_block_end(); }
+
 inline void on_thread_exit(ThreadState& t) {
   check_wgmma_at_exit(t);
   for (const std::vector<CopyOp>& group : t.in_flight) {

@@ -123,6 +123,20 @@ inline void named_barrier(unsigned id, unsigned num_threads, bool wait) {
   }
 }
 
+// A named barrier some threads reached and the rest never did. On hardware the block just ends,
+// but a hand-off protocol (the sm90 kernel's ping-pong turns: bar.sync on its own barrier,
+// bar.arrive on the other's) that leaves one half complete has a turn too many or too few.
+inline void check_named_barriers_at_block_end() {
+  for (unsigned id = 0; id < HopperState::kNamedBarriers; ++id) {
+    const NamedBarrier& barrier = hopper().named[id];
+    if (barrier.expected != 0) {
+      fail("the block ended with named barrier %u half complete: %u of %u threads arrived (a "
+           "bar.arrive that no bar.sync met, or the reverse)",
+           id, barrier.arrived, barrier.expected);
+    }
+  }
+}
+
 }  // namespace attnjit::simt
 
 namespace attnjit {

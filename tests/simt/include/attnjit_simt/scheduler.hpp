@@ -225,6 +225,7 @@ inline void block_barrier() {
 
 void on_thread_exit(ThreadState& t);  // memory checks at exit (emulator.hpp)
 void on_block_start();                // resets the Hopper state (emulator.hpp)
+void on_block_end();                  // checks what a finished block left behind (emulator.hpp)
 std::string describe_wait(const ThreadState& t);  // an mbarrier or named-barrier wait, in words
 
 inline void fiber_main() {
@@ -277,6 +278,7 @@ inline void run_block(Dim3 block_idx) {
       ran = true;
       if (e.failed) break;
     }
+    if (all_done && !e.failed) on_block_end();
     if (all_done || e.failed) break;
     if (!ran) {
       const ThreadState* stuck = nullptr;
