@@ -130,9 +130,10 @@ inline void check_named_barriers_at_block_end() {
   for (unsigned id = 0; id < HopperState::kNamedBarriers; ++id) {
     const NamedBarrier& barrier = hopper().named[id];
     if (barrier.expected != 0) {
-      fail("the block ended with named barrier %u half complete: %u of %u threads arrived (a "
-           "bar.arrive that no bar.sync met, or the reverse)",
-           id, barrier.arrived, barrier.expected);
+      fail(
+          "the block ended with named barrier %u half complete: %u of %u threads arrived (a "
+          "bar.arrive that no bar.sync met, or the reverse)",
+          id, barrier.arrived, barrier.expected);
     }
   }
 }
