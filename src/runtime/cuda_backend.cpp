@@ -306,6 +306,8 @@ Sm90FwdParams make_sm90_params(const FwdParams& base, const AttentionShape& shap
   for (std::size_t i = 0; i < maps.size(); ++i) {
     driver::check(encode_tensor_map(d.cuTensorMapEncodeTiled, maps[i], encoded[i]),
                   "cuTensorMapEncodeTiled");
+    apply_small_tensor_map_workaround(*encoded[i], d.driver_version,
+                                      tensor_map_span_bytes(maps[i]));
   }
   return params;
 }

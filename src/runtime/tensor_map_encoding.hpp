@@ -5,6 +5,8 @@
 
 #include <cuda.h>
 
+#include <cstdint>
+
 #include "attnjit/sm90_tma.cuh"
 #include "runtime/forward_plan.hpp"
 
@@ -30,6 +32,30 @@ CUresult encode_tensor_map(Encode encode, const TensorMapRequest& request, Tenso
                 4, const_cast<void*>(request.address), dims, strides, box, element_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+// Bytes from the first element of the mapped tensor to the end of its last: what TMA may read.
+inline std::uint64_t tensor_map_span_bytes(const TensorMapRequest& request) {
+  std::uint64_t span = request.dims[0] * 2;  // 16-bit elements, contiguous in dim 0
+  for (int i = 1; i < 4; ++i) {
+    if (request.dims[i] > 0) span += (request.dims[i] - 1) * request.strides[i - 1];
+  }
+  return span;
+}
+
+// Note: CUTLASS (4.3.4, cute/atom/copy_traits_sm90_tma.hpp) clears bit 21 of an encoded map's
+// second 64-bit word when the driver is CUDA 13.1 or older (cuDriverGetVersion <= 13010) and the
+// mapped tensor spans under 128 KiB, as the workaround of a driver bug that "occasionally" makes
+// kernels fail. The field is undocumented; we apply the same rule so that small calls (and the
+// GPU tests' small shapes) do not meet the bug. The fake driver's maps keep that word unused.
+constexpr int kSmallTensorMapWorkaroundMaxDriver = 13010;
+constexpr std::uint64_t kSmallTensorMapWorkaroundBytes = 128 * 1024;
+inline void apply_small_tensor_map_workaround(TensorMap& map, int driver_version,
+                                              std::uint64_t span_bytes) {
+  if (driver_version <= kSmallTensorMapWorkaroundMaxDriver &&
+      span_bytes < kSmallTensorMapWorkaroundBytes) {
+    map.opaque[1] &= ~(1ull << 21);
+  }
 }
 
 }  // namespace attnjit

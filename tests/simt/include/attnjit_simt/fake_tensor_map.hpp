@@ -29,6 +29,9 @@ inline constexpr int kFakeOobFillNan = 1;  // CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_R
 struct FakeTensorMap {
   static constexpr std::uint64_t kMagic = 0x50414d54'4a4e5441ull;  // "ATNJTMAP"
   std::uint64_t magic;
+  // Note: the second word is left unused because the CUDA backend clears one of its bits on
+  // older drivers (apply_small_tensor_map_workaround, src/runtime/tensor_map_encoding.hpp).
+  std::uint64_t reserved;
   std::uint64_t global_address;
   std::uint64_t global_dim[5];
   std::uint64_t global_strides[4];  // bytes, dims 1..rank-1 (dim 0 is the element size)
