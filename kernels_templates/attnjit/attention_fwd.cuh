@@ -461,14 +461,7 @@ struct AttentionForward {
     for (int kk = 0; kk < kNTiles / 2; ++kk) {
       unsigned a[kMTiles][4];
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-        for (int reg = 0; reg < 4; ++reg) {
-          const float(&s)[4] = acc_s[mt][Layout::p_tile(kk, reg)];
-          a[mt][reg] =
-              ElemTraits<ELEM>::pack2(s[Layout::p_elem(reg, 0)], s[Layout::p_elem(reg, 1)]);
-        }
-      }
+      for (int mt = 0; mt < kMTiles; ++mt) p_fragment(acc_s[mt], kk, a[mt]);
 #pragma unroll
       for (int p = 0; p < kDTiles / 2; ++p) {
         unsigned b0, b1, b2, b3;
@@ -479,6 +472,17 @@ struct AttentionForward {
           Mma<ELEM>::run(acc_o[mt][2 * p + 1], a[mt], b2, b3);
         }
       }
+    }
+  }
+
+  // P's A fragment of key-step kk for one m-tile: the S accumulators of n-tiles 2kk, 2kk + 1
+  // packed to ELEM (Layout::p_tile, p_elem). Also the A operand of the sm90 kernel's P V.
+  ATTNJIT_DEVICE static void p_fragment(const float (&acc_s)[kNTiles][4], int kk,
+                                        unsigned (&a)[4]) {
+#pragma unroll
+    for (int reg = 0; reg < 4; ++reg) {
+      const float(&s)[4] = acc_s[Layout::p_tile(kk, reg)];
+      a[reg] = ElemTraits<ELEM>::pack2(s[Layout::p_elem(reg, 0)], s[Layout::p_elem(reg, 1)]);
     }
   }
 

@@ -57,7 +57,6 @@ struct AttentionForwardSm90 {
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
   using RowMath = AttentionForward<VARIANT, ELEM, HEAD_DIM, kSm90BlockM, BLOCK_N, kConsumerWarps,
                                    NUM_STAGES>;
-  using Layout = typename RowMath::Layout;
   static_assert(RowMath::kMTiles == 1, "one m16 tile per consumer warp: the wgmma layout");
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 chunks of S
   static constexpr int kDTiles = HEAD_DIM / 8;   // n8 chunks of O
@@ -319,17 +318,12 @@ struct AttentionForwardSm90 {
     math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
     softmax[0].update(acc_s[0], acc_o[0]);
 
-    // ---- O += P V. P's A fragment of key-step kk is S's n8 chunks 2kk, 2kk + 1 (Layout::p_tile,
-    // p_elem); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per step.
+    // ---- O += P V. P's A fragment of key-step kk is S's n8 chunks 2kk, 2kk + 1
+    // (RowMath::p_fragment); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per
+    // step.
     unsigned a[kNTiles / 2][4];
 #pragma unroll
-    for (int kk = 0; kk < kNTiles / 2; ++kk) {
-#pragma unroll
-      for (int reg = 0; reg < 4; ++reg) {
-        const float(&s)[4] = acc_s[0][Layout::p_tile(kk, reg)];
-        a[kk][reg] = ElemTraits<ELEM>::pack2(s[Layout::p_elem(reg, 0)], s[Layout::p_elem(reg, 1)]);
-      }
-    }
+    for (int kk = 0; kk < kNTiles / 2; ++kk) RowMath::p_fragment(acc_s[0], kk, a[kk]);
     wgmma_fence_accumulators(flat(acc_o));
     turns.begin();
     wgmma_fence();

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 
 #include "attnjit/attnjit.hpp"
@@ -58,9 +59,24 @@ std::size_t kernel_count(const attnjit_manifest* manifest, std::size_t num_arche
   return count;
 }
 
+// The header line and the bar. Note: the header waits for the first finished kernel, because
+// attnjit_prewarm checks the arches and the cache before it compiles anything: a refused request
+// prints its error alone, not a plan that will not be carried out.
+struct PrewarmDisplay {
+  std::string header;
+  Progress progress;
+  std::once_flag announced;
+
+  void announce() {
+    std::call_once(announced, [this] { fmt::print(stderr, "{}\n", header); });
+  }
+};
+
 // Progress callback: one step of the bar per finished kernel.
-void on_kernel(void* bar, std::size_t, std::size_t, const attnjit_prewarm_result* result) {
-  static_cast<Progress*>(bar)->step(job_name(*result), result->status != ATTNJIT_OK);
+void on_kernel(void* display, std::size_t, std::size_t, const attnjit_prewarm_result* result) {
+  auto& d = *static_cast<PrewarmDisplay*>(display);
+  d.announce();
+  d.progress.step(job_name(*result), result->status != ATTNJIT_OK);
 }
 
 void run_prewarm(const PrewarmOptions& options) {
@@ -77,13 +93,13 @@ void run_prewarm(const PrewarmOptions& options) {
       std::max<int>(1, static_cast<int>(kernels)));
   const std::string root = cache_root(options.cache_dir);
 
-  // Note: printed before the arches and the cache are checked (attnjit_prewarm checks them first
-  // and fails before compiling anything), so the operator sees at once what is to come.
-  fmt::print(stderr, "prewarm: {} kernels ({} variants of {}, arches {}) into {} with {} jobs\n",
-             kernels, attnjit_manifest_count(manifest.get()),
-             printable(attnjit_manifest_source(manifest.get())), fmt::join(arches, ","),
-             printable(root), workers);
-  Progress progress("prewarm", kernels);
+  PrewarmDisplay display{
+      fmt::format("prewarm: {} kernels ({} variants of {}, arches {}) into {} with {} jobs",
+                  kernels, attnjit_manifest_count(manifest.get()),
+                  printable(attnjit_manifest_source(manifest.get())), fmt::join(arches, ","),
+                  printable(root), workers),
+      Progress("prewarm", kernels),
+      {}};
   attnjit_prewarm_options prewarm_options;
   attnjit_prewarm_options_init(&prewarm_options);
   prewarm_options.manifest_path = options.manifest.empty() ? nullptr : options.manifest.c_str();
@@ -92,10 +108,12 @@ void run_prewarm(const PrewarmOptions& options) {
   prewarm_options.cache_dir = options.cache_dir.empty() ? nullptr : options.cache_dir.c_str();
   prewarm_options.jobs = workers;
   prewarm_options.progress = &on_kernel;
-  prewarm_options.user_data = &progress;
+  prewarm_options.user_data = &display;
   attnjit_prewarm_report* raw_report = nullptr;
   c::check(attnjit_prewarm(&raw_report, &prewarm_options));
   const c::PrewarmReportPtr report(raw_report);
+  display.announce();  // a manifest without kernels finishes none
+  Progress& progress = display.progress;
   progress.finish();
 
   std::size_t compiled = 0, cached = 0, failed = 0, not_stored = 0;
