@@ -492,7 +492,7 @@ ATTNJIT_API void attnjit_manifest_destroy(attnjit_manifest* manifest);
 
 /* ---- Small helpers for tools ---- */
 
-/* The arches kernels can be compiled for: "sm_80, sm_86, sm_89, sm_90". */
+/* The arches kernels can be compiled for: "sm_80, sm_86, sm_89, sm_90, sm_90a". */
 ATTNJIT_API const char* attnjit_supported_arches(void);
 /* The arch of the runtime's GPU ("sm_90"); "" on the CPU backend or for NULL. */
 ATTNJIT_API const char* attnjit_runtime_device_arch(const attnjit_runtime* runtime);

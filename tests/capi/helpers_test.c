@@ -9,6 +9,7 @@
 static void test_supported_arches_and_device_arch(void) {
   CHECK(contains(attnjit_supported_arches(), "sm_80"));
   CHECK(contains(attnjit_supported_arches(), "sm_90"));
+  CHECK(contains(attnjit_supported_arches(), "sm_90a"));
   attnjit_runtime_options options;
   attnjit_runtime_options_init(&options);
   options.backend = ATTNJIT_BACKEND_CPU;
