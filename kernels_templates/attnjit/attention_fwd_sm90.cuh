@@ -43,7 +43,8 @@ namespace attnjit {
 
 #if ATTNJIT_KERNEL_CODE
 
-template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES>
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES,
+          unsigned FEATURES>
 struct AttentionForwardSm90 {
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256,
                 "the sm90 kernel's head dims: whole 64-column TMA boxes, a wgmma N for P V");
@@ -341,9 +342,10 @@ struct AttentionForwardSm90 {
 };
 
 // The kernel body; the generated entry point calls it with its only argument.
-template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES>
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES,
+          unsigned FEATURES>
 ATTNJIT_DEVICE void attention_forward_sm90(const Sm90FwdParams& params) {
-  AttentionForwardSm90<VARIANT, ELEM, HEAD_DIM, BLOCK_N, NUM_STAGES> kernel(params);
+  AttentionForwardSm90<VARIANT, ELEM, HEAD_DIM, BLOCK_N, NUM_STAGES, FEATURES> kernel(params);
   kernel.run();
 }
 

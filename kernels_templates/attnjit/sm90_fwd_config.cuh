@@ -13,6 +13,11 @@ constexpr int kSm90Threads = 128 * kSm90Warpgroups;
 constexpr int kSm90BlockM = 128;
 constexpr int kSm90MaxStages = 8;
 
+// Schedule options of the kernel, a bit set template argument (host: KernelConfig::overlap,
+// ::persistent; ATTNJIT_TUNE overrides the defaults for measurements).
+constexpr unsigned kSm90FeatureOverlap = 1u;     // intra-warpgroup pipelining of S and softmax
+constexpr unsigned kSm90FeaturePersistent = 2u;  // one block per SM walking the query tiles
+
 // TMA with the 128-byte swizzle writes 1024-byte swizzle atoms, and wgmma descriptors address
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so
 // the kernel rounds its base up and the launch asks for the slack.

@@ -87,18 +87,27 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim) {
   throw_error(Status::internal, "no tile configuration of head dim {} fits sm_{}", head_dim, sm);
 }
 
-KernelConfig sm90_kernel_config(int head_dim) {
+KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
+  if (head_dim % 64 != 0 || head_dim > 256) {
+    throw_error(Status::internal, "the sm90 kernel has no configuration for head dim {}", head_dim);
+  }
   // Key rows per stage: 128 while two stages of K and V fit beside Q (D = 64, 128), else 64.
   // Note: N of S = Q K^T is block_n, and N of O += P V is the head dim; both are wgmma shapes.
   KernelConfig config;
   config.family = KernelFamily::sm90;
   config.block_m = kSm90BlockM;
-  config.block_n = head_dim <= 128 ? 128 : 64;
+  config.block_n = tuning.sm90_block_n.value_or(head_dim <= 128 ? 128 : 64);
   config.num_warps = kSm90Threads / 32;
-  config.num_stages = 2;
+  config.num_stages = tuning.sm90_stages.value_or(2);
+  config.overlap = tuning.sm90_overlap.value_or(false);
+  config.persistent = tuning.sm90_persistent.value_or(false);
   config.smem_bytes = sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages);
-  if (head_dim % 64 != 0 || config.smem_bytes > shared_memory_limit(90)) {
-    throw_error(Status::internal, "the sm90 kernel has no configuration for head dim {}", head_dim);
+  if (config.smem_bytes > shared_memory_limit(90)) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: head dim {} with sm90_block_n={} and sm90_stages={} needs {} bytes "
+                "of shared memory; sm_90a allows {}",
+                head_dim, config.block_n, config.num_stages, config.smem_bytes,
+                shared_memory_limit(90));
   }
   return config;
 }

@@ -39,8 +39,9 @@ int min_blocks_per_sm(const KernelConfig& config, int head_dim) {
 KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
                                DType dtype, int head_dim, Target target, FamilyRequest family) {
   const KernelFamily chosen = choose_kernel_family(target, dtype, head_dim, mask, score, family);
-  return chosen == KernelFamily::sm90 ? sm90_kernel_config(head_dim)
-                                      : choose_kernel_config(target.sm, dtype, head_dim);
+  return chosen == KernelFamily::sm90
+             ? sm90_kernel_config(head_dim, kernel_tuning_from_environment())
+             : choose_kernel_config(target.sm, dtype, head_dim);
 }
 
 GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
@@ -71,6 +72,10 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
   s += fmt::format(
       "// tiles: block_m {}, block_n {}, warps {}, stages {}, dynamic shared memory {} bytes\n",
       config.block_m, config.block_n, config.num_warps, config.num_stages, config.smem_bytes);
+  if (sm90) {
+    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}\n",
+                     config.overlap ? "on" : "off", config.persistent ? "on" : "off");
+  }
   s += sm90 ? "#include \"attnjit/attention_fwd_sm90.cuh\"\n" : "#include \"attnjit/attention_fwd.cuh\"\n";
   s += "#include \"attnjit/expr_ops.cuh\"\n";
   s += "#include \"attnjit/tensor_summary.cuh\"\n\n";
@@ -93,8 +98,12 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
         "extern \"C\" __global__ void __launch_bounds__({}, 1)\n"
         "{}(const __grid_constant__ attnjit::Sm90FwdParams params) {{\n",
         config.num_warps * 32, kForwardEntry);
-    s += fmt::format("  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}>(params);\n",
-                     elem_type(dtype), head_dim, config.block_n, config.num_stages);
+    const std::string features =
+        fmt::format("{} | {}", config.overlap ? "attnjit::kSm90FeatureOverlap" : "0u",
+                    config.persistent ? "attnjit::kSm90FeaturePersistent" : "0u");
+    s += fmt::format(
+        "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}>(params);\n",
+        elem_type(dtype), head_dim, config.block_n, config.num_stages, features);
   } else {
     s += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const attnjit::FwdParams params) {{\n",

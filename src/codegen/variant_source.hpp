@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/kernel_family.hpp"
+#include "codegen/kernel_tuning.hpp"
 #include "common/attention_problem.hpp"
 #include "expr/expression.hpp"
 
@@ -20,16 +21,21 @@ struct KernelConfig {
   int num_stages = 0;  // pipeline depth (cp.async groups for sm80, TMA stages for sm90)
   int smem_bytes = 0;  // dynamic shared memory the launch needs
   KernelFamily family = KernelFamily::sm80;  // which template (and launch parameter) it is
+  // sm90 kernel only (sm90_fwd_config.cuh, kSm90Feature*): intra-warpgroup pipelining, and a
+  // persistent grid (one block per SM walking the query tiles; the launch size depends on it).
+  bool overlap = false;
+  bool persistent = false;
 };
 
 // Throws Error(unsupported) for head dims or arches (sm < 80) that are not supported.
 // `sm` is 80, 86, 89, 90...; the configuration fits the arch's shared-memory opt-in limit.
 KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim);
 bool is_supported_head_dim(int head_dim);  // 32, 64, 96, 128, 256
-// The sm90 kernel's configuration for a head dim sm90_supports (128 query rows, 384 threads).
-KernelConfig sm90_kernel_config(int head_dim);
+// The sm90 kernel's configuration for a head dim sm90_supports (128 query rows, 384 threads),
+// with the overrides of `tuning` applied; Error(invalid_argument) when they do not fit.
+KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning = {});
 // The configuration of the kernel generate_kernel_source makes for these arguments: the family
-// from choose_kernel_family, then that family's tiles.
+// from choose_kernel_family, then that family's tiles (for sm90, with ATTNJIT_TUNE's overrides).
 KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
                                DType dtype, int head_dim, Target target,
                                FamilyRequest family = FamilyRequest::environment);

@@ -31,10 +31,21 @@ int int_field(const nlohmann::json& json, const char* key, std::int64_t min) {
   return static_cast<int>(value.get<std::int64_t>());
 }
 
+// An optional boolean field: absent means false; present, it must be a boolean.
+bool bool_field(const nlohmann::json& json, const char* key) {
+  const auto it = json.is_object() ? json.find(key) : json.end();
+  if (it == json.end()) return false;
+  if (!it->is_boolean()) {
+    throw Error(Status::cache, fmt::format("sidecar: '{}' is not a boolean: {}", key, it->dump()));
+  }
+  return it->get<bool>();
+}
+
 bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) {
   return a.family == b.family && a.block_m == b.block_m && a.block_n == b.block_n &&
          a.num_warps == b.num_warps &&
-         a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes;
+         a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes &&
+         a.overlap == b.overlap && a.persistent == b.persistent;
 }
 
 }  // namespace
@@ -43,7 +54,8 @@ nlohmann::json to_json(const codegen::KernelConfig& config) {
   return {{"family", codegen::kernel_family_name(config.family)},
           {"block_m", config.block_m},       {"block_n", config.block_n},
           {"num_warps", config.num_warps},   {"num_stages", config.num_stages},
-          {"smem_bytes", config.smem_bytes}};
+          {"smem_bytes", config.smem_bytes}, {"overlap", config.overlap},
+          {"persistent", config.persistent}};
 }
 
 nlohmann::json to_json(const ResourceUsage& usage) {
@@ -71,6 +83,9 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   config.num_warps = int_field(json, "num_warps", kAny);
   config.num_stages = int_field(json, "num_stages", kAny);
   config.smem_bytes = int_field(json, "smem_bytes", kAny);
+  // Note: entries written before the sm90 schedule options existed have neither: both off.
+  config.overlap = bool_field(json, "overlap");
+  config.persistent = bool_field(json, "persistent");
   return config;
 }
 

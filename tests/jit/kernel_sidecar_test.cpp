@@ -84,6 +84,32 @@ TEST_CASE("the kernel family is part of a stored kernel's configuration", "[jit]
   CHECK_THROWS_WITH(config_from_json(unknown), Catch::Contains("not sm80 or sm90"));
 }
 
+TEST_CASE("the sm90 schedule options are part of a stored kernel's configuration",
+          "[jit][sidecar]") {
+  codegen::KernelConfig tuned = config();
+  tuned.family = codegen::KernelFamily::sm90;
+  tuned.overlap = true;
+  tuned.persistent = true;
+  const codegen::KernelConfig back = config_from_json(to_json(tuned));
+  CHECK(back.overlap);
+  CHECK(back.persistent);
+  // A persistent kernel launches another grid: it never serves a request for the other one.
+  codegen::KernelConfig plain = tuned;
+  plain.persistent = false;
+  const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(tuned)},
+                                 {"forward_resources", to_json(ResourceUsage{})}};
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), plain), Catch::Contains("is not the variant's"));
+  // Entries written before the options existed have neither; a non-boolean is refused.
+  nlohmann::json old = to_json(tuned);
+  old.erase("overlap");
+  old.erase("persistent");
+  CHECK_FALSE(config_from_json(old).overlap);
+  CHECK_FALSE(config_from_json(old).persistent);
+  nlohmann::json odd = to_json(tuned);
+  odd["persistent"] = 1;
+  CHECK_THROWS_WITH(config_from_json(odd), Catch::Contains("'persistent' is not a boolean"));
+}
+
 TEST_CASE("a variant summary is one line for cache list", "[jit][sidecar]") {
   CHECK(variant_summary(variant()) == "causal: mask='q_idx>=kv_idx' score='' bf16 d128");
   nlohmann::json with_params = variant();

@@ -137,7 +137,9 @@ TEST_CASE("an sm90 variant's source instantiates the sm90 template with a grid-c
   CHECK(kernel.source.find("const __grid_constant__ attnjit::Sm90FwdParams params") !=
         std::string::npos);
   CHECK(kernel.source.find("attnjit::attention_forward_sm90<AttnjitVariant, attnjit::bf16_t, 128, "
-                           "128, 2>(params);") != std::string::npos);
+                           "128, 2, 0u | 0u>(params);") != std::string::npos);
+  CHECK(kernel.source.find("sm90 schedule: intra-warpgroup overlap off, persistent off") !=
+        std::string::npos);
   CHECK(kernel.source.find("sm_90a, kernel family: sm90") != std::string::npos);
   // The same variant on the sm80 family is another text, hence another cache key.
   const auto sm80 = codegen::generate_kernel_source(noop.mask, noop.score, DType::bf16, 128,

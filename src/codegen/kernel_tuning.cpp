@@ -1,0 +1,70 @@
+#include "codegen/kernel_tuning.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "common/error.hpp"
+
+namespace attnjit::codegen {
+namespace {
+
+int int_value(std::string_view key, std::string_view value, int low, int high) {
+  int parsed = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (error != std::errc() || end != value.data() + value.size() || parsed < low ||
+      parsed > high) {
+    throw_error(Status::invalid_argument, "ATTNJIT_TUNE: {}={} is not an integer in [{}, {}]", key,
+                value, low, high);
+  }
+  return parsed;
+}
+
+bool bool_value(std::string_view key, std::string_view value) {
+  return int_value(key, value, 0, 1) == 1;
+}
+
+}  // namespace
+
+KernelTuning parse_kernel_tuning(std::string_view text) {
+  KernelTuning tuning;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (item.empty()) continue;
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) {
+      throw_error(Status::invalid_argument, "ATTNJIT_TUNE: '{}' is not key=value", item);
+    }
+    const std::string_view key = item.substr(0, equals);
+    const std::string_view value = item.substr(equals + 1);
+    if (key == "sm90_block_n") {
+      const int block_n = int_value(key, value, 64, 256);
+      if (block_n % 64 != 0) {
+        throw_error(Status::invalid_argument, "ATTNJIT_TUNE: sm90_block_n={} is not 64, 128, 192 or 256",
+                    value);
+      }
+      tuning.sm90_block_n = block_n;
+    } else if (key == "sm90_stages") {
+      tuning.sm90_stages = int_value(key, value, 2, 8);
+    } else if (key == "sm90_overlap") {
+      tuning.sm90_overlap = bool_value(key, value);
+    } else if (key == "sm90_persistent") {
+      tuning.sm90_persistent = bool_value(key, value);
+    } else {
+      throw_error(Status::invalid_argument,
+                  "ATTNJIT_TUNE: unknown key '{}'; keys: sm90_block_n, sm90_stages, sm90_overlap, "
+                  "sm90_persistent",
+                  key);
+    }
+  }
+  return tuning;
+}
+
+KernelTuning kernel_tuning_from_environment() {
+  const char* value = std::getenv("ATTNJIT_TUNE");
+  return parse_kernel_tuning(value == nullptr ? std::string_view() : std::string_view(value));
+}
+
+}  // namespace attnjit::codegen

@@ -1,0 +1,31 @@
+// Tuning overrides for the forward kernels' configuration, for measuring alternatives on a GPU
+// without rebuilding: ATTNJIT_TUNE="key=value,key=value". Each override changes the generated
+// source (template arguments), hence the cache key, so tuned and default kernels never mix.
+// Keys (sm90 kernel only for now):
+//   sm90_block_n   64 | 128 | 192 | 256    keys per stage
+//   sm90_stages    2 .. 8                  depth of the K/V ring
+//   sm90_overlap   0 | 1                   intra-warpgroup pipelining (S of the next tile issued
+//                                          before the softmax of this one)
+//   sm90_persistent 0 | 1                  one block per SM walking the query tiles
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace attnjit::codegen {
+
+struct KernelTuning {
+  std::optional<int> sm90_block_n;
+  std::optional<int> sm90_stages;
+  std::optional<bool> sm90_overlap;
+  std::optional<bool> sm90_persistent;
+};
+
+// Parses the ATTNJIT_TUNE syntax; throws Error(invalid_argument) naming the offending item for an
+// unknown key, a missing '=', or a value out of its range. Empty text: no overrides.
+KernelTuning parse_kernel_tuning(std::string_view text);
+
+// ATTNJIT_TUNE read now (not cached: a benchmark may change it between calls).
+KernelTuning kernel_tuning_from_environment();
+
+}  // namespace attnjit::codegen

@@ -1,0 +1,85 @@
+#include "codegen/kernel_tuning.hpp"
+
+#include <cstdlib>
+
+#include <catch2/catch.hpp>
+
+#include "attnjit/sm90_fwd_config.cuh"
+#include "codegen/variant_source.hpp"
+#include "common/error.hpp"
+#include "expr/test_support.hpp"
+
+using namespace attnjit;
+using codegen::parse_kernel_tuning;
+
+TEST_CASE("ATTNJIT_TUNE's items override only what they name", "[codegen][tuning]") {
+  const auto none = parse_kernel_tuning("");
+  CHECK_FALSE(none.sm90_block_n.has_value());
+  CHECK_FALSE(none.sm90_stages.has_value());
+  CHECK_FALSE(none.sm90_overlap.has_value());
+  CHECK_FALSE(none.sm90_persistent.has_value());
+
+  const auto some = parse_kernel_tuning("sm90_block_n=192,sm90_stages=3,,sm90_overlap=0,sm90_persistent=1");
+  CHECK(some.sm90_block_n == 192);
+  CHECK(some.sm90_stages == 3);
+  CHECK(some.sm90_overlap == false);
+  CHECK(some.sm90_persistent == true);
+}
+
+TEST_CASE("a malformed ATTNJIT_TUNE names the item and the reason", "[codegen][tuning]") {
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_stages"), Catch::Contains("'sm90_stages' is not key=value"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("block_n=64"), Catch::Contains("unknown key 'block_n'"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_stages=9"),
+                    Catch::Contains("sm90_stages=9 is not an integer in [2, 8]"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_overlap=yes"), Catch::Contains("sm90_overlap=yes"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_n=96"), Catch::Contains("not 64, 128, 192 or 256"));
+  try {
+    parse_kernel_tuning("sm90_overlap=2");
+    FAIL("no error");
+  } catch (const Error& error) {
+    CHECK(error.status() == Status::invalid_argument);
+  }
+}
+
+TEST_CASE("tuning overrides the sm90 configuration and refuses what does not fit",
+          "[codegen][tuning]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_n = 64;
+  tuning.sm90_stages = 4;
+  tuning.sm90_overlap = true;
+  const auto config = codegen::sm90_kernel_config(128, tuning);
+  CHECK(config.block_n == 64);
+  CHECK(config.num_stages == 4);
+  CHECK(config.overlap);
+  CHECK_FALSE(config.persistent);
+  CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 64, 4));
+
+  tuning.sm90_block_n = 256;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(256, tuning),
+                    Catch::Contains("needs") && Catch::Contains("sm_90a allows 232448"));
+}
+
+TEST_CASE("the environment's tuning reaches the generated sm90 source, not the sm80 one",
+          "[codegen][tuning]") {
+  const auto mask = test::parse_mask("q_idx >= kv_idx");
+  const auto score = test::parse_score("");
+  ::setenv("ATTNJIT_TUNE", "sm90_overlap=1,sm90_stages=4", 1);
+  const auto sm90 = codegen::generate_kernel_source(mask, score, DType::bf16, 64,
+                                                    codegen::Target(90, true),
+                                                    codegen::FamilyRequest::sm90);
+  const auto sm80 = codegen::generate_kernel_source(mask, score, DType::bf16, 64,
+                                                    codegen::Target(90, true),
+                                                    codegen::FamilyRequest::sm80);
+  ::setenv("ATTNJIT_TUNE", "sm90_stages=1", 1);
+  CHECK_THROWS_WITH(codegen::generate_kernel_source(mask, score, DType::bf16, 64,
+                                                    codegen::Target(90, true),
+                                                    codegen::FamilyRequest::sm90),
+                    Catch::Contains("sm90_stages=1"));
+  ::unsetenv("ATTNJIT_TUNE");
+  CHECK(sm90.config.overlap);
+  CHECK(sm90.config.num_stages == 4);
+  CHECK(sm90.source.find("attnjit::kSm90FeatureOverlap | 0u>(params)") != std::string::npos);
+  CHECK(sm90.source.find("intra-warpgroup overlap on") != std::string::npos);
+  CHECK_FALSE(sm80.config.overlap);
+  CHECK(sm80.config.num_stages != 4);  // sm80 kernels have at most 3
+}
