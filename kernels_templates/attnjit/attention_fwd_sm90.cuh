@@ -68,6 +68,7 @@ struct AttentionForwardSm90 {
   static constexpr int kKVBytes = kBoxes * kKVBoxBytes;
   static constexpr int kTilesBytes = kQBytes + 2 * NUM_STAGES * kKVBytes;
   static constexpr int kConsumerRowBytes = 64 * 128;  // a consumer's 64 rows inside one Q box
+  static constexpr bool kOverlap = (FEATURES & kSm90FeatureOverlap) != 0u;
   static_assert(kSm90SmemAlignment + kTilesBytes + kSm90BarrierBytes ==
                     sm90_forward_smem_bytes(HEAD_DIM, BLOCK_N, NUM_STAGES),
                 "host and device disagree on the shared-memory size");
@@ -84,6 +85,7 @@ struct AttentionForwardSm90 {
 
   using Accumulators = float[1][kDTiles][4];
   using Scores = float[1][kNTiles][4];
+  using PFragments = unsigned[kNTiles / 2][4];  // P as wgmma's A operand, one per key step
 
   const Sm90FwdParams& params;
   RowMath math;
@@ -264,17 +266,24 @@ struct AttentionForwardSm90 {
     const int first = kept.next(math, 0, lane, tile_class);
     const bool any_tile = first < math.num_kv_tiles;
     if (consumer == 1 && any_tile) turns.end();  // consumer 0's first turn
-    int stage = 0;
-    int round = 0;
-    for (int tile = first; tile < math.num_kv_tiles;
-         tile = kept.next(math, tile + 1, lane, tile_class)) {
-      mbarrier_wait(full_barrier(stage), static_cast<unsigned>(round & 1));
-      compute_tile(tile, tile_class, stage, q_rows, warp, lane, row_values, turns, acc_o,
-                   softmax);
-      mbarrier_arrive(empty_barrier(stage));
-      if (++stage == NUM_STAGES) {
-        stage = 0;
-        ++round;
+    if constexpr (kOverlap) {
+      if (any_tile) {
+        consume_overlapped(first, tile_class, kept, q_rows, warp, lane, row_values, turns, acc_o,
+                           softmax);
+      }
+    } else {
+      int stage = 0;
+      int round = 0;
+      for (int tile = first; tile < math.num_kv_tiles;
+           tile = kept.next(math, tile + 1, lane, tile_class)) {
+        mbarrier_wait(full_barrier(stage), static_cast<unsigned>(round & 1));
+        compute_tile(tile, tile_class, stage, q_rows, warp, lane, row_values, turns, acc_o,
+                     softmax);
+        mbarrier_arrive(empty_barrier(stage));
+        if (++stage == NUM_STAGES) {
+          stage = 0;
+          ++round;
+        }
       }
     }
     if (consumer == 0 && any_tile) turns.begin();  // consumer 1's arrival after its last turn
@@ -291,53 +300,134 @@ struct AttentionForwardSm90 {
     return reinterpret_cast<float(&)[4 * CHUNKS]>(tile);
   }
 
+  // ---- The two GEMMs, issued (not waited for) by the whole warpgroup.
+  // S = Q K^T: K-steps of 16 columns, 4 per 64-column box (32 bytes apart in a row).
+  // Note: a step's descriptors are the tile's plus its byte offset >> 4 in the start-address
+  // field (bits 0-13), which cannot carry: every address stays inside the 228 KB window. Q's
+  // address goes through an empty asm so that they are recomputed here (a few integer adds per
+  // tile) instead of being hoisted out of the tile loop into HEAD_DIM / 16 64-bit registers,
+  // which the overlapped schedule cannot spare.
+  ATTNJIT_DEVICE void issue_scores(Scores& acc_s, int stage, unsigned q_rows) const {
+    asm volatile("" : "+r"(q_rows));
+    const unsigned long long q_base = wgmma_desc_k_major(q_rows);
+    const unsigned long long k_base = wgmma_desc_k_major(k_stage(stage));
+#pragma unroll
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+      const unsigned column = (kk % 4) * 32u;
+      const unsigned long long desc_q = q_base + (((kk / 4) * kQBoxBytes + column) >> 4);
+      const unsigned long long desc_k = k_base + (((kk / 4) * kKVBoxBytes + column) >> 4);
+      Wgmma<ELEM, BLOCK_N>::ss(flat(acc_s), desc_q, desc_k, kk > 0 ? 1 : 0);
+    }
+    wgmma_commit_group();
+  }
+
+  // O += P V. P's A fragment of key-step kk is S's n8 chunks 2kk, 2kk + 1
+  // (RowMath::p_fragment); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per
+  // step.
+  ATTNJIT_DEVICE void issue_output(Accumulators& acc_o, const PFragments& p, int stage) const {
+#pragma unroll
+    for (int kk = 0; kk < kNTiles / 2; ++kk) {
+      const unsigned long long desc_v =
+          wgmma_desc_mn_major(v_stage(stage) + kk * 16 * 128, kKVBoxBytes);
+      Wgmma<ELEM, HEAD_DIM>::rs(flat(acc_o), p[kk], desc_v, 1);
+    }
+    wgmma_commit_group();
+  }
+
+  ATTNJIT_DEVICE static void to_p_fragments(const Scores& acc_s, PFragments& p) {
+#pragma unroll
+    for (int kk = 0; kk < kNTiles / 2; ++kk) RowMath::p_fragment(acc_s[0], kk, p[kk]);
+  }
+
+  // A turn on the tensor cores for one GEMM alone, waited for.
+  ATTNJIT_DEVICE void score_turn(Scores& acc_s, int stage, unsigned q_rows,
+                                 const GemmTurns& turns) const {
+    wgmma_fence_accumulators(flat(acc_s));
+    turns.begin();
+    wgmma_fence();
+    issue_scores(acc_s, stage, q_rows);
+    turns.end();
+    wgmma_wait_group<0>();
+    wgmma_fence_accumulators(flat(acc_s));
+  }
+  ATTNJIT_DEVICE void output_turn(Accumulators& acc_o, const PFragments& p, int stage,
+                                  const GemmTurns& turns) const {
+    wgmma_fence_accumulators(flat(acc_o));
+    turns.begin();
+    wgmma_fence();
+    issue_output(acc_o, p, stage);
+    turns.end();
+    wgmma_wait_group<0>();
+    wgmma_fence_accumulators(flat(acc_o));
+  }
+
   // One key tile: two GEMM turns around the softmax.
   ATTNJIT_DEVICE void compute_tile(int tile, int tile_class, int stage, unsigned q_rows, int warp,
                                    int lane, const typename RowMath::RowValues& row_values,
                                    const GemmTurns& turns, Accumulators& acc_o,
                                    OnlineSoftmax (&softmax)[1]) const {
-    // ---- S = Q K^T: K-steps of 16 columns, 4 per 64-column box (32 bytes apart in a row).
     Scores acc_s;
-    wgmma_fence_accumulators(flat(acc_s));
-    turns.begin();
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
-      const unsigned column = (kk % 4) * 32u;
-      const unsigned long long desc_q =
-          wgmma_desc_k_major(q_rows + (kk / 4) * kQBoxBytes + column);
-      const unsigned long long desc_k =
-          wgmma_desc_k_major(k_stage(stage) + (kk / 4) * kKVBoxBytes + column);
-      Wgmma<ELEM, BLOCK_N>::ss(flat(acc_s), desc_q, desc_k, kk > 0 ? 1 : 0);
-    }
-    wgmma_commit_group();
-    turns.end();
-    wgmma_wait_group<0>();
-    wgmma_fence_accumulators(flat(acc_s));
-
+    score_turn(acc_s, stage, q_rows, turns);
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
     math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
     softmax[0].update(acc_s[0], acc_o[0]);
+    PFragments p;
+    to_p_fragments(acc_s, p);
+    output_turn(acc_o, p, stage, turns);
+  }
 
-    // ---- O += P V. P's A fragment of key-step kk is S's n8 chunks 2kk, 2kk + 1
-    // (RowMath::p_fragment); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per
-    // step.
-    unsigned a[kNTiles / 2][4];
-#pragma unroll
-    for (int kk = 0; kk < kNTiles / 2; ++kk) RowMath::p_fragment(acc_s[0], kk, a[kk]);
-    wgmma_fence_accumulators(flat(acc_o));
-    turns.begin();
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kNTiles / 2; ++kk) {
-      const unsigned long long desc_v =
-          wgmma_desc_mn_major(v_stage(stage) + kk * 16 * 128, kKVBoxBytes);
-      Wgmma<ELEM, HEAD_DIM>::rs(flat(acc_o), a[kk], desc_v, 1);
+  // Intra-warpgroup pipelining (FA3, section 3.2): S of the next kept tile is issued together
+  // with P V of the current one, and the softmax of the next tile runs while P V is still on the
+  // tensor cores; only then does the warpgroup wait for P V, rescale O by the new running max and
+  // turn S into the next P. The cost is registers: the next S, the current P and O are live at
+  // once. A stage (K and V of one tile) is released once its P V has completed, so with two
+  // stages the producer loads tile i + 2 while the consumers work on tile i + 1. Each turn on the
+  // tensor cores (GemmTurns) now issues both GEMMs; the first tile's S and the last tile's P V
+  // take a turn each, so both consumers still take the same number of turns.
+  ATTNJIT_DEVICE void consume_overlapped(int first, int first_class, KeptTiles& kept,
+                                         unsigned q_rows, int warp, int lane,
+                                         const typename RowMath::RowValues& row_values,
+                                         const GemmTurns& turns, Accumulators& acc_o,
+                                         OnlineSoftmax (&softmax)[1]) const {
+    int stage = 0;
+    int round = 0;
+    Scores acc_s;
+    PFragments p;
+    mbarrier_wait(full_barrier(stage), 0u);
+    score_turn(acc_s, stage, q_rows, turns);
+    math.apply_scores(acc_s, first, first_class, warp, lane, row_values);
+    softmax[0].update(acc_s[0], acc_o[0]);  // O is still zero: its rescale is a no-op
+    to_p_fragments(acc_s, p);
+
+    int tile_class = kTileEmpty;
+    for (int tile = kept.next(math, first + 1, lane, tile_class); tile < math.num_kv_tiles;
+         tile = kept.next(math, tile + 1, lane, tile_class)) {
+      const int previous = stage;
+      if (++stage == NUM_STAGES) {
+        stage = 0;
+        ++round;
+      }
+      mbarrier_wait(full_barrier(stage), static_cast<unsigned>(round & 1));
+      wgmma_fence_accumulators(flat(acc_s));
+      wgmma_fence_accumulators(flat(acc_o));
+      turns.begin();
+      wgmma_fence();
+      issue_scores(acc_s, stage, q_rows);
+      issue_output(acc_o, p, previous);
+      turns.end();
+      wgmma_wait_group<1>();  // S is complete; P V may still be running
+      wgmma_fence_accumulators(flat(acc_s));
+      math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
+      float rescale[2];
+      softmax[0].exponentiate(acc_s[0], rescale);
+      wgmma_wait_group<0>();
+      wgmma_fence_accumulators(flat(acc_o));
+      mbarrier_arrive(empty_barrier(previous));
+      OnlineSoftmax::rescale_output(acc_o[0], rescale);
+      to_p_fragments(acc_s, p);
     }
-    wgmma_commit_group();
-    turns.end();
-    wgmma_wait_group<0>();
-    wgmma_fence_accumulators(flat(acc_o));
+    output_turn(acc_o, p, stage, turns);
+    mbarrier_arrive(empty_barrier(stage));
   }
 };
 

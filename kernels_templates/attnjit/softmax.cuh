@@ -34,11 +34,13 @@ struct OnlineSoftmax {
   }
 
   // `scores` holds one kv tile in log2 units (masked entries are -inf). Replaces them with
-  // exp2(score - max) and rescales `acc_o` by the change of the running max.
+  // exp2(score - max), advances the running max and sum, and returns in `rescale` the factor the
+  // output accumulated so far must be multiplied by (rescale_output); split from it so that the
+  // sm90 kernel can do this while its previous P V product still owns the accumulators.
   // Note: a row whose max is still -inf (all masked so far) uses 0 as the exponent offset, so
   // exp2(-inf - 0) = 0 everywhere and no -inf - -inf = NaN appears.
-  template <int N_TILES, int D_TILES>
-  ATTNJIT_DEVICE void update(float (&scores)[N_TILES][4], float (&acc_o)[D_TILES][4]) {
+  template <int N_TILES>
+  ATTNJIT_DEVICE void exponentiate(float (&scores)[N_TILES][4], float (&rescale)[2]) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float tile_max = row_max[r];
@@ -48,7 +50,7 @@ struct OnlineSoftmax {
       }
       tile_max = quad_max(tile_max);
       const float offset = tile_max == neg_infinity() ? 0.0f : tile_max;
-      const float rescale = fast_exp2(row_max[r] - offset);
+      rescale[r] = fast_exp2(row_max[r] - offset);
       row_max[r] = tile_max;
       float tile_sum = 0.0f;
 #pragma unroll
@@ -57,13 +59,28 @@ struct OnlineSoftmax {
         scores[j][2 * r + 1] = fast_exp2(scores[j][2 * r + 1] - offset);
         tile_sum += scores[j][2 * r] + scores[j][2 * r + 1];
       }
-      row_sum[r] = row_sum[r] * rescale + tile_sum;
+      row_sum[r] = row_sum[r] * rescale[r] + tile_sum;
+    }
+  }
+
+  template <int D_TILES>
+  ATTNJIT_DEVICE static void rescale_output(float (&acc_o)[D_TILES][4], const float (&rescale)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
 #pragma unroll
       for (int j = 0; j < D_TILES; ++j) {
-        acc_o[j][2 * r] *= rescale;
-        acc_o[j][2 * r + 1] *= rescale;
+        acc_o[j][2 * r] *= rescale[r];
+        acc_o[j][2 * r + 1] *= rescale[r];
       }
     }
+  }
+
+  // Both steps at once: the scores become probabilities and `acc_o` is rescaled.
+  template <int N_TILES, int D_TILES>
+  ATTNJIT_DEVICE void update(float (&scores)[N_TILES][4], float (&acc_o)[D_TILES][4]) {
+    float rescale[2];
+    exponentiate(scores, rescale);
+    rescale_output(acc_o, rescale);
   }
 };
 

@@ -12,8 +12,7 @@ namespace {
 int int_value(std::string_view key, std::string_view value, int low, int high) {
   int parsed = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (error != std::errc() || end != value.data() + value.size() || parsed < low ||
-      parsed > high) {
+  if (error != std::errc() || end != value.data() + value.size() || parsed < low || parsed > high) {
     throw_error(Status::invalid_argument, "ATTNJIT_TUNE: {}={} is not an integer in [{}, {}]", key,
                 value, low, high);
   }
@@ -42,8 +41,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     if (key == "sm90_block_n") {
       const int block_n = int_value(key, value, 64, 256);
       if (block_n % 64 != 0) {
-        throw_error(Status::invalid_argument, "ATTNJIT_TUNE: sm90_block_n={} is not 64, 128, 192 or 256",
-                    value);
+        throw_error(Status::invalid_argument,
+                    "ATTNJIT_TUNE: sm90_block_n={} is not 64, 128, 192 or 256", value);
       }
       tuning.sm90_block_n = block_n;
     } else if (key == "sm90_stages") {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/log.hpp"
+#include "support/scoped_env.hpp"
 
 namespace attnjit::test {
 
@@ -115,24 +116,6 @@ class LogCapture {
  private:
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
   spdlog::level::level_enum previous_;
-};
-
-// Sets an environment variable for the life of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1); else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1); else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
 };
 
 // Sets the process umask for the life of the object.

@@ -7,6 +7,7 @@
 #include "codegen/kernel_family.hpp"
 #include "common/error.hpp"
 #include "expr/test_support.hpp"
+#include "support/scoped_env.hpp"
 
 using attnjit::DType;
 using attnjit::codegen::choose_kernel_family;
@@ -18,19 +19,9 @@ using attnjit::test::parse_score;
 
 namespace {
 
-// Sets ATTNJIT_KERNEL_FAMILY for one scope (unset: nullptr).
-class FamilyEnvironment {
- public:
-  explicit FamilyEnvironment(const char* value) {
-    if (value == nullptr) {
-      unsetenv("ATTNJIT_KERNEL_FAMILY");
-    } else {
-      setenv("ATTNJIT_KERNEL_FAMILY", value, 1);
-    }
-  }
-  ~FamilyEnvironment() { unsetenv("ATTNJIT_KERNEL_FAMILY"); }
-  FamilyEnvironment(const FamilyEnvironment&) = delete;
-  FamilyEnvironment& operator=(const FamilyEnvironment&) = delete;
+// ATTNJIT_KERNEL_FAMILY for one scope (nullptr: unset).
+struct FamilyEnvironment : attnjit::test::ScopedEnv {
+  explicit FamilyEnvironment(const char* value) : ScopedEnv("ATTNJIT_KERNEL_FAMILY", value) {}
 };
 
 KernelFamily noop_family(Target target, FamilyRequest request, DType dtype = DType::bf16,

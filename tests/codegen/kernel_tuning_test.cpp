@@ -1,13 +1,12 @@
 #include "codegen/kernel_tuning.hpp"
 
-#include <cstdlib>
-
 #include <catch2/catch.hpp>
 
 #include "attnjit/sm90_fwd_config.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 #include "expr/test_support.hpp"
+#include "support/scoped_env.hpp"
 
 using namespace attnjit;
 using codegen::parse_kernel_tuning;
@@ -19,7 +18,8 @@ TEST_CASE("ATTNJIT_TUNE's items override only what they name", "[codegen][tuning
   CHECK_FALSE(none.sm90_overlap.has_value());
   CHECK_FALSE(none.sm90_persistent.has_value());
 
-  const auto some = parse_kernel_tuning("sm90_block_n=192,sm90_stages=3,,sm90_overlap=0,sm90_persistent=1");
+  const auto some =
+      parse_kernel_tuning("sm90_block_n=192,sm90_stages=3,,sm90_overlap=0,sm90_persistent=1");
   CHECK(some.sm90_block_n == 192);
   CHECK(some.sm90_stages == 3);
   CHECK(some.sm90_overlap == false);
@@ -27,12 +27,14 @@ TEST_CASE("ATTNJIT_TUNE's items override only what they name", "[codegen][tuning
 }
 
 TEST_CASE("a malformed ATTNJIT_TUNE names the item and the reason", "[codegen][tuning]") {
-  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_stages"), Catch::Contains("'sm90_stages' is not key=value"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_stages"),
+                    Catch::Contains("'sm90_stages' is not key=value"));
   CHECK_THROWS_WITH(parse_kernel_tuning("block_n=64"), Catch::Contains("unknown key 'block_n'"));
   CHECK_THROWS_WITH(parse_kernel_tuning("sm90_stages=9"),
                     Catch::Contains("sm90_stages=9 is not an integer in [2, 8]"));
   CHECK_THROWS_WITH(parse_kernel_tuning("sm90_overlap=yes"), Catch::Contains("sm90_overlap=yes"));
-  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_n=96"), Catch::Contains("not 64, 128, 192 or 256"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_n=96"),
+                    Catch::Contains("not 64, 128, 192 or 256"));
   try {
     parse_kernel_tuning("sm90_overlap=2");
     FAIL("no error");
@@ -63,19 +65,15 @@ TEST_CASE("the environment's tuning reaches the generated sm90 source, not the s
           "[codegen][tuning]") {
   const auto mask = test::parse_mask("q_idx >= kv_idx");
   const auto score = test::parse_score("");
-  ::setenv("ATTNJIT_TUNE", "sm90_overlap=1,sm90_stages=4", 1);
-  const auto sm90 = codegen::generate_kernel_source(mask, score, DType::bf16, 64,
-                                                    codegen::Target(90, true),
-                                                    codegen::FamilyRequest::sm90);
-  const auto sm80 = codegen::generate_kernel_source(mask, score, DType::bf16, 64,
-                                                    codegen::Target(90, true),
-                                                    codegen::FamilyRequest::sm80);
-  ::setenv("ATTNJIT_TUNE", "sm90_stages=1", 1);
-  CHECK_THROWS_WITH(codegen::generate_kernel_source(mask, score, DType::bf16, 64,
-                                                    codegen::Target(90, true),
-                                                    codegen::FamilyRequest::sm90),
+  const auto generate = [&](const char* tune, codegen::FamilyRequest family) {
+    const test::ScopedEnv scope("ATTNJIT_TUNE", tune);
+    return codegen::generate_kernel_source(mask, score, DType::bf16, 64, codegen::Target(90, true),
+                                           family);
+  };
+  const auto sm90 = generate("sm90_overlap=1,sm90_stages=4", codegen::FamilyRequest::sm90);
+  const auto sm80 = generate("sm90_overlap=1,sm90_stages=4", codegen::FamilyRequest::sm80);
+  CHECK_THROWS_WITH(generate("sm90_stages=1", codegen::FamilyRequest::sm90),
                     Catch::Contains("sm90_stages=1"));
-  ::unsetenv("ATTNJIT_TUNE");
   CHECK(sm90.config.overlap);
   CHECK(sm90.config.num_stages == 4);
   CHECK(sm90.source.find("attnjit::kSm90FeatureOverlap | 0u>(params)") != std::string::npos);

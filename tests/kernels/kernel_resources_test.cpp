@@ -9,6 +9,7 @@
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "standard_variants.hpp"
+#include "support/scoped_env.hpp"
 
 namespace codegen = attnjit::codegen;
 
@@ -50,7 +51,9 @@ void check_head_dim(int head_dim) {
 // The sm90 kernel of every standard variant it implements, for sm_90a: no spills and no stack
 // frame under the 384-thread launch bound (ptxas allocates 168 registers; setmaxnreg then gives the
 // consumers 240), and the PTX uses wgmma, TMA bulk tensor copies and setmaxnreg.
-void check_sm90_head_dim(int head_dim) {
+// `tune`: ATTNJIT_TUNE while the sources are generated (the schedule options).
+void check_sm90_head_dim(int head_dim, const char* tune = nullptr) {
+  const attnjit::test::ScopedEnv scope("ATTNJIT_TUNE", tune);
   for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
     for (const auto& variant : attnjit::test::standard_variants()) {
       const auto kernel =
@@ -77,10 +80,10 @@ void check_sm90_head_dim(int head_dim) {
       CHECK(ptx.find("cp.async.bulk.tensor.4d") != std::string::npos);
       CHECK(ptx.find("setmaxnreg.inc.sync.aligned.u32 240") != std::string::npos);
       CHECK(ptx.find("setmaxnreg.dec.sync.aligned.u32 24") != std::string::npos);
-      std::printf("%-15s %-9s hd %3d sm_90a sm90: %3d registers, %6d B dynamic smem (%d x %d, "
+      std::printf("%-15s %-9s hd %3d sm_90a sm90%s: %3d registers, %6d B dynamic smem (%d x %d, "
                   "%d warps, %d stages), spills %d/%d, stack %d\n",
                   variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(), head_dim,
-                  usage.registers, kernel.config.smem_bytes, kernel.config.block_m,
+                  kernel.config.overlap ? " overlap" : "", usage.registers, kernel.config.smem_bytes, kernel.config.block_m,
                   kernel.config.block_n, kernel.config.num_warps, kernel.config.num_stages,
                   usage.spill_store_bytes, usage.spill_load_bytes, usage.stack_frame_bytes);
     }
@@ -100,6 +103,14 @@ TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 1
 TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 256",
           "[kernels][nvrtc][sm90]") {
   check_sm90_head_dim(256);
+}
+
+// The intra-warpgroup schedule holds the next S, the current P and O at once: the consumers'
+// 240 registers must still suffice for every standard variant.
+TEST_CASE("sm90 kernels with intra-warpgroup overlap compile without spills, head dims 64, 128 "
+          "and 256",
+          "[kernels][nvrtc][sm90]") {
+  for (const int head_dim : {64, 128, 256}) check_sm90_head_dim(head_dim, "sm90_overlap=1");
 }
 
 TEST_CASE("standard variants compile without spills, head dim 32", "[kernels][nvrtc]") {

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "simt_harness.hpp"
+#include "support/scoped_env.hpp"
 #include "support/case_tables.hpp"
 #include "support/expression_generator.hpp"
 
@@ -112,4 +113,35 @@ TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]
     cases.push_back(random_expression_case(static_cast<std::uint64_t>(3000 + i), 160, 1, 1));
   }
   check_sm90(cases);
+}
+
+// Intra-warpgroup pipelining (ATTNJIT_TUNE=sm90_overlap=1): S of the next tile issued with P V of
+// the current one, the softmax between them, a stage released only after its P V. The cases
+// cross what the schedule changes: one kept tile (the prologue and the tail alone), none, many
+// (the ring wraps while a P V is pending), partial and full tiles, fully masked rows, D=256 and
+// fp16. (Checked once by mutation: releasing the current stage instead of the previous one, or
+// rescaling O before P V completes, fails these cases.)
+TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[simt][sm90]") {
+  const test::ScopedEnv tune("ATTNJIT_TUNE", "sm90_overlap=1");
+  KernelCase ragged;
+  ragged.shape = shape(1, 2, 1, 150, 333);  // 3 key tiles of 128 through 2 stages, GQA
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 1, 1, 260, 260);
+  KernelCase late;
+  late.mask = "kv_idx + 20 <= q_idx";  // rows 0..19 keep nothing
+  late.shape = shape(1, 1, 1, 150, 150);
+  KernelCase band;
+  band.mask = "kv_idx >= 300 && kv_idx < 330";  // one kept key tile after two empty ones
+  band.shape = shape(1, 1, 1, 40, 400);
+  KernelCase none;
+  none.mask = "q_idx < 0";
+  none.shape = shape(1, 1, 1, 33, 70);
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.score = "score + 0.25 * float(kv_idx - q_idx)";
+  doc.shape = shape(1, 1, 1, 257, 257);
+  doc.tensors = {document_ids(257, 5, true, 3)};
+  check_sm90({ragged, causal, late, band, none, doc, with(ragged, DType::fp16, Layout::blhd, 256),
+              with(causal, DType::fp16, Layout::bhld, 64)});
 }
