@@ -4,28 +4,30 @@
 # FlexAttention comparison. Uses a build made elsewhere (see tools/bench/README.md).
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
-#                      [--families LIST] [--compare-args 'ARGS'] OUTDIR
+#                      [--families LIST] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] OUTDIR
 #
 # --build-dir     the carried build tree (default: build)
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
 #                 tree unpacked with dpkg -x (its usr/lib/x86_64-linux-gnu is used)
 # --quick         small sizes for compare_flex.py and bench
-# --only STAGES   comma-separated subset of test,sanitize,compare,scaling,bench (default: all
-#                 but scaling). A stage run on its own gets the whole budget: the full Flex
+# --only STAGES   comma-separated subset of test,sanitize,compare,scaling,sweep,bench (default:
+#                 all but scaling and sweep). sweep: tools/bench/sweep_schedules.py, the kernel
+#                 schedules (sm80, sm90, ATTNJIT_TUNE options) against each other, no Flex. A stage run on its own gets the whole budget: the full Flex
 #                 table (7 variants x D 64/128 at 16K) is `--only compare`, one device call.
 # --families      kernel families the test and sanitize stages run, each with
 #                 ATTNJIT_KERNEL_FAMILY set (default sm80,sm90: the Hopper kernel is forced even
 #                 where `auto` does not pick it yet, so one call verifies both; its sanitize run
 #                 adds synccheck for the mbarriers and named barriers)
 # --compare-args  extra arguments for compare_flex.py, e.g. '--variant causal --length 64K'
+# --sweep-args    extra arguments for sweep_schedules.py, e.g. '--head-dim 128 --schedule ...'
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
-# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling appends its rows to
-# compare-flex.txt, and writes scaling.json only when compare does not run). The summary is
+# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling and sweep append their
+# rows to compare-flex.txt and write scaling.json / sweep.json only when they run alone). The summary is
 # printed last. Every stage prints as it goes.
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
 # each step has its own timeout when several stages run (test_gpu 300, memcheck 120 and racecheck
 # 120, each shared by the families, synccheck 60 for sm90, ctypes 30, compare_flex 150, scaling
-# 200, then bench 6 x 60), all cut to what is left: `--only test,sanitize` verifies both families
+# 200, sweep 300, then bench 6 x 60), all cut to what is left: `--only test,sanitize` verifies both families
 # in one call.
 set -uo pipefail
 
@@ -36,6 +38,7 @@ out_dir=""
 stages="test,sanitize,compare,bench"
 families="sm80,sm90"
 compare_args=""
+sweep_args=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
@@ -44,19 +47,20 @@ while [[ $# -gt 0 ]]; do
     --only) stages="$2"; shift 2 ;;
     --families) families="$2"; shift 2 ;;
     --compare-args) compare_args="$2"; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    --sweep-args) sweep_args="$2"; shift 2 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--compare-args 'ARGS'] OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] OUTDIR" >&2
   exit 2
 fi
 for stage in ${stages//,/ }; do
   case "$stage" in
-    test|sanitize|compare|scaling|bench) ;;
-    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,bench)" >&2; exit 2 ;;
+    test|sanitize|compare|scaling|sweep|bench) ;;
+    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,sweep,bench)" >&2; exit 2 ;;
   esac
 done
 for family in ${families//,/ }; do
@@ -183,10 +187,10 @@ if wants sanitize && [[ -n "$test_gpu" ]]; then
 fi
 
 lib=$(find "$build_dir" -name 'libattnjit.so*' -type f 2>/dev/null | head -n 1)
-if (wants compare || wants scaling) && [[ -z "$lib" ]]; then
+if (wants compare || wants scaling || wants sweep) && [[ -z "$lib" ]]; then
   echo "libattnjit.so not found under $build_dir" > "$out_dir/compare-flex.txt"
   record compare_flex 1 "library missing"
-elif wants compare || wants scaling; then
+elif wants compare || wants scaling || wants sweep; then
   # The ctypes bindings against the C header and the library, before trusting any comparison.
   : > "$out_dir/compare-flex.txt"
   run_step 30 "$out_dir/compare-flex.txt" python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib"
@@ -211,6 +215,15 @@ elif wants compare || wants scaling; then
       "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" --scaling "${extra[@]}" \
       "${user_args[@]}" "${scaling_json[@]}"
     record scaling $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
+  fi
+  if wants sweep; then
+    sweep_json=(--json "$out_dir/sweep.json")
+    (wants compare || wants scaling) && sweep_json=()
+    read -r -a user_sweep_args <<< "$sweep_args"
+    run_step "$(cap "$budget" 300)" "$out_dir/compare-flex.txt" python3 \
+      "$repo_dir/tools/bench/sweep_schedules.py" --lib "$lib" "${user_sweep_args[@]}" \
+      "${sweep_json[@]}"
+    record sweep $? "$(grep -cE 'MISMATCH' "$out_dir/compare-flex.txt") mismatches"
   fi
 fi
 

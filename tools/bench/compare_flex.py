@@ -291,21 +291,22 @@ def check_lse(name, length, head_dim, lse, flex_lse):
 
 
 @contextlib.contextmanager
-def kernel_family(family):
-    """ATTNJIT_KERNEL_FAMILY set to `family` inside (None: left as it is). The library reads it
-    when a variant's kernel is chosen, so the setting applies to the variants prepared inside."""
-    if family is None:
+def scoped_environ(name, value):
+    """Environment variable `name` set to `value` inside (None: left as it is). The library reads
+    ATTNJIT_KERNEL_FAMILY and ATTNJIT_TUNE when a variant's kernel is chosen, so the setting
+    applies to the variants prepared inside."""
+    if value is None:
         yield
         return
-    saved = os.environ.get("ATTNJIT_KERNEL_FAMILY")
-    os.environ["ATTNJIT_KERNEL_FAMILY"] = family
+    saved = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if saved is None:
-            del os.environ["ATTNJIT_KERNEL_FAMILY"]
+            del os.environ[name]
         else:
-            os.environ["ATTNJIT_KERNEL_FAMILY"] = saved
+            os.environ[name] = saved
 
 
 def measure(torch, env, name, spec, q, k, v, ctx, opts):
@@ -329,7 +330,8 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
 
     def run_attnjit(jit, family):
         """(ok, max err, mean err, lse err, median ms) of one libattnjit against Flex."""
-        with kernel_family(family):  # the family is chosen when the variant is prepared
+        # Note: the family is chosen when the variant is prepared.
+        with scoped_environ("ATTNJIT_KERNEL_FAMILY", family):
             variant = jit.variant(spec, env["dtype"], head_dim)
         out = torch.full_like(q, float("nan"))
         lse = torch.full((batch, heads, length), float("nan"), device=q.device,

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""attnjit's kernel schedules against each other, in one process, on one GPU, on the same inputs.
+
+For each variant and head dim, every schedule (a kernel family plus ATTNJIT_TUNE overrides, see
+src/codegen/kernel_tuning.hpp) gets its own runtime and kernel cache, compiles the variant (the
+compile time is reported), runs it once and is checked against the first schedule's output and
+LSE (the sm80 kernel by default: verified on hardware), then timed. No FlexAttention and no
+torch.compile, so a whole sweep fits one short GPU call; compare_flex.py puts the winner next to
+FlexAttention. A row is printed (flushed) per schedule as soon as it is measured; --json is
+rewritten after every row.
+
+    python3 tools/bench/sweep_schedules.py --lib build/src/capi/libattnjit.so
+        [--variant causal]... [--head-dim 128]... [--length 16K] [--dtype bf16|fp16]
+        [--schedule NAME=FAMILY[:TUNE]]... [--json F] [--iters 20]
+
+The default schedules: sm80; sm90; sm90 with sm90_overlap=1; sm90 with sm90_persistent=1; sm90
+with both; sm90 with 3 stages (D <= 128).
+"""
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attnjit_ctypes as aj  # noqa: E402
+import compare_flex as cf  # noqa: E402  (variants, inputs, pair counts, timing)
+
+DEFAULT_SCHEDULES = ("sm80=sm80", "sm90=sm90", "overlap=sm90:sm90_overlap=1",
+                     "persistent=sm90:sm90_persistent=1",
+                     "overlap+persistent=sm90:sm90_overlap=1,sm90_persistent=1",
+                     "stages3=sm90:sm90_stages=3")
+
+
+def parse_schedule(text):
+    """NAME=FAMILY[:TUNE] -> (name, family, tune)."""
+    name, sep, rest = text.partition("=")
+    family, _, tune = rest.partition(":")
+    if not sep or not name or family not in ("auto", "sm80", "sm90"):
+        raise argparse.ArgumentTypeError(f"'{text}' is not NAME=auto|sm80|sm90[:TUNE]")
+    return name, family, tune
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lib", default=aj.default_library(), help="libattnjit.so to load")
+    parser.add_argument("--variant", action="append",
+                        help="a compare_flex.py variant (repeatable; default: the standard set)")
+    parser.add_argument("--head-dim", action="append", type=int,
+                        help="repeatable; default 64 and 128")
+    parser.add_argument("--length", type=cf.parse_length, default=16384)
+    parser.add_argument("--tokens", type=int, default=16 * 65536, help="B * H * L")
+    parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    parser.add_argument("--schedule", action="append", type=parse_schedule,
+                        help="NAME=FAMILY[:TUNE], repeatable; the first is the reference")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--json", help="also write the rows to this file")
+    return parser.parse_args(argv)
+
+
+def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
+    """(output, lse, compile seconds, median ms) of one schedule on `inputs`; raises
+    aj.AttnJitError when the schedule cannot compile (e.g. its shared memory does not fit)."""
+    name, family, tune = schedule
+    q, k, v, tensors = inputs
+    jit = aj.AttnJit(opts.lib, backend=aj.ATTNJIT_BACKEND_CUDA,
+                     cache_dir=tempfile.mkdtemp(prefix=f"attnjit-sweep-{name}-"))
+    try:
+        with cf.scoped_environ("ATTNJIT_KERNEL_FAMILY", family), \
+                cf.scoped_environ("ATTNJIT_TUNE", tune):
+            started = time.perf_counter()
+            variant = jit.variant(spec, opts.attnjit_dtype, head_dim)
+            compile_s = time.perf_counter() - started
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full(q.shape[:3], float("nan"), device=q.device, dtype=torch.float32)
+        prepared = jit.forward_args(q, k, v, out, spec["scalars"], tensors,
+                                    torch.cuda.current_stream().cuda_stream, lse=lse)
+        jit.forward(variant, prepared)
+        torch.cuda.synchronize()
+        ms = cf.time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
+        return out, lse, compile_s, ms
+    finally:
+        jit.close()
+
+
+def differences(out, lse, ref_out, ref_lse):
+    """(max |out - ref|, max |lse - ref| over finite entries, same -inf rows)."""
+    out_err = (out.float() - ref_out.float()).abs().max().item()
+    finite = ref_lse.isfinite()
+    lse_err = (lse[finite] - ref_lse[finite]).abs().max().item() if finite.any() else 0.0
+    same_inf = bool(((lse == float("-inf")) == (ref_lse == float("-inf"))).all())
+    return out_err, lse_err, same_inf
+
+
+def main(argv=None):
+    opts = parse_args(argv)
+    import torch
+    opts.attnjit_dtype = (cf.ATTNJIT_DTYPE_BF16 if opts.dtype == "bf16"
+                          else cf.ATTNJIT_DTYPE_FP16)
+    schedules = opts.schedule or [parse_schedule(s) for s in DEFAULT_SCHEDULES]
+    all_variants = cf.variants()
+    names = opts.variant or list(cf.STANDARD_VARIANTS)
+    unknown = [n for n in names if n not in all_variants]
+    if unknown:
+        sys.exit(f"unknown variant(s) {unknown}; known: {list(all_variants)}")
+    props = torch.cuda.get_device_properties(0)
+    print(f"torch {torch.__version__} | {props.name} ({props.multi_processor_count} SMs) | "
+          f"{opts.dtype} | L={opts.length} | reference schedule: {schedules[0][0]}", flush=True)
+    print(f"{'variant':<16}{'D':>5}{'B':>4}{'H':>4}  {'schedule':<20}{'ms':>9}{'TFLOP/s':>9}"
+          f"{'x ref':>7}{'compile s':>10}{'max err':>9}{'lse err':>9}", flush=True)
+    rows = cf.JsonRows(opts.json)
+    failures = 0
+    dtype = torch.bfloat16 if opts.dtype == "bf16" else torch.float16
+    for head_dim in opts.head_dim or [64, 128]:
+        heads = max(1, 2048 // head_dim)
+        batch = max(1, opts.tokens // (heads * opts.length))
+        gen = torch.Generator(device="cuda").manual_seed(opts.length + head_dim)
+        shape = (batch, heads, opts.length, head_dim)
+        q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+                   for _ in range(3))
+        for name in names:
+            spec = all_variants[name]
+            documents, random_sizes = cf.DOCUMENT_LAYOUTS.get(name, cf.DOCUMENT_LAYOUTS["document"])
+            doc = cf.document_ids(opts.length, "cuda", documents, random_sizes)
+            inputs = (q, k, v, [doc] if spec["tensors"] else [])
+            flops = 4.0 * batch * heads * head_dim * cf.unmasked_pairs(name, opts.length, doc)
+            reference = None
+            for schedule in schedules:
+                prefix = f"{name:<16}{head_dim:>5}{batch:>4}{heads:>4}  {schedule[0]:<20}"
+                try:
+                    out, lse, compile_s, ms = run_schedule(torch, opts, schedule, spec, inputs,
+                                                           head_dim)
+                except aj.AttnJitError as error:
+                    print(f"{prefix}not run: {error}", flush=True)
+                    continue
+                if reference is None:
+                    reference = (out, lse, ms)
+                out_err, lse_err, same_inf = differences(out, lse, reference[0], reference[1])
+                ok = math.isfinite(out_err) and out_err <= 3e-2 and lse_err <= 1e-2 and same_inf
+                failures += not ok
+                print(f"{prefix}{ms:9.3f}{flops / ms / 1e9:9.1f}{reference[2] / ms:7.2f}"
+                      f"{compile_s:10.2f}{out_err:9.4f}{lse_err:9.4f}"
+                      f"{'' if ok else '  MISMATCH'}", flush=True)
+                rows.add(dict(variant=name, head_dim=head_dim, batch=batch, heads=heads,
+                              length=opts.length, dtype=opts.dtype, schedule=schedule[0],
+                              family=schedule[1], tune=schedule[2], ms=ms,
+                              tflops=flops / ms / 1e9, compile_s=compile_s, max_err=out_err,
+                              lse_err=lse_err, ok=ok))
+                del out, lse
+    if failures:
+        print(f"{failures} schedule run(s) disagree with the reference", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
