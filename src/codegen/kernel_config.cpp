@@ -51,7 +51,44 @@ bool is_supported_head_dim(int head_dim) {
   return false;
 }
 
-KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim) {
+namespace {
+
+// The SM80 kernel's shape with ATTNJIT_TUNE's sm80 overrides; every one is checked here against
+// what the kernel template requires (its static_asserts), so a bad override is an error that
+// names the key, not an NVRTC failure.
+KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
+                               const KernelTuning& tuning) {
+  config.block_m = tuning.sm80_block_m.value_or(config.block_m);
+  config.block_n = tuning.sm80_block_n.value_or(config.block_n);
+  config.num_warps = tuning.sm80_warps.value_or(config.num_warps);
+  config.num_stages = tuning.sm80_stages.value_or(config.num_stages);
+  config.blocks_per_sm = tuning.sm80_blocks_per_sm.value_or(config.blocks_per_sm);
+  if (config.block_m % (16 * config.num_warps) != 0) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: sm80_block_m {} is not a whole number of 16-row tiles for each of "
+                "{} warps",
+                config.block_m, config.num_warps);
+  }
+  config.smem_bytes =
+      forward_smem_bytes(head_dim, config.block_m, config.block_n, config.num_stages);
+  if (config.smem_bytes > shared_memory_limit(sm)) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: head dim {} with sm80_block_m={}, sm80_block_n={} and "
+                "sm80_stages={} needs {} bytes of shared memory; sm_{} allows {}",
+                head_dim, config.block_m, config.block_n, config.num_stages, config.smem_bytes,
+                sm, shared_memory_limit(sm));
+  }
+  return config;
+}
+
+bool has_sm80_override(const KernelTuning& tuning) {
+  return tuning.sm80_block_m || tuning.sm80_block_n || tuning.sm80_warps || tuning.sm80_stages ||
+         tuning.sm80_blocks_per_sm;
+}
+
+}  // namespace
+
+KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim, const KernelTuning& tuning) {
   if (sm < 80) {
     throw_error(Status::unsupported,
                 "attention kernels need compute capability 8.0 or newer; got sm_{}", sm);
@@ -80,7 +117,12 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim) {
         config.num_warps = shape->num_warps;
         config.num_stages = stages;
         config.smem_bytes = bytes;
-        return config;
+        // Two blocks per SM only for head dim 32, whose kernels need under 128 registers at
+        // 256 threads (measured, docs/KERNELS.md); larger head dims would spill under a
+        // 128-register cap, so they promise one block and ptxas may use up to 255.
+        config.blocks_per_sm = head_dim <= 32 ? 2 : 1;
+        return has_sm80_override(tuning) ? tuned_sm80_config(sm, head_dim, config, tuning)
+                                         : config;
       }
     }
   }

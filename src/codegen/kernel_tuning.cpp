@@ -19,6 +19,15 @@ int int_value(std::string_view key, std::string_view value, int low, int high) {
   return parsed;
 }
 
+int multiple_of_16(std::string_view key, std::string_view value) {
+  const int parsed = int_value(key, value, 16, 256);
+  if (parsed % 16 != 0) {
+    throw_error(Status::invalid_argument, "ATTNJIT_TUNE: {}={} is not a multiple of 16", key,
+                value);
+  }
+  return parsed;
+}
+
 bool bool_value(std::string_view key, std::string_view value) {
   return int_value(key, value, 0, 1) == 1;
 }
@@ -38,7 +47,17 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     }
     const std::string_view key = item.substr(0, equals);
     const std::string_view value = item.substr(equals + 1);
-    if (key == "sm90_block_n") {
+    if (key == "sm80_block_m") {
+      tuning.sm80_block_m = multiple_of_16(key, value);
+    } else if (key == "sm80_block_n") {
+      tuning.sm80_block_n = multiple_of_16(key, value);
+    } else if (key == "sm80_warps") {
+      tuning.sm80_warps = int_value(key, value, 1, 16);
+    } else if (key == "sm80_stages") {
+      tuning.sm80_stages = int_value(key, value, 2, 4);
+    } else if (key == "sm80_blocks_per_sm") {
+      tuning.sm80_blocks_per_sm = int_value(key, value, 1, 4);
+    } else if (key == "sm90_block_n") {
       const int block_n = int_value(key, value, 64, 256);
       if (block_n % 64 != 0) {
         throw_error(Status::invalid_argument,
@@ -53,7 +72,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
       tuning.sm90_persistent = bool_value(key, value);
     } else {
       throw_error(Status::invalid_argument,
-                  "ATTNJIT_TUNE: unknown key '{}'; keys: sm90_block_n, sm90_stages, sm90_overlap, "
+                  "ATTNJIT_TUNE: unknown key '{}'; keys: sm80_block_m, sm80_block_n, sm80_warps, "
+                  "sm80_stages, sm80_blocks_per_sm, sm90_block_n, sm90_stages, sm90_overlap, "
                   "sm90_persistent",
                   key);
     }

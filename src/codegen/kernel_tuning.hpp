@@ -1,7 +1,14 @@
 // Tuning overrides for the forward kernels' configuration, for measuring alternatives on a GPU
 // without rebuilding: ATTNJIT_TUNE="key=value,key=value". Each override changes the generated
 // source (template arguments), hence the cache key, so tuned and default kernels never mix.
-// Keys (sm90 kernel only for now):
+// Keys:
+//   sm80_block_m   16 .. 256               queries per block of the SM80 kernel (whole 16-row
+//                                          m-tiles per warp)
+//   sm80_block_n   16 .. 256               keys per pipeline stage, a multiple of 16
+//   sm80_warps     1 .. 16
+//   sm80_stages    2 .. 4                  cp.async pipeline depth
+//   sm80_blocks_per_sm 1 .. 4              blocks per SM promised to ptxas (__launch_bounds__);
+//                                          65536 / (32 * warps * blocks) registers per thread
 //   sm90_block_n   64 | 128 | 192 | 256    keys per stage
 //   sm90_stages    2 .. 8                  depth of the K/V ring
 //   sm90_overlap   0 | 1                   intra-warpgroup pipelining (S of the next tile issued
@@ -15,6 +22,11 @@
 namespace attnjit::codegen {
 
 struct KernelTuning {
+  std::optional<int> sm80_block_m;
+  std::optional<int> sm80_block_n;
+  std::optional<int> sm80_warps;
+  std::optional<int> sm80_stages;
+  std::optional<int> sm80_blocks_per_sm;
   std::optional<int> sm90_block_n;
   std::optional<int> sm90_stages;
   std::optional<bool> sm90_overlap;

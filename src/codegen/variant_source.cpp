@@ -27,21 +27,14 @@ const char* elem_type(DType dtype) {
   return dtype == DType::bf16 ? "attnjit::bf16_t" : "attnjit::fp16_t";
 }
 
-// Blocks per SM promised to ptxas through __launch_bounds__: two only for head dim 32, whose
-// kernels need under 128 registers at 256 threads (measured, docs/KERNELS.md); larger head dims
-// would spill under a 128-register cap, so they promise one block and ptxas may use up to 255.
-int min_blocks_per_sm(const KernelConfig& config, int head_dim) {
-  return head_dim <= 32 && config.num_warps * 32 * 2 * 128 <= 65536 ? 2 : 1;
-}
-
 }  // namespace
 
 KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
                                DType dtype, int head_dim, Target target, FamilyRequest family) {
   const KernelFamily chosen = choose_kernel_family(target, dtype, head_dim, mask, score, family);
-  return chosen == KernelFamily::sm90
-             ? sm90_kernel_config(head_dim, kernel_tuning_from_environment())
-             : choose_kernel_config(target.sm, dtype, head_dim);
+  const KernelTuning tuning = kernel_tuning_from_environment();
+  return chosen == KernelFamily::sm90 ? sm90_kernel_config(head_dim, tuning)
+                                      : choose_kernel_config(target.sm, dtype, head_dim, tuning);
 }
 
 GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
@@ -107,7 +100,7 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
   } else {
     s += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const attnjit::FwdParams params) {{\n",
-        config.num_warps * 32, min_blocks_per_sm(config, head_dim), kForwardEntry);
+        config.num_warps * 32, config.blocks_per_sm, kForwardEntry);
     s += fmt::format("  attnjit::attention_forward<AttnjitVariant, {}, {}, {}, {}, {}, {}>(params);\n",
                      elem_type(dtype), head_dim, config.block_m, config.block_n, config.num_warps,
                      config.num_stages);

@@ -20,6 +20,7 @@ struct KernelConfig {
   int num_warps = 0;
   int num_stages = 0;  // pipeline depth (cp.async groups for sm80, TMA stages for sm90)
   int smem_bytes = 0;  // dynamic shared memory the launch needs
+  int blocks_per_sm = 1;  // sm80 kernel: the __launch_bounds__ promise (registers per thread)
   KernelFamily family = KernelFamily::sm80;  // which template (and launch parameter) it is
   // sm90 kernel only (sm90_fwd_config.cuh, kSm90Feature*): intra-warpgroup pipelining, and a
   // persistent grid (one block per SM walking the query tiles; the launch size depends on it).
@@ -29,7 +30,9 @@ struct KernelConfig {
 
 // Throws Error(unsupported) for head dims or arches (sm < 80) that are not supported.
 // `sm` is 80, 86, 89, 90...; the configuration fits the arch's shared-memory opt-in limit.
-KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim);
+// `tuning`: ATTNJIT_TUNE's sm80 overrides (Error(invalid_argument) when they do not fit).
+KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim,
+                                  const KernelTuning& tuning = {});
 bool is_supported_head_dim(int head_dim);  // 32, 64, 96, 128, 256
 // The sm90 kernel's configuration for a head dim sm90_supports (128 query rows, 384 threads),
 // with the overrides of `tuning` applied; Error(invalid_argument) when they do not fit.

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "attnjit/fwd_config.cuh"
 #include "attnjit/sm90_fwd_config.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
@@ -24,6 +25,31 @@ TEST_CASE("ATTNJIT_TUNE's items override only what they name", "[codegen][tuning
   CHECK(some.sm90_stages == 3);
   CHECK(some.sm90_overlap == false);
   CHECK(some.sm90_persistent == true);
+}
+
+TEST_CASE("ATTNJIT_TUNE's sm80 items reshape the SM80 kernel's tiles", "[codegen][tuning]") {
+  const auto tuning =
+      parse_kernel_tuning("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2,sm80_stages=2");
+  const auto config = codegen::choose_kernel_config(90, DType::bf16, 128, tuning);
+  CHECK(config.block_m == 64);
+  CHECK(config.num_warps == 4);
+  CHECK(config.blocks_per_sm == 2);
+  CHECK(config.num_stages == 2);
+  CHECK(config.block_n == codegen::choose_kernel_config(90, DType::bf16, 128).block_n);
+  CHECK(config.smem_bytes == attnjit::forward_smem_bytes(128, 64, config.block_n, 2));
+  // The defaults promise two blocks per SM only at head dim 32.
+  CHECK(codegen::choose_kernel_config(90, DType::bf16, 32).blocks_per_sm == 2);
+  CHECK(codegen::choose_kernel_config(90, DType::bf16, 64).blocks_per_sm == 1);
+
+  CHECK_THROWS_WITH(codegen::choose_kernel_config(90, DType::bf16, 128,
+                                                  parse_kernel_tuning("sm80_block_m=48,sm80_warps=4")),
+                    Catch::Contains("sm80_block_m 48 is not a whole number of 16-row tiles"));
+  CHECK_THROWS_WITH(
+      codegen::choose_kernel_config(86, DType::bf16, 256,
+                                    parse_kernel_tuning("sm80_block_n=256,sm80_stages=4")),
+      Catch::Contains("sm_86 allows"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm80_block_n=24"), Catch::Contains("not a multiple of 16"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm80_warps=32"), Catch::Contains("[1, 16]"));
 }
 
 TEST_CASE("a malformed ATTNJIT_TUNE names the item and the reason", "[codegen][tuning]") {
@@ -80,4 +106,9 @@ TEST_CASE("the environment's tuning reaches the generated sm90 source, not the s
   CHECK(sm90.source.find("intra-warpgroup overlap on") != std::string::npos);
   CHECK_FALSE(sm80.config.overlap);
   CHECK(sm80.config.num_stages != 4);  // sm80 kernels have at most 3
+  // The sm80 items reach the sm80 source (launch bounds: threads and blocks per SM).
+  const auto tuned = generate("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2",
+                              codegen::FamilyRequest::sm80);
+  CHECK(tuned.source.find("__launch_bounds__(128, 2)") != std::string::npos);
+  CHECK(tuned.source.find("attnjit::bf16_t, 64, 64, 64, 4,") != std::string::npos);
 }

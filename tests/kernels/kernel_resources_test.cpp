@@ -15,7 +15,9 @@ namespace codegen = attnjit::codegen;
 
 namespace {
 
-void check_head_dim(int head_dim) {
+// `tune`: ATTNJIT_TUNE while the sources are generated (the sm80 tile overrides).
+void check_head_dim(int head_dim, const char* tune = nullptr) {
+  const attnjit::test::ScopedEnv scope("ATTNJIT_TUNE", tune);
   for (const char* arch : {"sm_80", "sm_90"}) {
     const int sm = attnjit::nvrtc::arch_sm(arch);
     for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
@@ -38,11 +40,11 @@ void check_head_dim(int head_dim) {
         }
         const auto& fwd = compiled.resources.find(codegen::kForwardEntry)->second;
         std::printf("%-15s %-9s hd %3d %s: %3d registers, %6d B dynamic smem (%d x %d, %d warps, "
-                    "%d stages), spills %d/%d, stack %d\n",
+                    "%d stages, %d per SM), spills %d/%d, stack %d\n",
                     variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(),
                     head_dim, arch, fwd.registers, kernel.config.smem_bytes, kernel.config.block_m,
                     kernel.config.block_n, kernel.config.num_warps, kernel.config.num_stages,
-                    fwd.spill_store_bytes, fwd.spill_load_bytes, fwd.stack_frame_bytes);
+                    kernel.config.blocks_per_sm, fwd.spill_store_bytes, fwd.spill_load_bytes, fwd.stack_frame_bytes);
       }
     }
   }
@@ -111,6 +113,16 @@ TEST_CASE("sm90 kernels with intra-warpgroup overlap compile without spills, hea
           "and 256",
           "[kernels][nvrtc][sm90]") {
   for (const int head_dim : {64, 128, 256}) check_sm90_head_dim(head_dim, "sm90_overlap=1");
+}
+
+// The SM80 shape measured against the default for short blocks (sliding window, many documents):
+// 64-row blocks of 4 warps, two per SM, so that one block's prologue and epilogue overlap the
+// other's main loop; each thread keeps up to 255 registers (65536 / (128 x 2) = 256).
+TEST_CASE("sm80 kernels in 64-row blocks of 4 warps, two per SM, compile without spills",
+          "[kernels][nvrtc]") {
+  for (const int head_dim : {64, 128}) {
+    check_head_dim(head_dim, "sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2");
+  }
 }
 
 TEST_CASE("standard variants compile without spills, head dim 32", "[kernels][nvrtc]") {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "simt_harness.hpp"
+#include "support/scoped_env.hpp"
 #include "support/case_tables.hpp"
 #include "support/expression_generator.hpp"
 
@@ -156,4 +157,22 @@ TEST_CASE("emulated: random expressions match the reference", "[simt]") {
 
 TEST_CASE("emulated: kept tiles past the first classification window are found", "[simt]") {
   check_simt({window_crossing_case()}, 90);
+}
+
+// ATTNJIT_TUNE's sm80 shapes other than the defaults: 64-row blocks of 4 warps (two blocks per
+// SM) and 128-row blocks of 4 warps (two m-tiles per warp), 2 stages and 128-key tiles.
+TEST_CASE("emulated: tuned sm80 tile shapes match the reference", "[simt]") {
+  for (const char* tune : {"sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2",
+                           "sm80_warps=4,sm80_block_n=128,sm80_stages=2"}) {
+    INFO(tune);
+    const test::ScopedEnv scope("ATTNJIT_TUNE", tune);
+    KernelCase causal;
+    causal.mask = "q_idx >= kv_idx";
+    causal.shape = shape(1, 2, 1, 150, 233);
+    KernelCase doc;
+    doc.mask = "doc[q_idx] == doc[kv_idx]";
+    doc.tensors = {document_ids(140, 3, false, 5)};
+    doc.shape = shape(1, 1, 1, 140, 140);
+    check_simt({causal, with(doc, DType::fp16, Layout::blhd, 64)}, 90);
+  }
 }

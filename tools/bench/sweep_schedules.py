@@ -13,7 +13,8 @@ rewritten after every row.
         [--variant causal]... [--head-dim 128]... [--length 16K] [--dtype bf16|fp16]
         [--schedule NAME=FAMILY[:TUNE]]... [--json F] [--iters 20]
 
-The default schedules: sm80; sm90; sm90 with sm90_overlap=1; sm90 with sm90_persistent=1; sm90
+The default schedules: sm80; sm80 in 64-row blocks of 4 warps, two per SM; sm90; sm90 with
+sm90_overlap=1; sm90 with sm90_persistent=1; sm90
 with both; sm90 with 3 stages (D <= 128).
 """
 
@@ -28,7 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnjit_ctypes as aj  # noqa: E402
 import compare_flex as cf  # noqa: E402  (variants, inputs, pair counts, timing)
 
-DEFAULT_SCHEDULES = ("sm80=sm80", "sm90=sm90", "overlap=sm90:sm90_overlap=1",
+DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2",
+                     "sm90=sm90", "overlap=sm90:sm90_overlap=1",
                      "persistent=sm90:sm90_persistent=1",
                      "overlap+persistent=sm90:sm90_overlap=1,sm90_persistent=1",
                      "stages3=sm90:sm90_stages=3")
