@@ -526,25 +526,18 @@ struct AttentionForward {
         }
       }
     } else {
+      typename VARIANT::Col col_values[kNTiles][2];
+      load_col_values(k0, lane, col_values);
 #pragma unroll
-      for (int j = 0; j < kNTiles; ++j) {
-        // Note: loaded per n8 chunk, not for the whole tile up front: the sm90 kernel's
-        // overlapped schedule has no registers left for 2 * kNTiles column values.
-        typename VARIANT::Col col_values[2];
+      for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          col_values[c] = VARIANT::col(block_values, params.args, b, h,
-                                       k0 + Layout::acc_col(lane, j, c), params.q_len,
-                                       params.kv_len, params.num_heads_q);
-        }
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
+        for (int j = 0; j < kNTiles; ++j) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int q_idx = q0 + Layout::acc_row(warp, lane, mt, e);
             const int kv_idx = k0 + Layout::acc_col(lane, j, e);
             const typename VARIANT::Row& row = row_values[mt][e >> 1];
-            const typename VARIANT::Col& col = col_values[e & 1];
+            const typename VARIANT::Col& col = col_values[j][e & 1];
             bool keep = !ragged || (q_idx < params.q_len && kv_idx < params.kv_len);
             if constexpr (VARIANT::kHasMask) {
               if (partial && keep) {

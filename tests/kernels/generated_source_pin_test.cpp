@@ -27,13 +27,13 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0xb6f6f729fc16c663ull},
-    {"causal", 0xb20e26764b316af3ull},
-    {"sliding_window", 0x6dec9dbc73f01b8bull},
-    {"prefix_lm", 0xe98652bef057df73ull},
-    {"document", 0x29a5678f0cdfa017ull},
-    {"alibi", 0x13b4caa05fa2bbe3ull},
-    {"softcap", 0xead53e994694988full},
+    {"noop", 0x4df7d1a91e78c0ebull},
+    {"causal", 0x0f9750c2052b16cbull},
+    {"sliding_window", 0xe2a5214418bfbc5bull},
+    {"prefix_lm", 0xd17078ee3df262b3ull},
+    {"document", 0xe425579c61ffe47full},
+    {"alibi", 0x26c90fecb15ec5cbull},
+    {"softcap", 0xbc0f296002b90eefull},
 };
 
 }  // namespace
