@@ -190,6 +190,42 @@ static void test_kernel_family(void) {
   attnjit_variant_destroy(noop);
 }
 
+/* ATTNJIT_TUNE reaches the reported configuration, and a malformed one is refused with the
+ * item named, as a status code. */
+static void test_tuning(void) {
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  options.arch = "sm_90a";
+  options.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = NULL;
+  setenv("ATTNJIT_KERNEL_FAMILY", "sm90", 1);
+  setenv("ATTNJIT_TUNE", "sm90_overlap=1,sm90_stages=3", 1);
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  if (info != NULL) {
+    CHECK(info->sm90_overlap == 1);
+    CHECK(info->sm90_persistent == 0);
+    CHECK(info->num_stages == 3);
+    attnjit_variant_info_destroy(info);
+    info = NULL;
+  }
+  setenv("ATTNJIT_KERNEL_FAMILY", "sm80", 1);
+  setenv("ATTNJIT_TUNE", "sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2", 1);
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  if (info != NULL) {
+    CHECK(info->block_m == 64 && info->num_warps == 4 && info->blocks_per_sm == 2);
+    CHECK(info->sm90_overlap == 0);
+    CHECK(contains(info->source, "__launch_bounds__(128, 2)"));
+    attnjit_variant_info_destroy(info);
+    info = NULL;
+  }
+  setenv("ATTNJIT_TUNE", "sm80_warps=0", 1);
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(info == NULL);
+  CHECK(contains(attnjit_last_error(), "sm80_warps=0"));
+  unsetenv("ATTNJIT_TUNE");
+  unsetenv("ATTNJIT_KERNEL_FAMILY");
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s CACHE_DIR\n", argv[0]);
@@ -206,6 +242,7 @@ int main(int argc, char** argv) {
   test_bad_input();
   test_cpu_only_dtype_is_unsupported();
   test_kernel_family();
+  test_tuning();
   attnjit_variant_destroy(variant);
   attnjit_runtime_destroy(runtime);
   return check_summary();

@@ -43,8 +43,12 @@ void print_resources(const attnjit_variant_info& info) {
   fmt::print("spills        {} bytes stored, {} bytes loaded{}\n", info.spill_store_bytes,
              info.spill_load_bytes,
              info.spill_store_bytes + info.spill_load_bytes > 0 ? "  (warning: spills)" : "");
-  fmt::print("config        block_m={} block_n={} num_warps={} num_stages={}\n", info.block_m,
-             info.block_n, info.num_warps, info.num_stages);
+  fmt::print("config        block_m={} block_n={} num_warps={} num_stages={} blocks_per_sm={}\n",
+             info.block_m, info.block_n, info.num_warps, info.num_stages, info.blocks_per_sm);
+  if (std::string_view(info.kernel_family) == "sm90") {
+    fmt::print("schedule      intra-warpgroup overlap {}, persistent grid {}\n",
+               info.sm90_overlap ? "on" : "off", info.sm90_persistent ? "on" : "off");
+  }
   fmt::print("mask          {}\n", info.canonical_mask);
   fmt::print("index-only    {}\n",
              info.mask_reads_tensors ? "no (reads tensors: block summaries are computed per call)"
