@@ -34,19 +34,20 @@ int min_blocks_per_sm(const KernelConfig& config, int head_dim) {
   return head_dim <= 32 && config.num_warps * 32 * 2 * 128 <= 65536 ? 2 : 1;
 }
 
-}  // namespace
-
-KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
-                               DType dtype, int head_dim, Target target, FamilyRequest family) {
+// `tuning` null: ATTNJIT_TUNE's, read only for the sm90 family (the sm80 kernel has no overrides,
+// so a malformed ATTNJIT_TUNE does not stop it).
+KernelConfig config_for(const expr::Expression& mask, const expr::Expression& score, DType dtype,
+                        int head_dim, Target target, FamilyRequest family,
+                        const KernelTuning* tuning) {
   const KernelFamily chosen = choose_kernel_family(target, dtype, head_dim, mask, score, family);
-  return chosen == KernelFamily::sm90
-             ? sm90_kernel_config(head_dim, kernel_tuning_from_environment())
-             : choose_kernel_config(target.sm, dtype, head_dim);
+  if (chosen != KernelFamily::sm90) return choose_kernel_config(target.sm, dtype, head_dim);
+  return sm90_kernel_config(head_dim,
+                            tuning != nullptr ? *tuning : kernel_tuning_from_environment());
 }
 
-GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
-                                       DType dtype, int head_dim, Target target,
-                                       FamilyRequest family) {
+GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& score, DType dtype,
+                         int head_dim, Target target, FamilyRequest family,
+                         const KernelTuning* tuning) {
   if (dtype != DType::bf16 && dtype != DType::fp16) {
     throw_error(Status::unsupported, "query, key and value must be bfloat16 or float16; got {}",
                 dtype_name(dtype));
@@ -56,7 +57,7 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
                 "attention kernels need compute capability 8.0 or newer; got sm_{}", target.sm);
   }
   GeneratedKernel kernel;
-  kernel.config = kernel_config_for(mask, score, dtype, head_dim, target, family);
+  kernel.config = config_for(mask, score, dtype, head_dim, target, family, tuning);
   const KernelConfig& config = kernel.config;
   const bool sm90 = config.family == KernelFamily::sm90;
   const bool has_mask = !mask.is_constant_true();
@@ -120,6 +121,31 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
   s += "  attnjit::tensor_summary(data, len, index_len, granularity, out_min, out_max);\n";
   s += "}\n";
   return kernel;
+}
+
+}  // namespace
+
+KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
+                               DType dtype, int head_dim, Target target, FamilyRequest family) {
+  return config_for(mask, score, dtype, head_dim, target, family, nullptr);
+}
+
+KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
+                               DType dtype, int head_dim, Target target, FamilyRequest family,
+                               const KernelTuning& tuning) {
+  return config_for(mask, score, dtype, head_dim, target, family, &tuning);
+}
+
+GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
+                                       DType dtype, int head_dim, Target target,
+                                       FamilyRequest family) {
+  return generate(mask, score, dtype, head_dim, target, family, nullptr);
+}
+
+GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
+                                       DType dtype, int head_dim, Target target,
+                                       FamilyRequest family, const KernelTuning& tuning) {
+  return generate(mask, score, dtype, head_dim, target, family, &tuning);
 }
 
 }  // namespace attnjit::codegen
