@@ -174,13 +174,19 @@ struct AttentionForward {
   // consumer warps: wgmma's accumulator layout is, per warp, this kernel's with one m-tile, so
   // assign_block, init_row_values, apply_scores and store_output serve both kernels.
 
-  // The block's (batch, head, query tile), head-major with heavy query tiles first (see the
-  // header comment). False for a block past the last tile.
+  // The block's (batch, head, query tile): work item number `linear block index` (assign_work).
+  // False for a block past the last tile.
   ATTNJIT_DEVICE bool assign_block() {
+    return assign_work(static_cast<long long>(blockIdx.y) * gridDim.x +
+                       static_cast<long long>(blockIdx.x));
+  }
+
+  // Work item `linear`'s (batch, head, query tile), head-major with heavy query tiles first (see
+  // the header comment). False past the last item. A persistent sm90 block walks several items
+  // in this order, a plain block computes the one of its own index.
+  ATTNJIT_DEVICE bool assign_work(long long linear) {
     const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
     const int num_bh = params.batch * params.num_heads_q;
-    const long long linear =
-        static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
     if (linear >= static_cast<long long>(num_q_tiles) * num_bh) return false;
     const int q_tile_index = num_q_tiles - 1 - static_cast<int>(linear % num_q_tiles);
     const int bh = static_cast<int>(linear / num_q_tiles);

@@ -26,8 +26,19 @@
 // wgmma .m64nNk16), which is exactly that kernel's fragment of consumer warp 4 c + w with one
 // m-tile. So both kernels compute the same function by construction.
 //
+// Persistent schedule (FEATURES & kSm90FeaturePersistent; FA3's persistent kernel): the host
+// launches min(work items, SMs) blocks, and block i computes work items i, i + gridDim, ... in the
+// order plain blocks are assigned (RowMath::assign_work), so that each block's prologue and
+// epilogue hide under the work around them: the K/V stage ring (stage, phase parity) runs on
+// across items, the Q barrier's parity flips per item, and a "Q empty" barrier (one arrival per
+// consumer thread) tells the producer when it may load the next item's Q. The producer issues the
+// next item's first K/V stage, then waits for Q's space, so both land while the consumers finish
+// the current item. Each item's GEMM turns are balanced on their own (GemmTurns).
+//
 // Shared memory (sm90_fwd_config.cuh): the base rounded up to 1024 bytes, then the Q tile, the K
-// stages, the V stages, the barriers. Each tile is HEAD_DIM / 64 TMA boxes of [rows][64] 16-bit
+// stages, the V stages, the output staging area of a persistent kernel where it fits
+// (sm90_output_staged_apart; otherwise the output is staged in Q's space), the barriers, and a
+// persistent kernel's Q empty barrier. Each tile is HEAD_DIM / 64 TMA boxes of [rows][64] 16-bit
 // elements with the 128-byte swizzle (sm90_tma.cuh), i.e. SwizzledTile<rows, HEAD_DIM> of
 // copy.cuh, which is what the wgmma descriptors (sm90_wgmma.cuh) and the output staging address.
 #pragma once
@@ -54,6 +65,9 @@ struct AttentionForwardSm90 {
 
   static constexpr int kConsumerWarpgroups = kSm90Warpgroups - 1;
   static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
+  static constexpr bool kPersistent = (FEATURES & kSm90FeaturePersistent) != 0u;
+  static constexpr bool kOutputApart =
+      sm90_output_staged_apart(HEAD_DIM, BLOCK_N, NUM_STAGES, kPersistent);
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
   using RowMath = AttentionForward<VARIANT, ELEM, HEAD_DIM, kSm90BlockM, BLOCK_N, kConsumerWarps,
@@ -62,15 +76,21 @@ struct AttentionForwardSm90 {
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 chunks of S
   static constexpr int kDTiles = HEAD_DIM / 8;   // n8 chunks of O
   static constexpr int kBoxes = HEAD_DIM / 64;   // TMA boxes per tile
+  // Note: a persistent producer issues its loads in a loop: unrolled, the box addresses of the
+  // per-item work outgrew its 24 registers at head dim 256 (spills, ptxas -v); a loop of 4 costs
+  // the one issuing lane nothing measurable.
+  static constexpr int kBoxUnroll = kPersistent ? 1 : kBoxes;
   static constexpr int kQBoxBytes = kSm90BlockM * 128;
   static constexpr int kKVBoxBytes = BLOCK_N * 128;
   static constexpr int kQBytes = kBoxes * kQBoxBytes;
   static constexpr int kKVBytes = kBoxes * kKVBoxBytes;
-  static constexpr int kTilesBytes = kQBytes + 2 * NUM_STAGES * kKVBytes;
+  static constexpr int kOutputOffset = kQBytes + 2 * NUM_STAGES * kKVBytes;
+  static constexpr int kTilesBytes = kOutputOffset + (kOutputApart ? kQBytes : 0);
   static constexpr int kConsumerRowBytes = 64 * 128;  // a consumer's 64 rows inside one Q box
   static constexpr bool kOverlap = (FEATURES & kSm90FeatureOverlap) != 0u;
-  static_assert(kSm90SmemAlignment + kTilesBytes + kSm90BarrierBytes ==
-                    sm90_forward_smem_bytes(HEAD_DIM, BLOCK_N, NUM_STAGES),
+  static_assert(kSm90SmemAlignment + kTilesBytes + kSm90BarrierBytes +
+                        (kPersistent ? kSm90PersistentBarrierBytes : 0) ==
+                    sm90_forward_smem_bytes(HEAD_DIM, BLOCK_N, NUM_STAGES, kPersistent),
                 "host and device disagree on the shared-memory size");
   static_assert(kQBoxBytes % 1024 == 0 && kKVBoxBytes % 1024 == 0,
                 "every box starts on a 1024-byte swizzle atom");
@@ -106,19 +126,66 @@ struct AttentionForwardSm90 {
   ATTNJIT_DEVICE unsigned empty_barrier(int stage) const {
     return q_smem + kTilesBytes + 8 + 8 * kSm90MaxStages + 8 * stage;
   }
+  ATTNJIT_DEVICE unsigned q_empty_barrier() const {
+    return q_smem + kTilesBytes + kSm90BarrierBytes;
+  }
+
+  // Where the i-th stage use of the block goes: the ring position and how often it wrapped (the
+  // parity of the barrier phases), carried across work items by a persistent block.
+  struct StageRing {
+    int stage = 0;
+    int round = 0;
+    ATTNJIT_DEVICE void advance() {
+      if (++stage == NUM_STAGES) {
+        stage = 0;
+        ++round;
+      }
+    }
+  };
+
+  // `value` unchanged, but opaque to the compiler from here on. A persistent consumer passes its
+  // thread index and shared-memory base through it at every work item, so that what derives from
+  // them (wgmma descriptors, fragment and staging offsets) is recomputed per item rather than
+  // hoisted out of the item loop and held in registers across it: that spilled the accumulators
+  // at head dims 128 and 256 (up to 104 bytes, ptxas -v).
+  ATTNJIT_DEVICE static unsigned opaque(unsigned value) {
+#if ATTNJIT_DEVICE_COMPILE
+    asm volatile("" : "+r"(value));
+#endif
+    return value;
+  }
+
+  // A persistent block's work items in turn: every (gridDim.x * gridDim.y)-th from its own index
+  // on. `count` is how many began, the per-item parity of the Q barriers.
+  struct WorkItems {
+    long long next_item =
+        static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
+    int count = 0;
+    ATTNJIT_DEVICE bool next(RowMath& math) {
+      if (!math.assign_work(next_item)) return false;
+      next_item += static_cast<long long>(gridDim.x) * gridDim.y;
+      ++count;
+      return true;
+    }
+  };
 
   ATTNJIT_DEVICE void run() {
-    if (!math.assign_block()) return;
+    // Note: a persistent block assigns its items as it walks them, and one past the last item
+    // (a grid larger than the work) just walks none.
+    if constexpr (!kPersistent) {
+      if (!math.assign_block()) return;
+    }
     unsigned char* raw = attnjit_dynamic_smem;
     const unsigned raw_address = smem_address(raw);
     const unsigned pad = (kSm90SmemAlignment - raw_address % kSm90SmemAlignment) %
                          kSm90SmemAlignment;
     tiles = raw + pad;
     q_smem = raw_address + pad;
-    math.q_tile = tiles;
+    math.q_tile = kOutputApart ? tiles + kOutputOffset : tiles;  // where store_output stages
 
     if (threadIdx.x == 0) {
       mbarrier_init(q_barrier(), 1);
+      if constexpr (kPersistent) mbarrier_init(q_empty_barrier(), kConsumerThreads);
 #pragma unroll
       for (int s = 0; s < NUM_STAGES; ++s) {
         mbarrier_init(full_barrier(s), 1);
@@ -180,47 +247,70 @@ struct AttentionForwardSm90 {
   // ---- Producer: warp 0 of warpgroup 0.
   ATTNJIT_DEVICE void produce() {
     const int leader = elect_one_lane();
-    const int b = math.b;
-    const int h = math.h;
-    const int h_kv = math.h_kv;
     if (leader) {
       tma_prefetch_descriptor(&params.q_map);
       tma_prefetch_descriptor(&params.k_map);
       tma_prefetch_descriptor(&params.v_map);
-      mbarrier_arrive_expect_tx(q_barrier(), kQBytes);
-#pragma unroll
-      for (int box = 0; box < kBoxes; ++box) {
-        tma_load_4d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box, math.q0, h,
-                    b);
-      }
     }
+    StageRing ring;
+    if constexpr (kPersistent) {
+      for (WorkItems items; items.next(math);) produce_item(leader, items.count - 1, ring);
+    } else {
+      produce_item(leader, 0, ring);  // run() assigned the block's item
+    }
+  }
+
+  // The loads of the current work item (math): its Q, then each kept key tile's K and V.
+  ATTNJIT_DEVICE void produce_item(int leader, int item, StageRing& ring) {
     const int lane = static_cast<int>(threadIdx.x) % 32;
     KeptTiles kept;
     int tile_class = kTileEmpty;
-    int stage = 0;
-    int round = 0;  // how many times the ring has wrapped
-    for (int tile = kept.next(math, 0, lane, tile_class); tile < math.num_kv_tiles;
-         tile = kept.next(math, tile + 1, lane, tile_class)) {
-      // Note: a stage is reused once all 256 consumer threads released its previous contents;
-      // in the first round the wait returns at once (a fresh barrier's preceding phase, of
-      // parity 1, counts as completed).
-      mbarrier_wait(empty_barrier(stage), static_cast<unsigned>(round & 1) ^ 1u);
-      if (leader) {
-        mbarrier_arrive_expect_tx(full_barrier(stage), 2 * kKVBytes);
-#pragma unroll
-        for (int box = 0; box < kBoxes; ++box) {
-          tma_load_4d(&params.k_map, full_barrier(stage), k_stage(stage) + box * kKVBoxBytes,
-                      64 * box, tile * BLOCK_N, h_kv, b);
-          tma_load_4d(&params.v_map, full_barrier(stage), v_stage(stage) + box * kKVBoxBytes,
-                      64 * box, tile * BLOCK_N, h_kv, b);
-        }
-      }
-      __syncwarp();
-      if (++stage == NUM_STAGES) {
-        stage = 0;
-        ++round;
+    int from = 0;  // the key tiles from here on are still to load
+    // Note: Q's space frees only once the consumers are done with the previous item, whereas a
+    // stage frees as soon as they have read it; so after the first item the first key tile goes
+    // out before the wait for Q's space.
+    if (kPersistent && item > 0) {
+      const int tile = kept.next(math, 0, lane, tile_class);
+      if (tile < math.num_kv_tiles) load_kv(leader, tile, ring);
+      from = tile + 1;
+    }
+    if constexpr (kPersistent) {
+      // The previous item's release (a fresh barrier's preceding phase counts as complete).
+      mbarrier_wait(q_empty_barrier(), static_cast<unsigned>(item & 1) ^ 1u);
+    }
+    if (leader) {
+      mbarrier_arrive_expect_tx(q_barrier(), kQBytes);
+#pragma unroll(kBoxUnroll)
+      for (int box = 0; box < kBoxes; ++box) {
+        tma_load_4d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box, math.q0,
+                    math.h, math.b);
       }
     }
+    for (int tile = kept.next(math, from, lane, tile_class); tile < math.num_kv_tiles;
+         tile = kept.next(math, tile + 1, lane, tile_class)) {
+      load_kv(leader, tile, ring);
+    }
+  }
+
+  // Key tile `tile`'s K and V into the ring's next stage.
+  ATTNJIT_DEVICE void load_kv(int leader, int tile, StageRing& ring) {
+    // Note: a stage is reused once all 256 consumer threads released its previous contents; in
+    // the first round the wait returns at once (a fresh barrier's preceding phase, of parity 1,
+    // counts as completed).
+    const int stage = ring.stage;
+    mbarrier_wait(empty_barrier(stage), static_cast<unsigned>(ring.round & 1) ^ 1u);
+    if (leader) {
+      mbarrier_arrive_expect_tx(full_barrier(stage), 2 * kKVBytes);
+#pragma unroll(kBoxUnroll)
+      for (int box = 0; box < kBoxes; ++box) {
+        tma_load_4d(&params.k_map, full_barrier(stage), k_stage(stage) + box * kKVBoxBytes,
+                    64 * box, tile * BLOCK_N, math.h_kv, math.b);
+        tma_load_4d(&params.v_map, full_barrier(stage), v_stage(stage) + box * kKVBoxBytes,
+                    64 * box, tile * BLOCK_N, math.h_kv, math.b);
+      }
+    }
+    __syncwarp();
+    ring.advance();
   }
 
   // Ping-pong between the consumer warpgroups (FA3, section 3.1): they take turns issuing their
@@ -243,7 +333,22 @@ struct AttentionForwardSm90 {
 
   // ---- Consumers: warpgroup 1 + `consumer` (0 or 1) owns query rows 64 * consumer .. + 63.
   ATTNJIT_DEVICE void consume(int consumer) {
-    const int thread = static_cast<int>(threadIdx.x) - 128 * (consumer + 1);
+    StageRing ring;
+    if constexpr (kPersistent) {
+      for (WorkItems items; items.next(math);) consume_item(consumer, items.count - 1, ring);
+    } else {
+      consume_item(consumer, 0, ring);
+    }
+  }
+
+  // The current work item (math): every kept key tile, then the epilogue.
+  ATTNJIT_DEVICE void consume_item(int consumer, int item, StageRing& ring) {
+    unsigned thread_index = threadIdx.x;
+    if constexpr (kPersistent) {
+      thread_index = opaque(thread_index);
+      q_smem = opaque(q_smem);
+    }
+    const int thread = static_cast<int>(thread_index) - 128 * (consumer + 1);
     const int lane = thread % 32;
     const int warp = 4 * consumer + thread / 32;  // RowMath's consumer warp
     typename RowMath::RowValues row_values;
@@ -259,7 +364,7 @@ struct AttentionForwardSm90 {
     softmax[0].init();
 
     const unsigned q_rows = q_smem + consumer * kConsumerRowBytes;
-    mbarrier_wait(q_barrier(), 0);
+    mbarrier_wait(q_barrier(), static_cast<unsigned>(item & 1));
     KeptTiles kept;
     const GemmTurns turns(consumer);
     int tile_class = kTileEmpty;
@@ -269,29 +374,39 @@ struct AttentionForwardSm90 {
     if constexpr (kOverlap) {
       if (any_tile) {
         consume_overlapped(first, tile_class, kept, q_rows, warp, lane, row_values, turns, acc_o,
-                           softmax);
+                           softmax, ring);
       }
     } else {
-      int stage = 0;
-      int round = 0;
       for (int tile = first; tile < math.num_kv_tiles;
            tile = kept.next(math, tile + 1, lane, tile_class)) {
-        mbarrier_wait(full_barrier(stage), static_cast<unsigned>(round & 1));
-        compute_tile(tile, tile_class, stage, q_rows, warp, lane, row_values, turns, acc_o,
+        mbarrier_wait(full_barrier(ring.stage), static_cast<unsigned>(ring.round & 1));
+        compute_tile(tile, tile_class, ring.stage, q_rows, warp, lane, row_values, turns, acc_o,
                      softmax);
-        mbarrier_arrive(empty_barrier(stage));
-        if (++stage == NUM_STAGES) {
-          stage = 0;
-          ++round;
-        }
+        mbarrier_arrive(empty_barrier(ring.stage));
+        ring.advance();
       }
     }
     if (consumer == 0 && any_tile) turns.begin();  // consumer 1's arrival after its last turn
 
-    // Note: the output is staged in this warpgroup's own rows of the Q tile; every warp of the
-    // warpgroup must be past its last wgmma reading them first.
-    named_barrier_sync(kConsumerBarrier0 + static_cast<unsigned>(consumer), 128);
+    // Note: Q is released only after the turns above are over. The next item's Q wait of
+    // consumer 1 then follows consumer 0's last bar.sync of this item, so consumer 1's first
+    // bar.arrive of the next item never meets the same barrier phase as its last of this one.
+    if constexpr (kOutputApart) {
+      // Every wgmma reading Q has retired (compute_tile waits for its groups).
+      mbarrier_arrive(q_empty_barrier());
+      // The warp's reads of the previous item's staged rows come before its writes.
+      __syncwarp();
+    } else {
+      // Note: the output is staged in this warpgroup's own rows of the Q tile; every warp of
+      // the warpgroup must be past its last wgmma reading them first.
+      named_barrier_sync(kConsumerBarrier0 + static_cast<unsigned>(consumer), 128);
+    }
     math.store_output(acc_o, softmax, warp, lane);
+    if constexpr (kPersistent && !kOutputApart) {
+      // The staging's st.shared / ld.shared come before the next Q's TMA writes (async proxy).
+      fence_proxy_async_shared();
+      mbarrier_arrive(q_empty_barrier());
+    }
   }
 
   // An accumulator tile [1][n8 chunks][4] as wgmma's flat register list d[4 * chunk + e].
@@ -304,12 +419,11 @@ struct AttentionForwardSm90 {
   // S = Q K^T: K-steps of 16 columns, 4 per 64-column box (32 bytes apart in a row).
   // Note: a step's descriptors are the tile's plus its byte offset >> 4 in the start-address
   // field (bits 0-13), which cannot carry: every address stays inside the 228 KB window. Q's
-  // address goes through an empty asm so that they are recomputed here (a few integer adds per
-  // tile) instead of being hoisted out of the tile loop into HEAD_DIM / 16 64-bit registers,
-  // which the overlapped schedule cannot spare.
+  // address is made opaque so that they are recomputed here (a few integer adds per tile)
+  // instead of being hoisted out of the tile loop into HEAD_DIM / 16 64-bit registers, which the
+  // overlapped schedule cannot spare.
   ATTNJIT_DEVICE void issue_scores(Scores& acc_s, int stage, unsigned q_rows) const {
-    asm volatile("" : "+r"(q_rows));
-    const unsigned long long q_base = wgmma_desc_k_major(q_rows);
+    const unsigned long long q_base = wgmma_desc_k_major(opaque(q_rows));
     const unsigned long long k_base = wgmma_desc_k_major(k_stage(stage));
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
@@ -388,13 +502,11 @@ struct AttentionForwardSm90 {
                                          unsigned q_rows, int warp, int lane,
                                          const typename RowMath::RowValues& row_values,
                                          const GemmTurns& turns, Accumulators& acc_o,
-                                         OnlineSoftmax (&softmax)[1]) const {
-    int stage = 0;
-    int round = 0;
+                                         OnlineSoftmax (&softmax)[1], StageRing& ring) const {
     Scores acc_s;
     PFragments p;
-    mbarrier_wait(full_barrier(stage), 0u);
-    score_turn(acc_s, stage, q_rows, turns);
+    mbarrier_wait(full_barrier(ring.stage), static_cast<unsigned>(ring.round & 1));
+    score_turn(acc_s, ring.stage, q_rows, turns);
     math.apply_scores(acc_s, first, first_class, warp, lane, row_values);
     softmax[0].update(acc_s[0], acc_o[0]);  // O is still zero: its rescale is a no-op
     to_p_fragments(acc_s, p);
@@ -402,17 +514,14 @@ struct AttentionForwardSm90 {
     int tile_class = kTileEmpty;
     for (int tile = kept.next(math, first + 1, lane, tile_class); tile < math.num_kv_tiles;
          tile = kept.next(math, tile + 1, lane, tile_class)) {
-      const int previous = stage;
-      if (++stage == NUM_STAGES) {
-        stage = 0;
-        ++round;
-      }
-      mbarrier_wait(full_barrier(stage), static_cast<unsigned>(round & 1));
+      const int previous = ring.stage;
+      ring.advance();
+      mbarrier_wait(full_barrier(ring.stage), static_cast<unsigned>(ring.round & 1));
       wgmma_fence_accumulators(flat(acc_s));
       wgmma_fence_accumulators(flat(acc_o));
       turns.begin();
       wgmma_fence();
-      issue_scores(acc_s, stage, q_rows);
+      issue_scores(acc_s, ring.stage, q_rows);
       issue_output(acc_o, p, previous);
       turns.end();
       wgmma_wait_group<1>();  // S is complete; P V may still be running
@@ -426,8 +535,9 @@ struct AttentionForwardSm90 {
       OnlineSoftmax::rescale_output(acc_o[0], rescale);
       to_p_fragments(acc_s, p);
     }
-    output_turn(acc_o, p, stage, turns);
-    mbarrier_arrive(empty_barrier(stage));
+    output_turn(acc_o, p, ring.stage, turns);
+    mbarrier_arrive(empty_barrier(ring.stage));
+    ring.advance();
   }
 };
 

@@ -24,13 +24,39 @@ constexpr unsigned kSm90FeaturePersistent = 2u;  // one block per SM walking the
 constexpr int kSm90SmemAlignment = 1024;
 // After the tiles: the Q barrier, then full and empty barriers per stage (8 bytes each).
 constexpr int kSm90BarrierBytes = 8 + 2 * 8 * kSm90MaxStages;
+// A persistent kernel's one more barrier after those: "Q empty", the consumers' release of the Q
+// tile's space, so that the producer may load the next work item's Q there.
+constexpr int kSm90PersistentBarrierBytes = 8;
+// sm_90a's per-block opt-in limit of dynamic shared memory (227 KB).
+constexpr int kSm90SharedMemoryLimit = 227 * 1024;
 
-// [slack][Q tile: BLOCK_M x HEAD_DIM][K: stages x BLOCK_N x HEAD_DIM][V: the same][barriers], all
-// 16-bit elements; every tile is a whole number of 1024-byte atoms. The output is staged in Q's
-// space.
-ATTNJIT_HD constexpr int sm90_forward_smem_bytes(int head_dim, int block_n, int num_stages) {
-  return kSm90SmemAlignment + 2 * head_dim * (kSm90BlockM + 2 * num_stages * block_n) +
-         kSm90BarrierBytes;
+// Q tile (BLOCK_M x HEAD_DIM), then the K stages and the V stages (stages x BLOCK_N x HEAD_DIM
+// each), all 16-bit elements; every tile is a whole number of 1024-byte atoms.
+ATTNJIT_HD constexpr int sm90_qkv_bytes(int head_dim, int block_n, int num_stages) {
+  return 2 * head_dim * (kSm90BlockM + 2 * num_stages * block_n);
+}
+
+// The output is staged (normalised, converted, swizzled for 16-byte stores) in a tile of Q's
+// shape. A plain kernel stages it in Q's own space. A persistent one gets a staging area of its
+// own where it fits (head dims 64 and 128 at the default tiles, not 256), so that the next work
+// item's Q can land while the epilogue of the current one still runs; where it does not fit, the
+// output stays in Q's space and Q is released after the epilogue.
+ATTNJIT_HD constexpr bool sm90_output_staged_apart(int head_dim, int block_n, int num_stages,
+                                                   bool persistent) {
+  return persistent && kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_n, num_stages) +
+                               2 * head_dim * kSm90BlockM + kSm90BarrierBytes +
+                               kSm90PersistentBarrierBytes <=
+                           kSm90SharedMemoryLimit;
+}
+
+// [slack][Q][K stages][V stages][output staging, when apart][barriers][Q empty, when persistent].
+ATTNJIT_HD constexpr int sm90_forward_smem_bytes(int head_dim, int block_n, int num_stages,
+                                                 bool persistent) {
+  return kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_n, num_stages) +
+         (sm90_output_staged_apart(head_dim, block_n, num_stages, persistent)
+              ? 2 * head_dim * kSm90BlockM
+              : 0) +
+         kSm90BarrierBytes + (persistent ? kSm90PersistentBarrierBytes : 0);
 }
 
 }  // namespace attnjit

@@ -10,7 +10,7 @@ namespace attnjit::codegen {
 namespace {
 
 // Per-block opt-in limit of dynamic shared memory (cudaDevAttrMaxSharedMemoryPerBlockOptin).
-int shared_memory_limit(int sm) {
+constexpr int shared_memory_limit(int sm) {
   switch (sm) {
     case 80:
     case 87:
@@ -22,6 +22,9 @@ int shared_memory_limit(int sm) {
       return 99 * 1024;
   }
 }
+
+static_assert(shared_memory_limit(90) == kSm90SharedMemoryLimit,
+              "the sm90 kernel's own shared-memory budget (sm90_fwd_config.cuh) is sm_90's");
 
 struct TileShape {
   int head_dim;
@@ -143,13 +146,16 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
   config.num_stages = tuning.sm90_stages.value_or(2);
   config.overlap = tuning.sm90_overlap.value_or(false);
   config.persistent = tuning.sm90_persistent.value_or(false);
-  config.smem_bytes = sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages);
+  // Note: a persistent kernel adds its output staging area only where it fits (see
+  // sm90_output_staged_apart), so the persistent flag alone never makes a configuration too big.
+  config.smem_bytes =
+      sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages, config.persistent);
   if (config.smem_bytes > shared_memory_limit(90)) {
     throw_error(Status::invalid_argument,
-                "ATTNJIT_TUNE: head dim {} with sm90_block_n={} and sm90_stages={} needs {} bytes "
-                "of shared memory; sm_90a allows {}",
-                head_dim, config.block_n, config.num_stages, config.smem_bytes,
-                shared_memory_limit(90));
+                "ATTNJIT_TUNE: head dim {} with sm90_block_n={}, sm90_stages={} and "
+                "sm90_persistent={} needs {} bytes of shared memory; sm_90a allows {}",
+                head_dim, config.block_n, config.num_stages, config.persistent ? 1 : 0,
+                config.smem_bytes, shared_memory_limit(90));
   }
   return config;
 }

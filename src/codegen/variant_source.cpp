@@ -27,19 +27,19 @@ const char* elem_type(DType dtype) {
   return dtype == DType::bf16 ? "attnjit::bf16_t" : "attnjit::fp16_t";
 }
 
-}  // namespace
-
-KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
-                               DType dtype, int head_dim, Target target, FamilyRequest family) {
+// `tuning` null: ATTNJIT_TUNE's overrides.
+KernelConfig config_for(const expr::Expression& mask, const expr::Expression& score, DType dtype,
+                        int head_dim, Target target, FamilyRequest family,
+                        const KernelTuning* tuning) {
   const KernelFamily chosen = choose_kernel_family(target, dtype, head_dim, mask, score, family);
-  const KernelTuning tuning = kernel_tuning_from_environment();
-  return chosen == KernelFamily::sm90 ? sm90_kernel_config(head_dim, tuning)
-                                      : choose_kernel_config(target.sm, dtype, head_dim, tuning);
+  const KernelTuning tuned = tuning != nullptr ? *tuning : kernel_tuning_from_environment();
+  return chosen == KernelFamily::sm90 ? sm90_kernel_config(head_dim, tuned)
+                                      : choose_kernel_config(target.sm, dtype, head_dim, tuned);
 }
 
-GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
-                                       DType dtype, int head_dim, Target target,
-                                       FamilyRequest family) {
+GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& score, DType dtype,
+                         int head_dim, Target target, FamilyRequest family,
+                         const KernelTuning* tuning) {
   if (dtype != DType::bf16 && dtype != DType::fp16) {
     throw_error(Status::unsupported, "query, key and value must be bfloat16 or float16; got {}",
                 dtype_name(dtype));
@@ -49,7 +49,7 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
                 "attention kernels need compute capability 8.0 or newer; got sm_{}", target.sm);
   }
   GeneratedKernel kernel;
-  kernel.config = kernel_config_for(mask, score, dtype, head_dim, target, family);
+  kernel.config = config_for(mask, score, dtype, head_dim, target, family, tuning);
   const KernelConfig& config = kernel.config;
   const bool sm90 = config.family == KernelFamily::sm90;
   const bool has_mask = !mask.is_constant_true();
@@ -113,6 +113,31 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
   s += "  attnjit::tensor_summary(data, len, index_len, granularity, out_min, out_max);\n";
   s += "}\n";
   return kernel;
+}
+
+}  // namespace
+
+KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
+                               DType dtype, int head_dim, Target target, FamilyRequest family) {
+  return config_for(mask, score, dtype, head_dim, target, family, nullptr);
+}
+
+KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
+                               DType dtype, int head_dim, Target target, FamilyRequest family,
+                               const KernelTuning& tuning) {
+  return config_for(mask, score, dtype, head_dim, target, family, &tuning);
+}
+
+GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
+                                       DType dtype, int head_dim, Target target,
+                                       FamilyRequest family) {
+  return generate(mask, score, dtype, head_dim, target, family, nullptr);
+}
+
+GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
+                                       DType dtype, int head_dim, Target target,
+                                       FamilyRequest family, const KernelTuning& tuning) {
+  return generate(mask, score, dtype, head_dim, target, family, &tuning);
 }
 
 }  // namespace attnjit::codegen

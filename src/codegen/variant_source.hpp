@@ -42,6 +42,10 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning = {});
 KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
                                DType dtype, int head_dim, Target target,
                                FamilyRequest family = FamilyRequest::environment);
+// The same with `tuning` in place of ATTNJIT_TUNE's overrides.
+KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Expression& score,
+                               DType dtype, int head_dim, Target target, FamilyRequest family,
+                               const KernelTuning& tuning);
 
 constexpr const char* kForwardEntry = "attnjit_fwd";
 constexpr const char* kSummaryEntry = "attnjit_tensor_summary";
@@ -56,5 +60,10 @@ struct GeneratedKernel {
 GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
                                        DType dtype, int head_dim, Target target,
                                        FamilyRequest family = FamilyRequest::environment);
+// The same with `tuning` in place of ATTNJIT_TUNE's overrides (tests, and sources regenerated
+// from a cached kernel's recorded configuration).
+GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
+                                       DType dtype, int head_dim, Target target,
+                                       FamilyRequest family, const KernelTuning& tuning);
 
 }  // namespace attnjit::codegen

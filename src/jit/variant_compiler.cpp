@@ -1,5 +1,7 @@
 #include "jit/variant_compiler.hpp"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -49,6 +51,9 @@ std::string request_id(const VariantSpec& spec, const std::string& arch, bool pt
   }
   id += '/';
   id += static_cast<char>('0' + static_cast<int>(family));
+  // Note: ATTNJIT_TUNE too, for the same reason: a benchmark times two tunings in one process.
+  id += '/';
+  if (const char* tuning = std::getenv("ATTNJIT_TUNE"); tuning != nullptr) id += tuning;
   return id;
 }
 

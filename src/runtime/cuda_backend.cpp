@@ -201,13 +201,13 @@ void check_buffers(const AttentionShape& s, const AttentionBuffers& b, const Dev
 
 void check_grid(const AttentionShape& s, const codegen::KernelConfig& config) {
   const std::int64_t heads = static_cast<std::int64_t>(s.batch) * s.num_heads_q;
-  if (heads > kMaxGridY) {
+  // Note: a persistent grid is one row of at most one block per SM (forward_grid).
+  if (!config.persistent && heads > kMaxGridY) {
     throw_error(Status::unsupported,
                 "batch * num_heads_q = {} exceeds the {} the kernel's grid allows; split the "
                 "batch",
                 heads, kMaxGridY);
   }
-  (void)config;
 }
 
 void launch(const char* name, CUfunction function, unsigned grid_x, unsigned grid_y,
@@ -349,7 +349,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
                     std::is_standard_layout_v<Sm90FwdParams>,
                 "Sm90FwdParams is copied into the kernel's parameter buffer byte for byte");
   static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
-  const LaunchGrid grid = forward_grid(shape, config);
+  const LaunchGrid grid = forward_grid(shape, config, device.multiprocessors);
   if (config.family == codegen::KernelFamily::sm90) {
     Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
     void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel

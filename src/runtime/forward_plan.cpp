@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "attnjit/sm90_fwd_config.cuh"
 
 namespace attnjit {
@@ -32,10 +34,18 @@ std::array<ByteStride, 3> byte_strides(const TensorView& view, const AttentionSh
 
 }  // namespace
 
-LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig& config) {
+LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig& config,
+                        int multiprocessors) {
   LaunchGrid grid;
   grid.grid_x = static_cast<unsigned>(ceil_div(shape.q_len, config.block_m));
   grid.grid_y = static_cast<unsigned>(shape.batch * shape.num_heads_q);
+  if (config.persistent) {
+    // Note: one block per SM, because the kernel needs over half an SM's shared memory and its
+    // 384 threads x 168 registers; any grid size computes the same result.
+    const long long items = static_cast<long long>(grid.grid_x) * grid.grid_y;
+    grid.grid_x = static_cast<unsigned>(std::min<long long>(items, std::max(multiprocessors, 1)));
+    grid.grid_y = 1;
+  }
   grid.threads = static_cast<unsigned>(config.num_warps * 32);
   grid.smem_bytes = static_cast<unsigned>(config.smem_bytes);
   return grid;

@@ -26,8 +26,11 @@ struct LaunchGrid {
   unsigned smem_bytes = 0;
 };
 
-// x = query tiles, y = batch * num_heads_q (the kernel re-maps the linear block index itself).
-LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig& config);
+// A plain kernel: x = query tiles, y = batch * num_heads_q (the kernel re-maps the linear block
+// index itself). A persistent one (config.persistent): x = min(work items, multiprocessors), one
+// block per SM walking the query tiles of every (batch, head), y = 1.
+LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig& config,
+                        int multiprocessors);
 
 // The parameter block, with the args' tensor summaries still empty (see SummaryLaunch).
 FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffers& buffers,

@@ -80,11 +80,12 @@ TEST_CASE("tuning overrides the sm90 configuration and refuses what does not fit
   CHECK(config.num_stages == 4);
   CHECK(config.overlap);
   CHECK_FALSE(config.persistent);
-  CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 64, 4));
+  CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 64, 4, false));
 
   tuning.sm90_block_n = 256;
   CHECK_THROWS_WITH(codegen::sm90_kernel_config(256, tuning),
-                    Catch::Contains("needs") && Catch::Contains("sm_90a allows 232448"));
+                    Catch::Contains("needs") && Catch::Contains("sm90_persistent=0") &&
+                        Catch::Contains("sm_90a allows 232448"));
 }
 
 TEST_CASE("the environment's tuning reaches the generated sm90 source, not the sm80 one",

@@ -29,6 +29,7 @@
 #include "simt_module.hpp"
 #include "support/capture_error.hpp"
 #include "support/case_tables.hpp"
+#include "support/scoped_env.hpp"
 
 using namespace attnjit;
 using namespace attnjit::kernel_test;
@@ -64,6 +65,8 @@ class EmulatedDevice {
     error_.clear();
   }
   const std::string& error() const { return error_; }
+  // The grids of the forward launches so far, oldest first.
+  const std::vector<LaunchGrid>& forward_grids() const { return forward_grids_; }
   int launch_count() const { return launch_count_(); }
   int param_info_past_end() const { return param_info_past_end_(); }
 
@@ -91,6 +94,7 @@ class EmulatedDevice {
     grid.grid_y = launch.grid_y;
     grid.threads = launch.threads;
     grid.smem_bytes = launch.smem_bytes;
+    if (std::string(launch.function) == codegen::kForwardEntry) forward_grids_.push_back(grid);
     module_->run_launch(kernel_, launch.function, grid, launch.params, regions);
   }
 
@@ -101,6 +105,7 @@ class EmulatedDevice {
   const simt::SimtModule* module_ = nullptr;
   int kernel_ = 0;
   std::string error_;
+  std::vector<LaunchGrid> forward_grids_;
 };
 
 EmulatedDevice& device() {
@@ -143,15 +148,6 @@ void check_through_backend(const std::vector<KernelCase>& cases) {
   }
   device().use(nullptr, 0);
 }
-
-// Sets ATTNJIT_KERNEL_FAMILY for one scope.
-class KernelFamilyScope {
- public:
-  explicit KernelFamilyScope(const char* family) { setenv("ATTNJIT_KERNEL_FAMILY", family, 1); }
-  ~KernelFamilyScope() { unsetenv("ATTNJIT_KERNEL_FAMILY"); }
-  KernelFamilyScope(const KernelFamilyScope&) = delete;
-  KernelFamilyScope& operator=(const KernelFamilyScope&) = delete;
-};
 
 // A maskless case through the C API's cuda backend: a variant for it, device copies of its
 // inputs, attnjit_forward, the result against the reference.
@@ -203,7 +199,7 @@ CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
 
 TEST_CASE("fake device: the sm90 kernel runs through the C API on sm_90a", "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;  // the sm_86 run of these cases
-  const KernelFamilyScope family("sm90");
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
   const auto cache = work_dir("sm90-cache");
   // Note: the default cache, so that the fake driver finds the cubins' sources there and answers
   // cuFuncGetParamInfo with the sm90 parameter block.
@@ -252,7 +248,7 @@ TEST_CASE("fake device: the sm90 kernel runs through the C API on sm_90a", "[dis
 TEST_CASE("fake device: the sm90 kernel with masks, scores and tensor summaries",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;
-  const KernelFamilyScope family("sm90");
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
   // Note: before the harness's cache is first used (one test case per process under ctest), so
   // that the fake driver finds the cubins' sources and reports the sm90 parameter block.
   const auto cache = work_dir("sm90-masks-cache");
@@ -272,10 +268,42 @@ TEST_CASE("fake device: the sm90 kernel with masks, scores and tensor summaries"
   unsetenv("ATTNJIT_CACHE_DIR");
 }
 
+TEST_CASE("fake device: the persistent sm90 kernel launches one block per SM and at most one "
+          "per query tile",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_persistent=1");
+  const auto cache = work_dir("sm90-persistent-cache");
+  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  const int multiprocessors = cuda::current_device().multiprocessors;
+  REQUIRE(multiprocessors == 4);  // the fake device's: several items per block below
+  // 3 query tiles x 4 heads = 12 items on 4 blocks; a document mask whose query tiles 1 and 2
+  // keep no key (the keys are all document 0): 3 items, so 3 blocks.
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 4, 2, 300, 300);
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(300, 3, true, 0)};
+  doc.shape = shape(1, 1, 1, 300, 100);
+  const std::size_t before = device().forward_grids().size();
+  check_through_backend({with(causal, DType::fp16, Layout::blhd, 128), doc});
+  const std::vector<LaunchGrid>& grids = device().forward_grids();
+  REQUIRE(grids.size() == before + 2);
+  CHECK(grids[before].grid_x == 4u);
+  CHECK(grids[before + 1].grid_x == 3u);
+  for (std::size_t i = before; i < grids.size(); ++i) {
+    CHECK(grids[i].grid_y == 1u);
+    CHECK(grids[i].threads == 384u);
+  }
+  unsetenv("ATTNJIT_CACHE_DIR");
+}
+
 TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its checks",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;
-  const KernelFamilyScope family("sm90");
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
   Runtime runtime(RuntimeOptions{work_dir("fallback-cache").string(), Backend::cuda});
   VariantSpec spec;
   spec.head_dim = 64;

@@ -74,6 +74,13 @@ TEST_CASE("forward checks dtypes and shapes before it needs a driver", "[driver]
     CHECK(e.status() == Status::unsupported);
     CHECK_THAT(e.what(), Catch::Contains("65535"));
   }
+  SECTION("a persistent kernel's grid is one row of at most one block per SM: no height limit") {
+    call.shape.batch = 70000;
+    call.kernel.config.persistent = true;
+    const Error e = capture_error(
+        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, nullptr); });
+    CHECK(e.status() == Status::no_device);
+  }
   SECTION("a valid call needs the driver") {
     const Error e = capture_error(
         [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, nullptr); });

@@ -167,3 +167,25 @@ TEST_CASE("a stored kernel's configuration comes from its variant, never from th
   CHECK(again.config.smem_bytes == stored.config.smem_bytes);
   CHECK(again.config.smem_bytes > 1);
 }
+
+TEST_CASE("a change of ATTNJIT_TUNE within the process is a new request, not the earlier kernel",
+          "[jit]") {
+  TempDir dir;
+  KernelCache cache(dir.path());
+  const VariantSpec spec = causal();
+  const ParsedVariant parsed = parse_variant(spec);
+  const auto sm90 = [&] {
+    return acquire_variant(spec, parsed, "sm_90a", cache, false, codegen::FamilyRequest::sm90);
+  };
+  ::unsetenv("ATTNJIT_TUNE");
+  const VariantKernel plain = sm90();
+  ::setenv("ATTNJIT_TUNE", "sm90_persistent=1", 1);
+  const VariantKernel persistent = sm90();
+  const VariantKernel again = sm90();
+  ::unsetenv("ATTNJIT_TUNE");
+  CHECK_FALSE(plain.binary->config.persistent);
+  CHECK(persistent.origin == KernelOrigin::compiled);
+  CHECK(persistent.binary->config.persistent);
+  CHECK(again.origin == KernelOrigin::memory);
+  CHECK(sm90().binary == plain.binary);
+}

@@ -1,7 +1,7 @@
 // Every standard variant x dtype x head dim x {sm_80, sm_90} compiles with NVRTC, and ptxas
 // reports no spill and no stack frame for the forward and the summary kernels; the same for the
-// sm90 kernel on sm_90a, whose PTX must use wgmma and TMA. One TEST_CASE per head dim so that
-// CTest runs them in parallel.
+// sm90 kernel on sm_90a, whose PTX must use wgmma and TMA, in its default and its persistent
+// schedule. One TEST_CASE per head dim so that CTest runs them in parallel.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -9,21 +9,28 @@
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "standard_variants.hpp"
-#include "support/scoped_env.hpp"
 
 namespace codegen = attnjit::codegen;
 
 namespace {
 
-// `tune`: ATTNJIT_TUNE while the sources are generated (the sm80 tile overrides).
-void check_head_dim(int head_dim, const char* tune = nullptr) {
-  const attnjit::test::ScopedEnv scope("ATTNJIT_TUNE", tune);
+// What ptxas -v reported for one entry: no spills, no stack frame, at most `max_registers`.
+void check_resources(const attnjit::ResourceUsage& usage, int max_registers) {
+  CHECK(usage.spill_store_bytes == 0);
+  CHECK(usage.spill_load_bytes == 0);
+  CHECK(usage.stack_frame_bytes == 0);
+  CHECK(usage.registers > 0);
+  CHECK(usage.registers <= max_registers);
+}
+
+// `tuning`: ATTNJIT_TUNE's sm80 tile overrides (none by default).
+void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {}) {
   for (const char* arch : {"sm_80", "sm_90"}) {
     const int sm = attnjit::nvrtc::arch_sm(arch);
     for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
       for (const auto& variant : attnjit::test::standard_variants()) {
         const auto kernel = codegen::generate_kernel_source(
-            variant.mask, variant.score, dtype, head_dim, sm, codegen::FamilyRequest::sm80);
+            variant.mask, variant.score, dtype, head_dim, sm, codegen::FamilyRequest::sm80, tuning);
         const auto compiled = attnjit::nvrtc::compile_program(kernel.source, arch, false);
         for (const char* entry : {codegen::kForwardEntry, codegen::kSummaryEntry}) {
           INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim
@@ -31,12 +38,7 @@ void check_head_dim(int head_dim, const char* tune = nullptr) {
                             << compiled.log);
           const auto found = compiled.resources.find(entry);
           REQUIRE(found != compiled.resources.end());
-          const auto& usage = found->second;
-          CHECK(usage.spill_store_bytes == 0);
-          CHECK(usage.spill_load_bytes == 0);
-          CHECK(usage.stack_frame_bytes == 0);
-          CHECK(usage.registers > 0);
-          CHECK(usage.registers <= 255);
+          check_resources(found->second, 255);
         }
         const auto& fwd = compiled.resources.find(codegen::kForwardEntry)->second;
         std::printf("%-15s %-9s hd %3d %s: %3d registers, %6d B dynamic smem (%d x %d, %d warps, "
@@ -44,50 +46,81 @@ void check_head_dim(int head_dim, const char* tune = nullptr) {
                     variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(),
                     head_dim, arch, fwd.registers, kernel.config.smem_bytes, kernel.config.block_m,
                     kernel.config.block_n, kernel.config.num_warps, kernel.config.num_stages,
-                    kernel.config.blocks_per_sm, fwd.spill_store_bytes, fwd.spill_load_bytes, fwd.stack_frame_bytes);
+                    kernel.config.blocks_per_sm, fwd.spill_store_bytes, fwd.spill_load_bytes,
+                    fwd.stack_frame_bytes);
       }
     }
   }
 }
 
-// The sm90 kernel of every standard variant it implements, for sm_90a: no spills and no stack
-// frame under the 384-thread launch bound (ptxas allocates 168 registers; setmaxnreg then gives the
-// consumers 240), and the PTX uses wgmma, TMA bulk tensor copies and setmaxnreg.
-// `tune`: ATTNJIT_TUNE while the sources are generated (the schedule options).
-void check_sm90_head_dim(int head_dim, const char* tune = nullptr) {
-  const attnjit::test::ScopedEnv scope("ATTNJIT_TUNE", tune);
+// The sm90 kernel of `variant` for sm_90a: no spills and no stack frame under the 384-thread launch
+// bound (ptxas allocates 168 registers; setmaxnreg then gives the consumers 240), and the PTX uses
+// wgmma, TMA bulk tensor copies and setmaxnreg. False when the sm90 kernel does not implement it.
+bool check_sm90_kernel(const attnjit::test::StandardVariant& variant, attnjit::DType dtype,
+                       int head_dim, const codegen::KernelTuning& tuning) {
+  const auto kernel = codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim,
+                                                      codegen::Target(90, true),
+                                                      codegen::FamilyRequest::sm90, tuning);
+  if (kernel.config.family != codegen::KernelFamily::sm90) return false;
+  const auto compiled = attnjit::nvrtc::compile_program(kernel.source, "sm_90a", false);
+  INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim
+                    << (kernel.config.persistent ? " persistent" : "") << "\n"
+                    << compiled.log);
+  const auto found = compiled.resources.find(codegen::kForwardEntry);
+  REQUIRE(found != compiled.resources.end());
+  const auto& usage = found->second;
+  check_resources(usage, 65536 / 384);
+  // Note: ptxas serialises wgmma (a large slowdown, correct results) when it cannot prove the
+  // accumulators untouched between issue and wait; it says so in the log.
+  CHECK(compiled.log.find("Potential Performance Loss") == std::string::npos);
+  const auto ptx_program = attnjit::nvrtc::compile_program(kernel.source, "sm_90a", true);
+  const std::string ptx(ptx_program.image.begin(), ptx_program.image.end());
+  CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
+  CHECK(ptx.find("cp.async.bulk.tensor.4d") != std::string::npos);
+  CHECK(ptx.find("setmaxnreg.inc.sync.aligned.u32 240") != std::string::npos);
+  CHECK(ptx.find("setmaxnreg.dec.sync.aligned.u32 24") != std::string::npos);
+  std::printf(
+      "%-15s %-9s hd %3d sm_90a sm90%s%s: %3d registers, %6d B dynamic smem (%d x %d, "
+      "%d warps, %d stages), spills %d/%d, stack %d\n",
+      variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(), head_dim,
+      kernel.config.overlap ? " overlap" : "", kernel.config.persistent ? " persistent" : "",
+      usage.registers, kernel.config.smem_bytes,
+      kernel.config.block_m, kernel.config.block_n, kernel.config.num_warps,
+      kernel.config.num_stages, usage.spill_store_bytes, usage.spill_load_bytes,
+      usage.stack_frame_bytes);
+  return true;
+}
+
+void check_sm90_head_dim(int head_dim) {
   for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
     for (const auto& variant : attnjit::test::standard_variants()) {
-      const auto kernel =
-          codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim,
-                                          codegen::Target(90, true), codegen::FamilyRequest::sm90);
-      if (kernel.config.family != codegen::KernelFamily::sm90) continue;
-      const auto compiled = attnjit::nvrtc::compile_program(kernel.source, "sm_90a", false);
-      INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim << "\n"
-                        << compiled.log);
-      const auto found = compiled.resources.find(codegen::kForwardEntry);
-      REQUIRE(found != compiled.resources.end());
-      const auto& usage = found->second;
-      CHECK(usage.spill_store_bytes == 0);
-      CHECK(usage.spill_load_bytes == 0);
-      CHECK(usage.stack_frame_bytes == 0);
-      CHECK(usage.registers > 0);
-      CHECK(usage.registers <= 65536 / 384);
-      // Note: ptxas serialises wgmma (a large slowdown, correct results) when it cannot prove the
-      // accumulators untouched between issue and wait; it says so in the log.
-      CHECK(compiled.log.find("Potential Performance Loss") == std::string::npos);
-      const auto ptx_program = attnjit::nvrtc::compile_program(kernel.source, "sm_90a", true);
-      const std::string ptx(ptx_program.image.begin(), ptx_program.image.end());
-      CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
-      CHECK(ptx.find("cp.async.bulk.tensor.4d") != std::string::npos);
-      CHECK(ptx.find("setmaxnreg.inc.sync.aligned.u32 240") != std::string::npos);
-      CHECK(ptx.find("setmaxnreg.dec.sync.aligned.u32 24") != std::string::npos);
-      std::printf("%-15s %-9s hd %3d sm_90a sm90%s: %3d registers, %6d B dynamic smem (%d x %d, "
-                  "%d warps, %d stages), spills %d/%d, stack %d\n",
-                  variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(), head_dim,
-                  kernel.config.overlap ? " overlap" : "", usage.registers, kernel.config.smem_bytes, kernel.config.block_m,
-                  kernel.config.block_n, kernel.config.num_warps, kernel.config.num_stages,
-                  usage.spill_store_bytes, usage.spill_load_bytes, usage.stack_frame_bytes);
+      // Note: ATTNJIT_TUNE's overrides, as the runtime would compile them.
+      check_sm90_kernel(variant, dtype, head_dim, codegen::kernel_tuning_from_environment());
+    }
+  }
+}
+
+// The persistent schedule (ATTNJIT_TUNE=sm90_persistent=1) of the variants that differ in their
+// work per item: none skipped, a triangle, tensor-driven empty items.
+void check_sm90_persistent_head_dim(int head_dim) {
+  codegen::KernelTuning tuning;
+  tuning.sm90_persistent = true;
+  int checked = 0;
+  for (const auto& variant : attnjit::test::standard_variants()) {
+    if (variant.name != "noop" && variant.name != "causal" && variant.name != "document") continue;
+    checked += check_sm90_kernel(variant, attnjit::DType::bf16, head_dim, tuning) ? 1 : 0;
+  }
+  CHECK(checked == 3);
+}
+
+// The intra-warpgroup schedule (ATTNJIT_TUNE=sm90_overlap=1) of every standard variant: the next
+// S, the current P and O live at once must still fit the consumers' 240 registers.
+void check_sm90_overlap_head_dim(int head_dim) {
+  codegen::KernelTuning tuning;
+  tuning.sm90_overlap = true;
+  for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
+    for (const auto& variant : attnjit::test::standard_variants()) {
+      CHECK(check_sm90_kernel(variant, dtype, head_dim, tuning));
     }
   }
 }
@@ -107,12 +140,22 @@ TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 2
   check_sm90_head_dim(256);
 }
 
-// The intra-warpgroup schedule holds the next S, the current P and O at once: the consumers'
-// 240 registers must still suffice for every standard variant.
+TEST_CASE("persistent sm90 kernels compile without spills, head dim 64", "[kernels][nvrtc][sm90]") {
+  check_sm90_persistent_head_dim(64);
+}
+TEST_CASE("persistent sm90 kernels compile without spills, head dim 128",
+          "[kernels][nvrtc][sm90]") {
+  check_sm90_persistent_head_dim(128);
+}
+TEST_CASE("persistent sm90 kernels compile without spills, head dim 256",
+          "[kernels][nvrtc][sm90]") {
+  check_sm90_persistent_head_dim(256);
+}
+
 TEST_CASE("sm90 kernels with intra-warpgroup overlap compile without spills, head dims 64, 128 "
           "and 256",
           "[kernels][nvrtc][sm90]") {
-  for (const int head_dim : {64, 128, 256}) check_sm90_head_dim(head_dim, "sm90_overlap=1");
+  for (const int head_dim : {64, 128, 256}) check_sm90_overlap_head_dim(head_dim);
 }
 
 // The SM80 shape measured against the default for short blocks (sliding window, many documents):
@@ -120,9 +163,9 @@ TEST_CASE("sm90 kernels with intra-warpgroup overlap compile without spills, hea
 // other's main loop; each thread keeps up to 255 registers (65536 / (128 x 2) = 256).
 TEST_CASE("sm80 kernels in 64-row blocks of 4 warps, two per SM, compile without spills",
           "[kernels][nvrtc]") {
-  for (const int head_dim : {64, 128}) {
-    check_head_dim(head_dim, "sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2");
-  }
+  const codegen::KernelTuning tuning =
+      codegen::parse_kernel_tuning("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2");
+  for (const int head_dim : {64, 128}) check_head_dim(head_dim, tuning);
 }
 
 TEST_CASE("standard variants compile without spills, head dim 32", "[kernels][nvrtc]") {

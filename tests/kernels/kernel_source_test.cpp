@@ -115,13 +115,39 @@ TEST_CASE("sm90 configurations fit sm_90a's shared memory in whole 1024-byte til
     CHECK(config.num_stages >= 2);
     CHECK(config.smem_bytes <= 227 * 1024);
     CHECK(config.smem_bytes ==
-          attnjit::sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages));
+          attnjit::sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages, false));
     // Every tile starts on a swizzle atom: [BLOCK_N or BLOCK_M] rows x 128-byte box rows.
     CHECK(config.block_n * 128 % 1024 == 0);
     CHECK(config.block_m * 128 % 1024 == 0);
     // N of S = Q K^T is block_n: a wgmma shape (multiple of 8, at most 256).
     CHECK((config.block_n % 8 == 0 && config.block_n <= 256));
   }
+}
+
+TEST_CASE("persistent sm90 configurations stage the output apart from Q where it fits",
+          "[kernels]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_persistent = true;
+  // Head dim -> bytes a persistent kernel adds: the Q empty barrier, plus an output staging area
+  // of Q's size (128 rows x head dim x 2 bytes) at 64 and 128; at 256 it would not fit in 227 KB.
+  const std::pair<int, int> added[] = {{64, 8 + 16384}, {128, 8 + 32768}, {256, 8}};
+  for (const auto& [head_dim, bytes] : added) {
+    INFO("head_dim " << head_dim);
+    const auto plain = codegen::sm90_kernel_config(head_dim);
+    const auto persistent = codegen::sm90_kernel_config(head_dim, tuning);
+    CHECK(persistent.persistent);
+    CHECK(persistent.smem_bytes - plain.smem_bytes == bytes);
+    CHECK(persistent.smem_bytes <= 227 * 1024);
+    CHECK(persistent.smem_bytes == attnjit::sm90_forward_smem_bytes(head_dim, persistent.block_n,
+                                                                    persistent.num_stages, true));
+    CHECK(attnjit::sm90_output_staged_apart(head_dim, persistent.block_n, persistent.num_stages,
+                                            true) == (head_dim < 256));
+  }
+  // A third stage at head dim 128 leaves no room for the staging area: Q's space again.
+  tuning.sm90_stages = 3;
+  const auto deep = codegen::sm90_kernel_config(128, tuning);
+  CHECK_FALSE(attnjit::sm90_output_staged_apart(128, deep.block_n, 3, true));
+  CHECK(deep.smem_bytes == attnjit::sm90_forward_smem_bytes(128, deep.block_n, 3, false) + 8);
 }
 
 TEST_CASE("an sm90 variant's source instantiates the sm90 template with a grid-constant "

@@ -1,5 +1,6 @@
-// The sm90 kernel's part of a forward plan (src/runtime/forward_plan.cpp): the TMA tensor maps of
-// Q, K and V, and the calls TMA cannot express (which run on the sm80 kernel instead).
+// The sm90 kernel's part of a forward plan (src/runtime/forward_plan.cpp): the launch grid, the
+// TMA tensor maps of Q, K and V, and the calls TMA cannot express (which run on the sm80 kernel
+// instead).
 #include "runtime/forward_plan.hpp"
 
 #include <catch2/catch.hpp>
@@ -27,6 +28,33 @@ struct Call {
 };
 
 }  // namespace
+
+TEST_CASE(
+    "a plain grid has a block per query tile and (batch head) and a persistent one a "
+    "block per SM but at most one per work item",
+    "[runtime]") {
+  const AttentionShape shape{2, 4, 2, 300, 70, 64};  // 3 query tiles x 8 (batch, head) = 24 items
+  codegen::KernelTuning tuning;
+  const auto plain = forward_grid(shape, codegen::sm90_kernel_config(64, tuning), 132);
+  CHECK(plain.grid_x == 3u);
+  CHECK(plain.grid_y == 8u);
+  CHECK(plain.threads == 384u);
+  tuning.sm90_persistent = true;
+  const auto config = codegen::sm90_kernel_config(64, tuning);
+  const std::pair<int, unsigned> sms_to_blocks[] = {{132, 24u}, {24, 24u}, {4, 4u}, {1, 1u}};
+  for (const auto& [multiprocessors, blocks] : sms_to_blocks) {
+    INFO(multiprocessors << " SMs");
+    const LaunchGrid grid = forward_grid(shape, config, multiprocessors);
+    CHECK(grid.grid_x == blocks);
+    CHECK(grid.grid_y == 1u);
+    CHECK(grid.threads == 384u);
+    CHECK(grid.smem_bytes == static_cast<unsigned>(config.smem_bytes));
+  }
+  // The sm80 kernel's grid does not depend on the SM count.
+  const auto sm80 = codegen::choose_kernel_config(90, DType::bf16, 64);
+  CHECK(forward_grid(shape, sm80, 4).grid_x == 3u);
+  CHECK(forward_grid(shape, sm80, 4).grid_y == 8u);
+}
 
 TEST_CASE("sm90 tensor maps are {head_dim, len, heads, batch} with byte strides and tile boxes",
           "[runtime][tma]") {

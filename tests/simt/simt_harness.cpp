@@ -61,8 +61,9 @@ Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
 }
 
 // The CUDA backend's forward() with the emulator in place of the driver.
-void run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
-                  PreparedCase& prepared) {
+// Returns the forward launch's grid.
+LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
+                        int multiprocessors, PreparedCase& prepared) {
   reference::HostProblem& problem = prepared.problem;
   const AttentionBuffers buffers = problem.buffers();
   std::vector<SimtRegion> regions = {
@@ -88,19 +89,21 @@ void run_emulated(const SimtModule& module, int kernel, const codegen::KernelCon
     attach_summary(launch, scratch.data(), args);
   }
   const FwdParams params = make_forward_params(prepared.shape, buffers, args);
-  const LaunchGrid grid = forward_grid(prepared.shape, config);
+  const LaunchGrid grid = forward_grid(prepared.shape, config, multiprocessors);
   if (config.family == codegen::KernelFamily::sm90) {
     module.run_forward(module.forward_entry(kernel),
                        sm90_params(params, prepared, buffers, config), grid, regions);
   } else {
     module.run_forward(module.forward_entry(kernel), params, grid, regions);
   }
+  return grid;
 }
 
 }  // namespace
 
 std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
-                                        codegen::Target target, codegen::FamilyRequest family) {
+                                        codegen::Target target, codegen::FamilyRequest family,
+                                        const SimtLaunchOptions& options) {
   std::vector<std::unique_ptr<PreparedCase>> prepared;
   std::vector<std::string> sources;
   std::map<std::string, int> kernel_of_source;
@@ -108,8 +111,12 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
   std::vector<codegen::KernelConfig> configs;
   for (const KernelCase& c : cases) {
     prepared.push_back(std::make_unique<PreparedCase>(c));
-    const codegen::GeneratedKernel generated = codegen::generate_kernel_source(
-        prepared.back()->mask, prepared.back()->score, c.dtype, c.head_dim, target, family);
+    const PreparedCase& p = *prepared.back();
+    const codegen::GeneratedKernel generated =
+        options.tuning
+            ? codegen::generate_kernel_source(p.mask, p.score, c.dtype, c.head_dim, target, family,
+                                              *options.tuning)
+            : codegen::generate_kernel_source(p.mask, p.score, c.dtype, c.head_dim, target, family);
     const auto [it, inserted] =
         kernel_of_source.emplace(generated.source, static_cast<int>(sources.size()));
     if (inserted) sources.push_back(generated.source);
@@ -121,11 +128,13 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
   std::vector<SimtOutcome> outcomes;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SimtOutcome outcome;
+    outcome.config = configs[i];
     outcome.name = fmt::format("{} sm_{}{} {}", cases[i].name(), target.sm,
                                target.arch_specific ? "a" : "",
                                codegen::kernel_family_name(configs[i].family));
     try {
-      run_emulated(module, kernel_of_case[i], configs[i], *prepared[i]);
+      outcome.grid = run_emulated(module, kernel_of_case[i], configs[i], options.multiprocessors,
+                                  *prepared[i]);
       outcome.result = prepared[i]->check(prepared[i]->problem.lse);
     } catch (const std::exception& error) {
       outcome.error = error.what();

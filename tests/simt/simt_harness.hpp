@@ -3,10 +3,14 @@
 // plan as the CUDA backend (runtime/forward_plan.hpp), checked against the CPU reference.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/kernel_family.hpp"
+#include "codegen/kernel_tuning.hpp"
+#include "codegen/variant_source.hpp"
+#include "runtime/forward_plan.hpp"
 #include "support/kernel_case.hpp"
 
 namespace attnjit::simt {
@@ -14,9 +18,19 @@ namespace attnjit::simt {
 struct SimtOutcome {
   std::string name;   // the case's name and the arch
   std::string error;  // empty when the emulated launch ran to completion
+  codegen::KernelConfig config;  // the kernel's
+  LaunchGrid grid;               // the forward launch's
   kernel_test::CaseResult result;
   bool passed() const { return error.empty() && result.passed(); }
   std::string describe() const { return error.empty() ? result.describe() : error; }
+};
+
+// How the harness launches: the device's SM count sizes a persistent kernel's grid
+// (forward_grid), and `tuning`, when set, replaces ATTNJIT_TUNE's overrides of the sm90
+// configuration.
+struct SimtLaunchOptions {
+  int multiprocessors = 132;  // an H100 SXM's
+  std::optional<codegen::KernelTuning> tuning;
 };
 
 // One shared object for all the cases (one host compiler run), then every case in turn. The
@@ -24,6 +38,7 @@ struct SimtOutcome {
 // the sm90 family's with its tensor maps from the fake driver's encoder.
 std::vector<SimtOutcome> run_simt_cases(
     const std::vector<kernel_test::KernelCase>& cases, codegen::Target target,
-    codegen::FamilyRequest family = codegen::FamilyRequest::sm80);
+    codegen::FamilyRequest family = codegen::FamilyRequest::sm80,
+    const SimtLaunchOptions& options = {});
 
 }  // namespace attnjit::simt

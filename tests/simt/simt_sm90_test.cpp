@@ -145,3 +145,82 @@ TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[
   check_sm90({ragged, causal, late, band, none, doc, with(ragged, DType::fp16, Layout::blhd, 256),
               with(causal, DType::fp16, Layout::bhld, 64)});
 }
+
+namespace {
+
+// The persistent sm90 kernel on `multiprocessors` SMs, so that each block walks several work
+// items; the launch must be min(items, SMs) blocks.
+void check_sm90_persistent(const std::vector<KernelCase>& cases, int multiprocessors,
+                           bool overlap = false) {
+  simt::SimtLaunchOptions options;
+  options.multiprocessors = multiprocessors;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_persistent = true;
+  options.tuning->sm90_overlap = overlap;
+  const auto outcomes =
+      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const simt::SimtOutcome& outcome = outcomes[i];
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.name.ends_with(" sm90"));
+    CHECK(outcome.config.persistent);
+    CHECK(outcome.config.overlap == overlap);
+    const AttentionShape& s = cases[i].shape;
+    const int items = (s.q_len + 127) / 128 * s.batch * s.num_heads_q;
+    CHECK(outcome.grid.grid_x == static_cast<unsigned>(std::min(items, multiprocessors)));
+    CHECK(outcome.grid.grid_y == 1u);
+    CHECK(outcome.passed());
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "emulated sm90 persistent: blocks walking several query tiles match the reference "
+    "with the output staged apart from Q (head dims 64 and 128)",
+    "[simt][sm90]") {
+  // 3 query tiles (the last ragged) x 4 heads = 12 items on 3 SMs: 4 per block, heavy first.
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 4, 2, 300, 300);
+  // Keys are document 0 only: query tiles 1 and 2 (documents 1 and 2) keep no key tile, and
+  // rows 100..127 of tile 0 keep no key. On 2 SMs, block 0 walks (head 0, tile 2: empty), (0, 0),
+  // (1, 1: empty) and block 1 (0, 1: empty), (1, 2: empty), (1, 0).
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.shape = shape(1, 2, 1, 300, 100);
+  doc.tensors = {document_ids(300, 3, true, 0)};
+  check_sm90_persistent({causal, with(causal, DType::fp16, Layout::blhd, 128)}, 3);
+  check_sm90_persistent({doc}, 2);
+}
+
+TEST_CASE(
+    "emulated sm90 persistent: head dim 256 stages the output in Q's space and releases "
+    "Q after the epilogue",
+    "[simt][sm90]") {
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 2, 1, 200, 200);  // 4 items on 3 SMs
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.shape = shape(1, 1, 1, 300, 100);  // 3 items on 2 SMs; tiles 1, 2 keep nothing
+  doc.tensors = {document_ids(300, 3, true, 0)};
+  check_sm90_persistent({with(causal, DType::bf16, Layout::bhld, 256)}, 3);
+  check_sm90_persistent({with(doc, DType::bf16, Layout::bhld, 256)}, 2);
+}
+
+// Both schedule options at once: the overlapped tile loop leaves the stage ring where the next
+// item's producer expects it (one advance per kept tile, the last one after the final P V).
+TEST_CASE("emulated sm90 persistent with intra-warpgroup overlap matches the reference",
+          "[simt][sm90]") {
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 2, 1, 300, 300);  // 6 items of 1..3 kept tiles on 4 SMs
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.shape = shape(1, 1, 1, 300, 100);  // 3 items on 2 SMs; tiles 1, 2 keep nothing
+  doc.tensors = {document_ids(300, 3, true, 0)};
+  check_sm90_persistent({causal, with(causal, DType::fp16, Layout::blhd, 256)}, 4, true);
+  check_sm90_persistent({doc}, 2, true);
+}

@@ -13,6 +13,8 @@ summaries otherwise).
     python3 tools/bench/compare_flex.py --lib build/src/capi/libattnjit.so [--quick] [--json F]
         [--variant NAME]... [--length 16K]... [--head-dim 128]... [--dtype bf16|fp16]
     python3 tools/bench/compare_flex.py --family sm90 --baseline-family sm80   # Hopper vs SM80
+    python3 tools/bench/compare_flex.py --family sm90 --baseline-family sm90 \
+        --tune sm90_persistent=1 --baseline-tune ''   # two sm90 tunings (ATTNJIT_TUNE) A/B
     python3 tools/bench/compare_flex.py --scaling      # sliding window, document: 4K/16K/64K
     python3 tools/bench/compare_flex.py --device cpu [--quick]   # no GPU: crosscheck_flex_cpu.py
 """
@@ -219,6 +221,13 @@ def parse_args(argv):
                         help="the 'base ms' column from --lib itself (or --baseline-lib) with this "
                              "kernel family, e.g. --family sm90 --baseline-family sm80: the Hopper "
                              "kernel against the SM80 one on the same inputs")
+    parser.add_argument("--tune",
+                        help="ATTNJIT_TUNE while --lib's variants are compiled (default: the "
+                             "environment's), e.g. sm90_persistent=1")
+    parser.add_argument("--baseline-tune",
+                        help="the 'base ms' column with this ATTNJIT_TUNE ('' for the defaults), "
+                             "e.g. --tune sm90_persistent=1 --baseline-tune '': the persistent "
+                             "sm90 kernel against the default one on the same inputs")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cpu: no timings; runs crosscheck_flex_cpu.py (attnjit's CPU "
                              "backend against Flex on the CPU) with --quick/--variant/--json")
@@ -291,7 +300,7 @@ def check_lse(name, length, head_dim, lse, flex_lse):
 
 
 @contextlib.contextmanager
-def scoped_environ(name, value):
+def environment(name, value):
     """Environment variable `name` set to `value` inside (None: left as it is). The library reads
     ATTNJIT_KERNEL_FAMILY and ATTNJIT_TUNE when a variant's kernel is chosen, so the setting
     applies to the variants prepared inside."""
@@ -328,10 +337,10 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
     flex_ms = time_cuda(run_flex, opts.warmup, opts.iters)
     flex_nolse_ms = time_cuda(lambda: run_flex(False), opts.warmup, opts.iters)
 
-    def run_attnjit(jit, family):
+    def run_attnjit(jit, family, tune):
         """(ok, max err, mean err, lse err, median ms) of one libattnjit against Flex."""
-        # Note: the family is chosen when the variant is prepared.
-        with scoped_environ("ATTNJIT_KERNEL_FAMILY", family):
+        # The family and tuning are chosen when the variant is prepared.
+        with environment("ATTNJIT_KERNEL_FAMILY", family), environment("ATTNJIT_TUNE", tune):
             variant = jit.variant(spec, env["dtype"], head_dim)
         out = torch.full_like(q, float("nan"))
         lse = torch.full((batch, heads, length), float("nan"), device=q.device,
@@ -348,10 +357,11 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
         ms = time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
         return ok, max_err, mean_err, lse_err, ms
 
-    ok, max_err, mean_err, lse_err, jit_ms = run_attnjit(env["jit"], opts.family)
+    ok, max_err, mean_err, lse_err, jit_ms = run_attnjit(env["jit"], opts.family, opts.tune)
     base_ms = None
     if env.get("base") is not None:
-        base_ok, _, _, _, base_ms = run_attnjit(env["base"], opts.baseline_family)
+        base_ok, _, _, _, base_ms = run_attnjit(env["base"], opts.baseline_family,
+                                                opts.baseline_tune)
         ok = ok and base_ok
 
     sdpa = None
@@ -422,7 +432,8 @@ def main(argv=None):
                # Note: a cache of its own, so that the two builds never share an entry.
                base=(aj.AttnJit(args.baseline_lib or args.lib, backend=aj.ATTNJIT_BACKEND_CUDA,
                                 cache_dir=tempfile.mkdtemp(prefix="attnjit-baseline-"))
-                     if args.baseline_lib or args.baseline_family else None))
+                     if args.baseline_lib or args.baseline_family or args.baseline_tune is not None
+                     else None))
     print(f"attnjit {env['jit'].version()} | torch {torch.__version__} | "
           f"{props.name} ({props.multi_processor_count} SMs) | {args.dtype}", flush=True)
     raise_dynamo_limits(torch)

@@ -71,8 +71,8 @@ def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
     jit = aj.AttnJit(opts.lib, backend=aj.ATTNJIT_BACKEND_CUDA,
                      cache_dir=tempfile.mkdtemp(prefix=f"attnjit-sweep-{name}-"))
     try:
-        with cf.scoped_environ("ATTNJIT_KERNEL_FAMILY", family), \
-                cf.scoped_environ("ATTNJIT_TUNE", tune):
+        with cf.environment("ATTNJIT_KERNEL_FAMILY", family), \
+                cf.environment("ATTNJIT_TUNE", tune):
             started = time.perf_counter()
             variant = jit.variant(spec, opts.attnjit_dtype, head_dim)
             compile_s = time.perf_counter() - started
