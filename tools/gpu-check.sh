@@ -4,7 +4,8 @@
 # FlexAttention comparison. Uses a build made elsewhere (see tools/bench/README.md).
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
-#                      [--families LIST] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] OUTDIR
+#                      [--families LIST] [--tune SPEC] [--compare-args 'ARGS'] [--sweep-args 'ARGS']
+#                      OUTDIR
 #
 # --build-dir     the carried build tree (default: build)
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
@@ -18,6 +19,10 @@
 #                 ATTNJIT_KERNEL_FAMILY set (default sm80,sm90: the Hopper kernel is forced even
 #                 where `auto` does not pick it yet, so one call verifies both; its sanitize run
 #                 adds synccheck for the mbarriers and named barriers)
+# --tune          ATTNJIT_TUNE for every step (e.g. 'sm90_overlap=1,sm90_persistent=1' with
+#                 --only test,sanitize --families sm90: the schedule options under test_gpu and
+#                 the sanitizers; compare too, unless --compare-args has --tune); the sweep
+#                 sets its own per schedule
 # --compare-args  extra arguments for compare_flex.py, e.g. '--variant causal --length 64K'
 # --sweep-args    extra arguments for sweep_schedules.py, e.g. '--head-dim 128 --schedule ...'
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
@@ -39,6 +44,7 @@ stages="test,sanitize,compare,bench"
 families="sm80,sm90"
 compare_args=""
 sweep_args=""
+tune=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
@@ -48,13 +54,14 @@ while [[ $# -gt 0 ]]; do
     --families) families="$2"; shift 2 ;;
     --compare-args) compare_args="$2"; shift 2 ;;
     --sweep-args) sweep_args="$2"; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    --tune) tune="$2"; shift 2 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] OUTDIR" >&2
   exit 2
 fi
 for stage in ${stages//,/ }; do
@@ -92,6 +99,7 @@ for cuda_lib in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; 
 done
 export ATTNJIT_CACHE_DIR="${ATTNJIT_CACHE_DIR:-$(mktemp -d /tmp/attnjit-cache.XXXXXX)}"
 export ATTNJIT_LOG_LEVEL="${ATTNJIT_LOG_LEVEL:-warn}"
+[[ -n "$tune" ]] && export ATTNJIT_TUNE="$tune"
 
 summary="$out_dir/summary.txt"
 # Note: the device tool allows 10 minutes per call, so the whole check runs against one deadline
@@ -100,7 +108,8 @@ summary="$out_dir/summary.txt"
 # step writes its log straight into OUTDIR, so a killed step leaves its partial log behind.
 budget=${GPU_CHECK_BUDGET:-560}
 start_time=$SECONDS
-printf 'gpu-check started %s, budget %ss\n' "$(date -u +%FT%TZ)" "$budget" > "$summary"
+printf 'gpu-check started %s, budget %ss%s\n' "$(date -u +%FT%TZ)" "$budget" \
+  "${tune:+, ATTNJIT_TUNE=$tune}" > "$summary"
 status=0
 record() {  # record NAME RC [note]
   local verdict=PASS
