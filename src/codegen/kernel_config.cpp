@@ -56,9 +56,10 @@ bool is_supported_head_dim(int head_dim) {
 
 namespace {
 
-// The SM80 kernel's shape with ATTNJIT_TUNE's sm80 overrides; every one is checked here against
-// what the kernel template requires (its static_asserts), so a bad override is an error that
-// names the key, not an NVRTC failure.
+// The SM80 kernel's shape with ATTNJIT_TUNE's sm80 overrides. The parser bounds each value
+// (multiples of 16, at most 16 warps); checked here: whole 16-row m-tiles per warp and the shared
+// memory, errors that name the keys. A shape the tile loaders cannot divide among the threads
+// (copy.cuh) still fails, in NVRTC, with that static_assert's message.
 KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
                                const KernelTuning& tuning) {
   config.block_m = tuning.sm80_block_m.value_or(config.block_m);
