@@ -85,11 +85,6 @@ KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
   return config;
 }
 
-bool has_sm80_override(const KernelTuning& tuning) {
-  return tuning.sm80_block_m || tuning.sm80_block_n || tuning.sm80_warps || tuning.sm80_stages ||
-         tuning.sm80_blocks_per_sm;
-}
-
 }  // namespace
 
 KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim, const KernelTuning& tuning) {
@@ -125,8 +120,8 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim, const Kerne
         // 256 threads (measured, docs/KERNELS.md); larger head dims would spill under a
         // 128-register cap, so they promise one block and ptxas may use up to 255.
         config.blocks_per_sm = head_dim <= 32 ? 2 : 1;
-        return has_sm80_override(tuning) ? tuned_sm80_config(sm, head_dim, config, tuning)
-                                         : config;
+        // Note: the defaults pass every check below, so an override is what can fail them.
+        return tuned_sm80_config(sm, head_dim, config, tuning);
       }
     }
   }

@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include "simt_harness.hpp"
-#include "support/scoped_env.hpp"
 #include "support/case_tables.hpp"
 #include "support/expression_generator.hpp"
 
@@ -165,7 +164,8 @@ TEST_CASE("emulated: tuned sm80 tile shapes match the reference", "[simt]") {
   for (const char* tune : {"sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2",
                            "sm80_warps=4,sm80_block_n=128,sm80_stages=2"}) {
     INFO(tune);
-    const test::ScopedEnv scope("ATTNJIT_TUNE", tune);
+    simt::SimtLaunchOptions options;
+    options.tuning = codegen::parse_kernel_tuning(tune);
     KernelCase causal;
     causal.mask = "q_idx >= kv_idx";
     causal.shape = shape(1, 2, 1, 150, 233);
@@ -173,6 +173,16 @@ TEST_CASE("emulated: tuned sm80 tile shapes match the reference", "[simt]") {
     doc.mask = "doc[q_idx] == doc[kv_idx]";
     doc.tensors = {document_ids(140, 3, false, 5)};
     doc.shape = shape(1, 1, 1, 140, 140);
-    check_simt({causal, with(doc, DType::fp16, Layout::blhd, 64)}, 90);
+    for (const simt::SimtOutcome& outcome :
+         simt::run_simt_cases({causal, with(doc, DType::fp16, Layout::blhd, 64)}, 90,
+                              codegen::FamilyRequest::sm80, options)) {
+      INFO(outcome.name);
+      INFO(outcome.describe());
+      // The tuned shape, not the default, is what ran.
+      CHECK(outcome.config.num_warps == 4);
+      CHECK(outcome.config.block_m == options.tuning->sm80_block_m.value_or(128));
+      CHECK(outcome.grid.threads == 128u);
+      CHECK(outcome.passed());
+    }
   }
 }

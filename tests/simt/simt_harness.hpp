@@ -26,8 +26,7 @@ struct SimtOutcome {
 };
 
 // How the harness launches: the device's SM count sizes a persistent kernel's grid
-// (forward_grid), and `tuning`, when set, replaces ATTNJIT_TUNE's overrides of the sm90
-// configuration.
+// (forward_grid), and `tuning`, when set, replaces ATTNJIT_TUNE's overrides (either family).
 struct SimtLaunchOptions {
   int multiprocessors = 132;  // an H100 SXM's
   std::optional<codegen::KernelTuning> tuning;

@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 
 #include "simt_harness.hpp"
-#include "support/scoped_env.hpp"
 #include "support/case_tables.hpp"
 #include "support/expression_generator.hpp"
 
@@ -17,14 +16,17 @@ using namespace attnjit::kernel_test;
 
 namespace {
 
-void check_sm90(const std::vector<KernelCase>& cases) {
-  const auto outcomes =
-      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90);
+// `options.tuning`: the schedule options (none by default); the kernel that ran must have them.
+void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOptions& options = {}) {
+  const auto outcomes = simt::run_simt_cases(cases, codegen::Target(90, true),
+                                             codegen::FamilyRequest::sm90, options);
+  const bool overlap = options.tuning && options.tuning->sm90_overlap.value_or(false);
   for (const simt::SimtOutcome& outcome : outcomes) {
     INFO(outcome.name);
     INFO(outcome.describe());
     // Note: the case must have run on the sm90 kernel, not fallen back to the sm80 one.
     CHECK(outcome.name.ends_with(" sm90"));
+    CHECK(outcome.config.overlap == overlap);
     CHECK(outcome.passed());
   }
 }
@@ -122,7 +124,6 @@ TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]
 // fp16. (Checked once by mutation: releasing the current stage instead of the previous one, or
 // rescaling O before P V completes, fails these cases.)
 TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[simt][sm90]") {
-  const test::ScopedEnv tune("ATTNJIT_TUNE", "sm90_overlap=1");
   KernelCase ragged;
   ragged.shape = shape(1, 2, 1, 150, 333);  // 3 key tiles of 128 through 2 stages, GQA
   KernelCase causal;
@@ -142,8 +143,12 @@ TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[
   doc.score = "score + 0.25 * float(kv_idx - q_idx)";
   doc.shape = shape(1, 1, 1, 257, 257);
   doc.tensors = {document_ids(257, 5, true, 3)};
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_overlap = true;
   check_sm90({ragged, causal, late, band, none, doc, with(ragged, DType::fp16, Layout::blhd, 256),
-              with(causal, DType::fp16, Layout::bhld, 64)});
+              with(causal, DType::fp16, Layout::bhld, 64)},
+             options);
 }
 
 namespace {
