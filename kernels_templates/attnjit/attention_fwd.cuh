@@ -514,16 +514,16 @@ struct AttentionForward {
     } else if (!partial && !ragged) {
       // Every element is kept: the score alone, without per-element keep predicates (which
       // made the compiler predicate the whole score and reload its constants per element).
-      typename VARIANT::Col col_values[kNTiles][2];
-      load_col_values(k0, lane, col_values);
+      ColumnValues columns(*this, k0, lane);
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
+      for (int j = 0; j < kNTiles; ++j) {
+        const typename VARIANT::Col(&col_values)[2] = columns.at(*this, k0, lane, j);
 #pragma unroll
-        for (int j = 0; j < kNTiles; ++j) {
+        for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             acc_s[mt][j][e] =
-                kLog2e * VARIANT::score(block_values, row_values[mt][e >> 1], col_values[j][e & 1],
+                kLog2e * VARIANT::score(block_values, row_values[mt][e >> 1], col_values[e & 1],
                                         params.args, acc_s[mt][j][e] * scale, b, h,
                                         q0 + Layout::acc_row(warp, lane, mt, e),
                                         k0 + Layout::acc_col(lane, j, e), params.q_len,
@@ -532,18 +532,18 @@ struct AttentionForward {
         }
       }
     } else {
-      typename VARIANT::Col col_values[kNTiles][2];
-      load_col_values(k0, lane, col_values);
+      ColumnValues columns(*this, k0, lane);
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
+      for (int j = 0; j < kNTiles; ++j) {
+        const typename VARIANT::Col(&col_values)[2] = columns.at(*this, k0, lane, j);
 #pragma unroll
-        for (int j = 0; j < kNTiles; ++j) {
+        for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int q_idx = q0 + Layout::acc_row(warp, lane, mt, e);
             const int kv_idx = k0 + Layout::acc_col(lane, j, e);
             const typename VARIANT::Row& row = row_values[mt][e >> 1];
-            const typename VARIANT::Col& col = col_values[j][e & 1];
+            const typename VARIANT::Col& col = col_values[e & 1];
             bool keep = !ragged || (q_idx < params.q_len && kv_idx < params.kv_len);
             if constexpr (VARIANT::kHasMask) {
               if (partial && keep) {
@@ -563,23 +563,46 @@ struct AttentionForward {
         }
       }
     }
-
   }
 
-  // The variant's hoisted values of the two columns c = 0, 1 of each n-tile this thread holds
-  // (Layout::acc_col with e = c) in the tile starting at key k0; shared by all its rows.
-  ATTNJIT_DEVICE void load_col_values(int k0, int lane,
-                                      typename VARIANT::Col (&col_values)[kNTiles][2]) const {
+  // The variant's hoisted values of the two columns c = 0, 1 that this thread holds in n-tile j
+  // (Layout::acc_col with e = c) of the tile starting at key k0; shared by all its rows.
+  ATTNJIT_DEVICE void load_col_values(int k0, int lane, int j,
+                                      typename VARIANT::Col (&col_values)[2]) const {
 #pragma unroll
-    for (int j = 0; j < kNTiles; ++j) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        col_values[j][c] =
-            VARIANT::col(block_values, params.args, b, h, k0 + Layout::acc_col(lane, j, c),
-                         params.q_len, params.kv_len, params.num_heads_q);
-      }
+    for (int c = 0; c < 2; ++c) {
+      col_values[c] =
+          VARIANT::col(block_values, params.args, b, h, k0 + Layout::acc_col(lane, j, c),
+                       params.q_len, params.kv_len, params.num_heads_q);
     }
   }
+
+  // A tile's column values as apply_scores walks its n-tiles. Up to 64 keys they are computed for
+  // the whole tile up front, so that every tensor read is in flight at once (2 registers per n8
+  // chunk and value: 16 at most). Wider tiles compute each n-tile's where it is used: held
+  // across a 176-key tile of the sm90 kernel they cost 44 registers under P V and spilled it,
+  // whereas per n-tile they spilled the 64-key head-dim-32 SM80 kernel under its 128-register
+  // cap (ptxas, sm_90 / sm_90a).
+  struct ColumnValues {
+    static constexpr bool kWholeTile = BLOCK_N <= 64;
+    typename VARIANT::Col values[kWholeTile ? kNTiles : 1][2];
+
+    ATTNJIT_DEVICE ColumnValues(const AttentionForward& kernel, int k0, int lane) {
+      if constexpr (kWholeTile) {
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) kernel.load_col_values(k0, lane, j, values[j]);
+      }
+    }
+    ATTNJIT_DEVICE const typename VARIANT::Col (&at(const AttentionForward& kernel, int k0,
+                                                    int lane, int j))[2] {
+      if constexpr (kWholeTile) {
+        return values[j];
+      } else {
+        kernel.load_col_values(k0, lane, j, values[0]);
+        return values[0];
+      }
+    }
+  };
 
   ATTNJIT_DEVICE static const unsigned (&select_q(const QFragments& q_frag,
                                                   const unsigned (&a_smem)[kQInRegisters ? 1 : kMTiles][4],

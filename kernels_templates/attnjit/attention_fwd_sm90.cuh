@@ -59,8 +59,9 @@ template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_ST
 struct AttentionForwardSm90 {
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256,
                 "the sm90 kernel's head dims: whole 64-column TMA boxes, a wgmma N for P V");
-  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 192 || BLOCK_N == 256,
-                "key tiles are a wgmma N for S = Q K^T and whole swizzle atoms");
+  static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 64 && BLOCK_N <= 256,
+                "key tiles are a wgmma N for S = Q K^T, whole k16 steps of P V, whole swizzle "
+                "atoms and one TMA box (at most 256 rows)");
   static_assert(NUM_STAGES >= 2 && NUM_STAGES <= kSm90MaxStages, "see kSm90BarrierBytes");
 
   static constexpr int kConsumerWarpgroups = kSm90Warpgroups - 1;

@@ -106,38 +106,43 @@ template <typename ELEM, int N>
 struct Wgmma;
 
 // The accumulator operand lists of m64nNk16 with R = N / 2 registers: "%0, ..., %<R-1>" in the
-// instruction text and the matching "+f" constraints.
+// instruction text and the matching "+f" constraints, built up 8 registers at a time (every N
+// that is a multiple of 16 from 64 to 256).
 #define ATTNJIT_WGMMA_REGS_32                                                                  \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
   "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define ATTNJIT_WGMMA_REGS_48 \
-  ATTNJIT_WGMMA_REGS_32       \
-  ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-#define ATTNJIT_WGMMA_REGS_64 \
-  ATTNJIT_WGMMA_REGS_48       \
-  ", %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define ATTNJIT_WGMMA_REGS_96                                                                    \
-  ATTNJIT_WGMMA_REGS_64                                                                          \
-  ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, " \
-  "%82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-#define ATTNJIT_WGMMA_REGS_128                                                                 \
-  ATTNJIT_WGMMA_REGS_96                                                                        \
-  ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, "   \
-  "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, " \
-  "%126, %127"
+#define ATTNJIT_WGMMA_REGS_40 ATTNJIT_WGMMA_REGS_32 ", %32, %33, %34, %35, %36, %37, %38, %39"
+#define ATTNJIT_WGMMA_REGS_48 ATTNJIT_WGMMA_REGS_40 ", %40, %41, %42, %43, %44, %45, %46, %47"
+#define ATTNJIT_WGMMA_REGS_56 ATTNJIT_WGMMA_REGS_48 ", %48, %49, %50, %51, %52, %53, %54, %55"
+#define ATTNJIT_WGMMA_REGS_64 ATTNJIT_WGMMA_REGS_56 ", %56, %57, %58, %59, %60, %61, %62, %63"
+#define ATTNJIT_WGMMA_REGS_72 ATTNJIT_WGMMA_REGS_64 ", %64, %65, %66, %67, %68, %69, %70, %71"
+#define ATTNJIT_WGMMA_REGS_80 ATTNJIT_WGMMA_REGS_72 ", %72, %73, %74, %75, %76, %77, %78, %79"
+#define ATTNJIT_WGMMA_REGS_88 ATTNJIT_WGMMA_REGS_80 ", %80, %81, %82, %83, %84, %85, %86, %87"
+#define ATTNJIT_WGMMA_REGS_96 ATTNJIT_WGMMA_REGS_88 ", %88, %89, %90, %91, %92, %93, %94, %95"
+#define ATTNJIT_WGMMA_REGS_104 ATTNJIT_WGMMA_REGS_96 ", %96, %97, %98, %99, %100, %101, %102, %103"
+#define ATTNJIT_WGMMA_REGS_112 \
+  ATTNJIT_WGMMA_REGS_104 ", %104, %105, %106, %107, %108, %109, %110, %111"
+#define ATTNJIT_WGMMA_REGS_120 \
+  ATTNJIT_WGMMA_REGS_112 ", %112, %113, %114, %115, %116, %117, %118, %119"
+#define ATTNJIT_WGMMA_REGS_128 \
+  ATTNJIT_WGMMA_REGS_120 ", %120, %121, %122, %123, %124, %125, %126, %127"
 #define ATTNJIT_WGMMA_D8(i)                                                                   \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
 #define ATTNJIT_WGMMA_D_32 \
   ATTNJIT_WGMMA_D8(0), ATTNJIT_WGMMA_D8(8), ATTNJIT_WGMMA_D8(16), ATTNJIT_WGMMA_D8(24)
-#define ATTNJIT_WGMMA_D_48 ATTNJIT_WGMMA_D_32, ATTNJIT_WGMMA_D8(32), ATTNJIT_WGMMA_D8(40)
-#define ATTNJIT_WGMMA_D_64 ATTNJIT_WGMMA_D_48, ATTNJIT_WGMMA_D8(48), ATTNJIT_WGMMA_D8(56)
-#define ATTNJIT_WGMMA_D_96                                                              \
-  ATTNJIT_WGMMA_D_64, ATTNJIT_WGMMA_D8(64), ATTNJIT_WGMMA_D8(72), ATTNJIT_WGMMA_D8(80), \
-      ATTNJIT_WGMMA_D8(88)
-#define ATTNJIT_WGMMA_D_128                                                               \
-  ATTNJIT_WGMMA_D_96, ATTNJIT_WGMMA_D8(96), ATTNJIT_WGMMA_D8(104), ATTNJIT_WGMMA_D8(112), \
-      ATTNJIT_WGMMA_D8(120)
+#define ATTNJIT_WGMMA_D_40 ATTNJIT_WGMMA_D_32, ATTNJIT_WGMMA_D8(32)
+#define ATTNJIT_WGMMA_D_48 ATTNJIT_WGMMA_D_40, ATTNJIT_WGMMA_D8(40)
+#define ATTNJIT_WGMMA_D_56 ATTNJIT_WGMMA_D_48, ATTNJIT_WGMMA_D8(48)
+#define ATTNJIT_WGMMA_D_64 ATTNJIT_WGMMA_D_56, ATTNJIT_WGMMA_D8(56)
+#define ATTNJIT_WGMMA_D_72 ATTNJIT_WGMMA_D_64, ATTNJIT_WGMMA_D8(64)
+#define ATTNJIT_WGMMA_D_80 ATTNJIT_WGMMA_D_72, ATTNJIT_WGMMA_D8(72)
+#define ATTNJIT_WGMMA_D_88 ATTNJIT_WGMMA_D_80, ATTNJIT_WGMMA_D8(80)
+#define ATTNJIT_WGMMA_D_96 ATTNJIT_WGMMA_D_88, ATTNJIT_WGMMA_D8(88)
+#define ATTNJIT_WGMMA_D_104 ATTNJIT_WGMMA_D_96, ATTNJIT_WGMMA_D8(96)
+#define ATTNJIT_WGMMA_D_112 ATTNJIT_WGMMA_D_104, ATTNJIT_WGMMA_D8(104)
+#define ATTNJIT_WGMMA_D_120 ATTNJIT_WGMMA_D_112, ATTNJIT_WGMMA_D8(112)
+#define ATTNJIT_WGMMA_D_128 ATTNJIT_WGMMA_D_120, ATTNJIT_WGMMA_D8(120)
 
 // wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T with T bf16 or f16 (PTX ISA, "wgmma.mma_async"):
 //   .ss: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
@@ -172,28 +177,60 @@ struct Wgmma;
   };
 
 ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 64, 32, "32", "33", "34", "35", "36", "37")
+ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 80, 40, "40", "41", "42", "43", "44", "45")
 ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 96, 48, "48", "49", "50", "51", "52", "53")
+ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 112, 56, "56", "57", "58", "59", "60", "61")
 ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 128, 64, "64", "65", "66", "67", "68", "69")
+ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 144, 72, "72", "73", "74", "75", "76", "77")
+ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 160, 80, "80", "81", "82", "83", "84", "85")
+ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 176, 88, "88", "89", "90", "91", "92", "93")
 ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 192, 96, "96", "97", "98", "99", "100", "101")
+ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 208, 104, "104", "105", "106", "107", "108", "109")
+ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 224, 112, "112", "113", "114", "115", "116", "117")
+ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 240, 120, "120", "121", "122", "123", "124", "125")
 ATTNJIT_DEFINE_WGMMA(bf16_t, "bf16", 256, 128, "128", "129", "130", "131", "132", "133")
 ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 64, 32, "32", "33", "34", "35", "36", "37")
+ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 80, 40, "40", "41", "42", "43", "44", "45")
 ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 96, 48, "48", "49", "50", "51", "52", "53")
+ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 112, 56, "56", "57", "58", "59", "60", "61")
 ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 128, 64, "64", "65", "66", "67", "68", "69")
+ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 144, 72, "72", "73", "74", "75", "76", "77")
+ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 160, 80, "80", "81", "82", "83", "84", "85")
+ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 176, 88, "88", "89", "90", "91", "92", "93")
 ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 192, 96, "96", "97", "98", "99", "100", "101")
+ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 208, 104, "104", "105", "106", "107", "108", "109")
+ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 224, 112, "112", "113", "114", "115", "116", "117")
+ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 240, 120, "120", "121", "122", "123", "124", "125")
 ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 256, 128, "128", "129", "130", "131", "132", "133")
 
 #undef ATTNJIT_DEFINE_WGMMA
-#undef ATTNJIT_WGMMA_D_128
-#undef ATTNJIT_WGMMA_D_96
-#undef ATTNJIT_WGMMA_D_64
-#undef ATTNJIT_WGMMA_D_48
 #undef ATTNJIT_WGMMA_D_32
+#undef ATTNJIT_WGMMA_D_40
+#undef ATTNJIT_WGMMA_D_48
+#undef ATTNJIT_WGMMA_D_56
+#undef ATTNJIT_WGMMA_D_64
+#undef ATTNJIT_WGMMA_D_72
+#undef ATTNJIT_WGMMA_D_80
+#undef ATTNJIT_WGMMA_D_88
+#undef ATTNJIT_WGMMA_D_96
+#undef ATTNJIT_WGMMA_D_104
+#undef ATTNJIT_WGMMA_D_112
+#undef ATTNJIT_WGMMA_D_120
+#undef ATTNJIT_WGMMA_D_128
 #undef ATTNJIT_WGMMA_D8
-#undef ATTNJIT_WGMMA_REGS_128
-#undef ATTNJIT_WGMMA_REGS_96
-#undef ATTNJIT_WGMMA_REGS_64
-#undef ATTNJIT_WGMMA_REGS_48
 #undef ATTNJIT_WGMMA_REGS_32
+#undef ATTNJIT_WGMMA_REGS_40
+#undef ATTNJIT_WGMMA_REGS_48
+#undef ATTNJIT_WGMMA_REGS_56
+#undef ATTNJIT_WGMMA_REGS_64
+#undef ATTNJIT_WGMMA_REGS_72
+#undef ATTNJIT_WGMMA_REGS_80
+#undef ATTNJIT_WGMMA_REGS_88
+#undef ATTNJIT_WGMMA_REGS_96
+#undef ATTNJIT_WGMMA_REGS_104
+#undef ATTNJIT_WGMMA_REGS_112
+#undef ATTNJIT_WGMMA_REGS_120
+#undef ATTNJIT_WGMMA_REGS_128
 
 #endif  // ATTNJIT_DEVICE_COMPILE
 

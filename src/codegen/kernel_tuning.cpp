@@ -19,8 +19,8 @@ int int_value(std::string_view key, std::string_view value, int low, int high) {
   return parsed;
 }
 
-int multiple_of_16(std::string_view key, std::string_view value) {
-  const int parsed = int_value(key, value, 16, 256);
+int multiple_of_16(std::string_view key, std::string_view value, int low) {
+  const int parsed = int_value(key, value, low, 256);
   if (parsed % 16 != 0) {
     throw_error(Status::invalid_argument, "ATTNJIT_TUNE: {}={} is not a multiple of 16", key,
                 value);
@@ -48,9 +48,9 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     const std::string_view key = item.substr(0, equals);
     const std::string_view value = item.substr(equals + 1);
     if (key == "sm80_block_m") {
-      tuning.sm80_block_m = multiple_of_16(key, value);
+      tuning.sm80_block_m = multiple_of_16(key, value, 16);
     } else if (key == "sm80_block_n") {
-      tuning.sm80_block_n = multiple_of_16(key, value);
+      tuning.sm80_block_n = multiple_of_16(key, value, 16);
     } else if (key == "sm80_warps") {
       tuning.sm80_warps = int_value(key, value, 1, 16);
     } else if (key == "sm80_stages") {
@@ -58,12 +58,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     } else if (key == "sm80_blocks_per_sm") {
       tuning.sm80_blocks_per_sm = int_value(key, value, 1, 4);
     } else if (key == "sm90_block_n") {
-      const int block_n = int_value(key, value, 64, 256);
-      if (block_n % 64 != 0) {
-        throw_error(Status::invalid_argument,
-                    "ATTNJIT_TUNE: sm90_block_n={} is not 64, 128, 192 or 256", value);
-      }
-      tuning.sm90_block_n = block_n;
+      // Note: FlashAttention-3's own tiles include 80 (head dim 256) and 176 (128).
+      tuning.sm90_block_n = multiple_of_16(key, value, 64);
     } else if (key == "sm90_stages") {
       tuning.sm90_stages = int_value(key, value, 2, 8);
     } else if (key == "sm90_overlap") {

@@ -25,6 +25,9 @@ TEST_CASE("ATTNJIT_TUNE's items override only what they name", "[codegen][tuning
   CHECK(some.sm90_stages == 3);
   CHECK(some.sm90_overlap == false);
   CHECK(some.sm90_persistent == true);
+  // FlashAttention-3's key tiles for head dims 128 and 256 are not multiples of 64.
+  CHECK(parse_kernel_tuning("sm90_block_n=176").sm90_block_n == 176);
+  CHECK(parse_kernel_tuning("sm90_block_n=80").sm90_block_n == 80);
 }
 
 TEST_CASE("ATTNJIT_TUNE's sm80 items reshape the SM80 kernel's tiles", "[codegen][tuning]") {
@@ -41,14 +44,15 @@ TEST_CASE("ATTNJIT_TUNE's sm80 items reshape the SM80 kernel's tiles", "[codegen
   CHECK(codegen::choose_kernel_config(90, DType::bf16, 32).blocks_per_sm == 2);
   CHECK(codegen::choose_kernel_config(90, DType::bf16, 64).blocks_per_sm == 1);
 
-  CHECK_THROWS_WITH(codegen::choose_kernel_config(90, DType::bf16, 128,
-                                                  parse_kernel_tuning("sm80_block_m=48,sm80_warps=4")),
+  CHECK_THROWS_WITH(codegen::choose_kernel_config(
+                        90, DType::bf16, 128, parse_kernel_tuning("sm80_block_m=48,sm80_warps=4")),
                     Catch::Contains("sm80_block_m 48 is not a whole number of 16-row tiles"));
   CHECK_THROWS_WITH(
       codegen::choose_kernel_config(86, DType::bf16, 256,
                                     parse_kernel_tuning("sm80_block_n=256,sm80_stages=4")),
       Catch::Contains("sm_86 allows"));
-  CHECK_THROWS_WITH(parse_kernel_tuning("sm80_block_n=24"), Catch::Contains("not a multiple of 16"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm80_block_n=24"),
+                    Catch::Contains("not a multiple of 16"));
   CHECK_THROWS_WITH(parse_kernel_tuning("sm80_warps=32"), Catch::Contains("[1, 16]"));
 }
 
@@ -59,8 +63,10 @@ TEST_CASE("a malformed ATTNJIT_TUNE names the item and the reason", "[codegen][t
   CHECK_THROWS_WITH(parse_kernel_tuning("sm90_stages=9"),
                     Catch::Contains("sm90_stages=9 is not an integer in [2, 8]"));
   CHECK_THROWS_WITH(parse_kernel_tuning("sm90_overlap=yes"), Catch::Contains("sm90_overlap=yes"));
-  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_n=96"),
-                    Catch::Contains("not 64, 128, 192 or 256"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_n=88"),
+                    Catch::Contains("sm90_block_n=88 is not a multiple of 16"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_n=48"),
+                    Catch::Contains("sm90_block_n=48 is not an integer in [64, 256]"));
   try {
     parse_kernel_tuning("sm90_overlap=2");
     FAIL("no error");
@@ -82,6 +88,21 @@ TEST_CASE("tuning overrides the sm90 configuration and refuses what does not fit
   CHECK_FALSE(config.persistent);
   CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 64, 4, false));
 
+  // 128 x 176 fits at head dim 128, but leaves no room to stage a persistent kernel's output
+  // apart from Q; 80 is the largest key tile that fits at head dim 256.
+  tuning = codegen::KernelTuning{};
+  tuning.sm90_block_n = 176;
+  tuning.sm90_persistent = true;
+  const auto wide = codegen::sm90_kernel_config(128, tuning);
+  CHECK(wide.block_n == 176);
+  CHECK_FALSE(attnjit::sm90_output_staged_apart(128, 176, 2, true));
+  CHECK(wide.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 176, 2, true));
+  tuning.sm90_block_n = 80;
+  CHECK(codegen::sm90_kernel_config(256, tuning).block_n == 80);
+  tuning.sm90_block_n = 96;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(256, tuning), Catch::Contains("sm90_block_n=96"));
+
+  tuning = codegen::KernelTuning{};
   tuning.sm90_block_n = 256;
   CHECK_THROWS_WITH(codegen::sm90_kernel_config(256, tuning),
                     Catch::Contains("needs") && Catch::Contains("sm90_persistent=0") &&
@@ -108,8 +129,8 @@ TEST_CASE("the environment's tuning reaches the generated sm90 source, not the s
   CHECK_FALSE(sm80.config.overlap);
   CHECK(sm80.config.num_stages != 4);  // sm80 kernels have at most 3
   // The sm80 items reach the sm80 source (launch bounds: threads and blocks per SM).
-  const auto tuned = generate("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2",
-                              codegen::FamilyRequest::sm80);
+  const auto tuned =
+      generate("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2", codegen::FamilyRequest::sm80);
   CHECK(tuned.source.find("__launch_bounds__(128, 2)") != std::string::npos);
   CHECK(tuned.source.find("attnjit::bf16_t, 64, 64, 64, 4,") != std::string::npos);
 }

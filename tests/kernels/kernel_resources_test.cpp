@@ -4,7 +4,10 @@
 // schedule. One TEST_CASE per head dim so that CTest runs them in parallel.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <initializer_list>
+#include <string_view>
 
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
@@ -125,7 +128,40 @@ void check_sm90_overlap_head_dim(int head_dim) {
   }
 }
 
+// Key tiles that are not a multiple of 64 (ATTNJIT_TUNE=sm90_block_n): the variants for which a
+// tile is a candidate in the schedule sweep must compile without spills. The others are listed
+// with their spills in docs/KERNELS.md ("Key tiles"): they keep a tensor value or a hoisted score
+// term per key column, so a wider tile costs them registers the S, P and O tiles need.
+void check_sm90_block_n(int head_dim, int block_n, bool overlap,
+                        std::initializer_list<std::string_view> names) {
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_n = block_n;
+  tuning.sm90_overlap = overlap;
+  std::size_t checked = 0;
+  for (const auto& variant : attnjit::test::standard_variants()) {
+    if (std::find(names.begin(), names.end(), variant.name) == names.end()) continue;
+    CHECK(check_sm90_kernel(variant, attnjit::DType::bf16, head_dim, tuning));
+    ++checked;
+  }
+  CHECK(checked == names.size());
+}
+
 }  // namespace
+
+TEST_CASE("sm90 kernels with FlashAttention-3's key tiles compile without spills",
+          "[kernels][nvrtc][sm90]") {
+  // Head dim 128: 176 keys (FA3's tile for masks without a causal diagonal).
+  check_sm90_block_n(128, 176, false, {"noop", "sliding_window", "prefix_lm", "alibi", "softcap"});
+  check_sm90_block_n(128, 176, true, {"noop", "sliding_window", "alibi"});
+  // Head dim 256: 80 keys, the most that fits shared memory beside a 128-row Q tile.
+  check_sm90_block_n(
+      256, 80, false,
+      {"noop", "causal", "sliding_window", "prefix_lm", "document", "alibi", "softcap"});
+  check_sm90_block_n(256, 80, true, {"noop", "causal", "sliding_window", "prefix_lm", "softcap"});
+  // Head dim 64: 160 keys with the overlap.
+  check_sm90_block_n(64, 160, true,
+                     {"noop", "causal", "sliding_window", "prefix_lm", "alibi", "softcap"});
+}
 
 TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 64",
           "[kernels][nvrtc][sm90]") {

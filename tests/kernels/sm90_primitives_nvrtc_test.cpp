@@ -73,9 +73,16 @@ struct Shape {
   const char* elem;
   int n;
 };
-constexpr Shape kShapes[] = {{"bf16_t", 64},  {"bf16_t", 96}, {"bf16_t", 128}, {"bf16_t", 192},
-                             {"bf16_t", 256}, {"fp16_t", 64}, {"fp16_t", 96},  {"fp16_t", 128},
-                             {"fp16_t", 192}, {"fp16_t", 256}};
+
+// Every shape sm90_wgmma.cuh defines: N a multiple of 16 from 64 to 256, bf16 and fp16.
+std::vector<Shape> wgmma_shapes() {
+  std::vector<Shape> shapes;
+  for (const char* elem : {"bf16_t", "fp16_t"}) {
+    for (int n = 64; n <= 256; n += 16) shapes.push_back({elem, n});
+  }
+  return shapes;
+}
+const std::vector<Shape> kShapes = wgmma_shapes();
 
 std::string probe_source() {
   std::string source = kKernels;

@@ -6,6 +6,7 @@
 // scores: the standard variants, skipped tiles, fully masked rows, non-finite inputs, per-call
 // parameters and tensors, random expressions.
 #include <catch2/catch.hpp>
+#include <optional>
 
 #include "simt_harness.hpp"
 #include "support/case_tables.hpp"
@@ -18,24 +19,27 @@ namespace {
 
 // `options.tuning`: the schedule options (none by default); the kernel that ran must have them.
 void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOptions& options = {}) {
-  const auto outcomes = simt::run_simt_cases(cases, codegen::Target(90, true),
-                                             codegen::FamilyRequest::sm90, options);
+  const auto outcomes =
+      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
   const bool overlap = options.tuning && options.tuning->sm90_overlap.value_or(false);
+  const std::optional<int> block_n = options.tuning ? options.tuning->sm90_block_n : std::nullopt;
   for (const simt::SimtOutcome& outcome : outcomes) {
     INFO(outcome.name);
     INFO(outcome.describe());
     // Note: the case must have run on the sm90 kernel, not fallen back to the sm80 one.
     CHECK(outcome.name.ends_with(" sm90"));
     CHECK(outcome.config.overlap == overlap);
+    if (block_n) CHECK(outcome.config.block_n == *block_n);
     CHECK(outcome.passed());
   }
 }
 
 }  // namespace
 
-TEST_CASE("emulated sm90: ragged lengths and a wrapping stage ring match the reference, bf16 and "
-          "fp16, head dims 64 and 128",
-          "[simt][sm90]") {
+TEST_CASE(
+    "emulated sm90: ragged lengths and a wrapping stage ring match the reference, bf16 and "
+    "fp16, head dims 64 and 128",
+    "[simt][sm90]") {
   KernelCase ragged;
   ragged.shape = shape(1, 1, 1, 150, 333);  // 2 query tiles, 3 key tiles of 128: the ring wraps
   KernelCase short_keys;
@@ -156,12 +160,13 @@ namespace {
 // The persistent sm90 kernel on `multiprocessors` SMs, so that each block walks several work
 // items; the launch must be min(items, SMs) blocks.
 void check_sm90_persistent(const std::vector<KernelCase>& cases, int multiprocessors,
-                           bool overlap = false) {
+                           bool overlap = false, std::optional<int> block_n = std::nullopt) {
   simt::SimtLaunchOptions options;
   options.multiprocessors = multiprocessors;
   options.tuning = codegen::KernelTuning{};
   options.tuning->sm90_persistent = true;
   options.tuning->sm90_overlap = overlap;
+  options.tuning->sm90_block_n = block_n;
   const auto outcomes =
       simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
@@ -171,6 +176,7 @@ void check_sm90_persistent(const std::vector<KernelCase>& cases, int multiproces
     CHECK(outcome.name.ends_with(" sm90"));
     CHECK(outcome.config.persistent);
     CHECK(outcome.config.overlap == overlap);
+    if (block_n) CHECK(outcome.config.block_n == *block_n);
     const AttentionShape& s = cases[i].shape;
     const int items = (s.q_len + 127) / 128 * s.batch * s.num_heads_q;
     CHECK(outcome.grid.grid_x == static_cast<unsigned>(std::min(items, multiprocessors)));
@@ -228,4 +234,32 @@ TEST_CASE("emulated sm90 persistent with intra-warpgroup overlap matches the ref
   doc.tensors = {document_ids(300, 3, true, 0)};
   check_sm90_persistent({causal, with(causal, DType::fp16, Layout::blhd, 256)}, 4, true);
   check_sm90_persistent({doc}, 2, true);
+}
+
+// Key tiles that are not a multiple of 64 (ATTNJIT_TUNE=sm90_block_n): FlashAttention-3 uses 176
+// at head dim 128 and 80 at 256. wgmma's N, the TMA box rows, the k16 steps of P V and the tile
+// bounds of the masks all follow block_n; the lengths are not multiples of it, so the last key
+// tile is ragged and causal diagonals cut key tiles at offsets that are not multiples of 64.
+TEST_CASE(
+    "emulated sm90: key tiles of 176 (head dim 128) and 80 (head dim 256) match the reference",
+    "[simt][sm90]") {
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 2, 1, 200, 400);  // 3 key tiles of 176, GQA, q_len != kv_len
+  KernelCase window;
+  window.mask = "q_idx >= kv_idx && q_idx - kv_idx < 100";
+  window.score = "score + 0.125 * float(kv_idx - q_idx)";
+  window.shape = shape(1, 1, 1, 150, 300);
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_block_n = 176;
+  options.tuning->sm90_overlap = true;
+  check_sm90(
+      {with(causal, DType::bf16, Layout::bhld, 128), with(window, DType::fp16, Layout::blhd, 128)},
+      options);
+  options.tuning->sm90_block_n = 80;
+  options.tuning->sm90_overlap = false;
+  check_sm90({with(window, DType::bf16, Layout::bhld, 256)}, options);
+  // Persistent at 176: no room to stage the output apart at head dim 128, so it goes to Q's space.
+  check_sm90_persistent({with(causal, DType::bf16, Layout::bhld, 128)}, 2, false, 176);
 }

@@ -11,14 +11,24 @@ rewritten after every row.
 
     python3 tools/bench/sweep_schedules.py --lib build/src/capi/libattnjit.so
         [--variant causal]... [--head-dim 128]... [--length 16K] [--dtype bf16|fp16]
-        [--schedule NAME=FAMILY[:TUNE]]... [--json F] [--iters 20]
+        [--schedule NAME=FAMILY[:TUNE]]... [--json F] [--iters 20] [--baseline sm90]
+    python3 tools/bench/sweep_schedules.py --summarize sweep.json [--baseline sm90]
+
+After the rows, a summary per head dim: each variant's fastest schedule that agreed with the
+reference, and each schedule's geometric-mean speed over --baseline across the variants both ran
+(the figure that picks a default). --summarize prints it again from a --json file, anywhere
+(no GPU, no torch).
 
 The default schedules: sm80; sm80 in 64-row blocks of 4 warps, two per SM; sm90; sm90 with
 sm90_overlap=1; sm90 with sm90_persistent=1; sm90
-with both; sm90 with 3 stages (D <= 128).
+with both; sm90 with 3 stages (D <= 128); sm90 with the overlap and FlashAttention-3's 176-key
+tiles (its choice at D=128 for masks without a causal diagonal). At D=256, FlashAttention-3's
+80-key tile: --head-dim 256 --schedule sm80=sm80 --schedule sm90=sm90
+--schedule n80=sm90:sm90_block_n=80 (--schedule replaces the default list).
 """
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -33,7 +43,8 @@ DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,
                      "sm90=sm90", "overlap=sm90:sm90_overlap=1",
                      "persistent=sm90:sm90_persistent=1",
                      "overlap+persistent=sm90:sm90_overlap=1,sm90_persistent=1",
-                     "stages3=sm90:sm90_stages=3")
+                     "stages3=sm90:sm90_stages=3",
+                     "overlap-n176=sm90:sm90_block_n=176,sm90_overlap=1")
 
 
 def parse_schedule(text):
@@ -60,7 +71,39 @@ def parse_args(argv):
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--baseline", default="sm90",
+                        help="the schedule the summary's speeds are relative to (default sm90)")
+    parser.add_argument("--summarize", metavar="JSON",
+                        help="print the summary of an earlier run's --json file and exit")
     return parser.parse_args(argv)
+
+
+def summary_lines(rows, baseline):
+    """The summary of sweep rows (dicts as written to --json): per head dim, each variant's
+    fastest schedule among those that agreed with the reference, then each schedule's geometric
+    mean of baseline ms / ms over the variants where both ran and agreed."""
+    lines = []
+    for head_dim in sorted({r["head_dim"] for r in rows}):
+        good = [r for r in rows if r["head_dim"] == head_dim and r["ok"]]
+        lines.append(f"D={head_dim}: fastest schedule per variant (x {baseline})")
+        variants = list(dict.fromkeys(r["variant"] for r in good))
+        base_ms = {r["variant"]: r["ms"] for r in good if r["schedule"] == baseline}
+        for variant in variants:
+            best = min((r for r in good if r["variant"] == variant), key=lambda r: r["ms"])
+            speed = (f"{base_ms[variant] / best['ms']:.2f}" if variant in base_ms else "-")
+            lines.append(f"  {variant:<16}{best['schedule']:<22}{best['tflops']:8.1f} TFLOP/s"
+                         f"  x{speed}")
+        lines.append(f"D={head_dim}: geometric mean over the variants, x {baseline}")
+        schedules = list(dict.fromkeys(r["schedule"] for r in good))
+        for schedule in schedules:
+            ratios = [base_ms[r["variant"]] / r["ms"] for r in good
+                      if r["schedule"] == schedule and r["variant"] in base_ms]
+            if ratios:
+                mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+                lines.append(f"  {schedule:<22}x{mean:.3f} over {len(ratios)} variant(s)")
+            else:
+                lines.append(f"  {schedule:<22}- (no variant shared with {baseline})")
+    return lines
 
 
 def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
@@ -99,6 +142,10 @@ def differences(out, lse, ref_out, ref_lse):
 
 def main(argv=None):
     opts = parse_args(argv)
+    if opts.summarize:
+        with open(opts.summarize) as f:
+            print("\n".join(summary_lines(json.load(f), opts.baseline)))
+        return 0
     import torch
     opts.attnjit_dtype = (cf.ATTNJIT_DTYPE_BF16 if opts.dtype == "bf16"
                           else cf.ATTNJIT_DTYPE_FP16)
@@ -152,6 +199,7 @@ def main(argv=None):
                               tflops=flops / ms / 1e9, compile_s=compile_s, max_err=out_err,
                               lse_err=lse_err, ok=ok))
                 del out, lse
+    print("\n".join(summary_lines(rows.rows, opts.baseline)), flush=True)
     if failures:
         print(f"{failures} schedule run(s) disagree with the reference", flush=True)
     return 1 if failures else 0

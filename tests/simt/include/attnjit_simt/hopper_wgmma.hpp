@@ -301,7 +301,7 @@ void warpgroup_reg_dealloc() {
 
 template <typename ELEM, int N>
 struct Wgmma {
-  static_assert(N == 64 || N == 96 || N == 128 || N == 192 || N == 256, "N of the contract");
+  static_assert(N % 16 == 0 && N >= 64 && N <= 256, "N of the contract (sm90_wgmma.cuh)");
   static constexpr unsigned kShape = N | (std::is_same_v<ELEM, bf16_t> ? 1u << 16 : 0u);
 
   static void ss(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b,
