@@ -154,14 +154,15 @@ TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[
 namespace {
 
 // The persistent sm90 kernel on `multiprocessors` SMs, so that each block walks several work
-// items; the launch must be min(items, SMs) blocks.
+// items; the launch must be min(items, SMs) blocks of `block_m` queries.
 void check_sm90_persistent(const std::vector<KernelCase>& cases, int multiprocessors,
-                           bool overlap = false) {
+                           bool overlap = false, int block_m = 128) {
   simt::SimtLaunchOptions options;
   options.multiprocessors = multiprocessors;
   options.tuning = codegen::KernelTuning{};
   options.tuning->sm90_persistent = true;
   options.tuning->sm90_overlap = overlap;
+  options.tuning->sm90_block_m = block_m;
   const auto outcomes =
       simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
@@ -171,8 +172,9 @@ void check_sm90_persistent(const std::vector<KernelCase>& cases, int multiproces
     CHECK(outcome.name.ends_with(" sm90"));
     CHECK(outcome.config.persistent);
     CHECK(outcome.config.overlap == overlap);
+    CHECK(outcome.config.block_m == block_m);
     const AttentionShape& s = cases[i].shape;
-    const int items = (s.q_len + 127) / 128 * s.batch * s.num_heads_q;
+    const int items = (s.q_len + block_m - 1) / block_m * s.batch * s.num_heads_q;
     CHECK(outcome.grid.grid_x == static_cast<unsigned>(std::min(items, multiprocessors)));
     CHECK(outcome.grid.grid_y == 1u);
     CHECK(outcome.passed());
@@ -228,4 +230,73 @@ TEST_CASE("emulated sm90 persistent with intra-warpgroup overlap matches the ref
   doc.tensors = {document_ids(300, 3, true, 0)};
   check_sm90_persistent({causal, with(causal, DType::fp16, Layout::blhd, 256)}, 4, true);
   check_sm90_persistent({doc}, 2, true);
+}
+
+namespace {
+
+// Three consumer warpgroups (ATTNJIT_TUNE=sm90_block_m=192): the kernel that ran must be the
+// 512-thread one, or the cases would pass with the option ignored.
+void check_sm90_block_m_192(const std::vector<KernelCase>& cases, bool overlap) {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_block_m = 192;
+  options.tuning->sm90_overlap = overlap;
+  const auto outcomes =
+      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
+  for (const simt::SimtOutcome& outcome : outcomes) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.name.ends_with(" sm90"));
+    CHECK(outcome.config.block_m == 192);
+    CHECK(outcome.config.overlap == overlap);
+    CHECK(outcome.grid.threads == 512u);
+    CHECK(outcome.passed());
+  }
+}
+
+// Document ids for q_len 400 over kv_len 100 keys: query tiles of 192 rows 0 and 2 are document
+// 0, as every key is; the middle tile (rows 192..383) is document 1 and keeps no key tile.
+TensorInput documents_skipping_the_middle_tile() {
+  TensorInput doc = document_ids(400, 1, true, 0);
+  for (int i = 192; i < 384; ++i) doc.ints[i] = 1;
+  return doc;
+}
+
+}  // namespace
+
+// The round robin of three consumers' GEMM turns, with and without the intra-warpgroup overlap:
+// q_len 170 puts the third consumer's rows 170..191 past the end (its warps still take every
+// turn), 200 leaves the second tile's second and third consumers with no row at all; an empty
+// middle query tile takes no turn; GQA; fp16.
+TEST_CASE("emulated sm90 with three consumer warpgroups (block_m 192) matches the reference",
+          "[simt][sm90]") {
+  const bool overlap = GENERATE(false, true);
+  INFO("overlap " << overlap);
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 4, 2, 170, 300);
+  KernelCase two_tiles;
+  two_tiles.mask = "q_idx >= kv_idx";
+  two_tiles.shape = shape(1, 1, 1, 200, 300);
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.shape = shape(1, 1, 1, 400, 100);
+  doc.tensors = {documents_skipping_the_middle_tile()};
+  check_sm90_block_m_192({causal, two_tiles, doc, with(causal, DType::fp16, Layout::blhd, 64)},
+                         overlap);
+}
+
+// Persistent blocks of three consumers: each item's turns balanced on their own, the last
+// consumer's first arrival of an item after consumer 0's last wait of the previous one.
+TEST_CASE("emulated sm90 persistent with three consumer warpgroups matches the reference",
+          "[simt][sm90]") {
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 3, 1, 300, 300);  // 2 query tiles x 3 heads = 6 items on 4 SMs
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.shape = shape(1, 1, 1, 400, 100);  // 3 items on 2 SMs, the middle one empty
+  doc.tensors = {documents_skipping_the_middle_tile()};
+  check_sm90_persistent({causal}, 4, true, 192);
+  check_sm90_persistent({doc}, 2, false, 192);
 }

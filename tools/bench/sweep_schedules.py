@@ -15,7 +15,8 @@ rewritten after every row.
 
 The default schedules: sm80; sm80 in 64-row blocks of 4 warps, two per SM; sm90; sm90 with
 sm90_overlap=1; sm90 with sm90_persistent=1; sm90
-with both; sm90 with 3 stages (D <= 128).
+with both; sm90 with 3 stages (D <= 128); sm90 with three consumer warpgroups (sm90_block_m=192,
+FlashAttention-3's head-dim-64 tile), without and with sm90_overlap=1.
 """
 
 import argparse
@@ -33,7 +34,9 @@ DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,
                      "sm90=sm90", "overlap=sm90:sm90_overlap=1",
                      "persistent=sm90:sm90_persistent=1",
                      "overlap+persistent=sm90:sm90_overlap=1,sm90_persistent=1",
-                     "stages3=sm90:sm90_stages=3")
+                     "stages3=sm90:sm90_stages=3",
+                     "m192=sm90:sm90_block_m=192",
+                     "m192-overlap=sm90:sm90_block_m=192,sm90_overlap=1")
 
 
 def parse_schedule(text):
