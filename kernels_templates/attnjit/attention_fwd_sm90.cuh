@@ -103,8 +103,8 @@ struct AttentionForwardSm90 {
 
   // Registers per thread after setmaxnreg (multiples of 8 in [24, 256]): two consumers get
   // 24 x 128 + 240 x 256 = 64512 of the SM's 65536; three get FlashAttention-3's split,
-  // 32 x 128 + 160 x 384 = 65536 (ptxas -v: the producer needs under 24 either way, see
-  // docs/KERNELS.md; 32 is what the 8 registers left over buy).
+  // 32 x 128 + 160 x 384 = 65536. Note: a producer of 24 would not give the consumers more (168 x
+  // 384 is over the file), so the producer takes the 8 left over.
   static constexpr int kProducerRegisters = kConsumerWarpgroups == 2 ? 24 : 32;
   static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
   static_assert(128 * kProducerRegisters + kConsumerThreads * kConsumerRegisters <= 65536,

@@ -1,7 +1,8 @@
 // Every standard variant x dtype x head dim x {sm_80, sm_90} compiles with NVRTC, and ptxas
 // reports no spill and no stack frame for the forward and the summary kernels; the same for the
 // sm90 kernel on sm_90a, whose PTX must use wgmma and TMA, in its default and its persistent
-// schedule. One TEST_CASE per head dim so that CTest runs them in parallel.
+// schedule; with three consumer warpgroups (block_m 192) the measured spills are listed. One
+// TEST_CASE per head dim so that CTest runs them in parallel.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <optional>
@@ -187,6 +188,20 @@ TEST_CASE(
     "spill only where listed",
     "[kernels][nvrtc][sm90]") {
   check_sm90_block_m_192(true);
+}
+
+// With 64-key stages S and P take half the registers: every standard variant fits the 160.
+TEST_CASE("sm90 kernels with three consumer warpgroups and 64-key stages compile without spills",
+          "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_m = 192;
+  tuning.sm90_block_n = 64;
+  for (const bool overlap : {false, true}) {
+    tuning.sm90_overlap = overlap;
+    for (const auto& variant : attnjit::test::standard_variants()) {
+      CHECK(check_sm90_kernel(variant, attnjit::DType::bf16, 64, tuning));
+    }
+  }
 }
 
 TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 64",

@@ -16,7 +16,8 @@ rewritten after every row.
 The default schedules: sm80; sm80 in 64-row blocks of 4 warps, two per SM; sm90; sm90 with
 sm90_overlap=1; sm90 with sm90_persistent=1; sm90
 with both; sm90 with 3 stages (D <= 128); sm90 with three consumer warpgroups (sm90_block_m=192,
-FlashAttention-3's head-dim-64 tile), without and with sm90_overlap=1.
+FlashAttention-3's head-dim-64 tile; D = 64 only), without and with sm90_overlap=1, and with
+64-key stages (spill-free for every standard variant) and the overlap.
 """
 
 import argparse
@@ -36,7 +37,8 @@ DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,
                      "overlap+persistent=sm90:sm90_overlap=1,sm90_persistent=1",
                      "stages3=sm90:sm90_stages=3",
                      "m192=sm90:sm90_block_m=192",
-                     "m192-overlap=sm90:sm90_block_m=192,sm90_overlap=1")
+                     "m192-overlap=sm90:sm90_block_m=192,sm90_overlap=1",
+                     "m192-n64-overlap=sm90:sm90_block_m=192,sm90_block_n=64,sm90_overlap=1")
 
 
 def parse_schedule(text):
