@@ -1,10 +1,10 @@
 // The sm90 kernel (kernels_templates/attnjit/attention_fwd_sm90.cuh) under the SIMT emulator:
 // its producer and consumer warpgroups, mbarrier ring, TMA loads from the fake driver's tensor
 // maps and wgmma run on the host and are checked against the CPU reference. Shapes are small (a
-// block is 384 fibers) but cross every tile edge: lengths that are not multiples of the tiles, more
-// key tiles than stages (the ring wraps), GQA / MQA and q_len != kv_len; then the masks and
-// scores: the standard variants, skipped tiles, fully masked rows, non-finite inputs, per-call
-// parameters and tensors, random expressions.
+// block is 384 fibers, 512 with three consumer warpgroups) but cross every tile edge: lengths
+// that are not multiples of the tiles, more key tiles than stages (the ring wraps), GQA / MQA and
+// q_len != kv_len; then the masks and scores: the standard variants, skipped tiles, fully masked
+// rows, non-finite inputs, per-call parameters and tensors, random expressions.
 #include <catch2/catch.hpp>
 
 #include "simt_harness.hpp"
@@ -21,14 +21,25 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
   const auto outcomes = simt::run_simt_cases(cases, codegen::Target(90, true),
                                              codegen::FamilyRequest::sm90, options);
   const bool overlap = options.tuning && options.tuning->sm90_overlap.value_or(false);
+  const int block_m = options.tuning ? options.tuning->sm90_block_m.value_or(128) : 128;
   for (const simt::SimtOutcome& outcome : outcomes) {
     INFO(outcome.name);
     INFO(outcome.describe());
     // Note: the case must have run on the sm90 kernel, not fallen back to the sm80 one.
     CHECK(outcome.name.ends_with(" sm90"));
     CHECK(outcome.config.overlap == overlap);
+    CHECK(outcome.config.block_m == block_m);
+    CHECK(outcome.grid.threads == (block_m == 192 ? 512u : 384u));
     CHECK(outcome.passed());
   }
+}
+
+// A case of `mask` at `s`.
+KernelCase masked(const char* mask, const AttentionShape& s) {
+  KernelCase c;
+  c.mask = mask;
+  c.shape = s;
+  return c;
 }
 
 }  // namespace
@@ -234,32 +245,13 @@ TEST_CASE("emulated sm90 persistent with intra-warpgroup overlap matches the ref
 
 namespace {
 
-// Three consumer warpgroups (ATTNJIT_TUNE=sm90_block_m=192): the kernel that ran must be the
-// 512-thread one, or the cases would pass with the option ignored.
-void check_sm90_block_m_192(const std::vector<KernelCase>& cases, bool overlap) {
-  simt::SimtLaunchOptions options;
-  options.tuning = codegen::KernelTuning{};
-  options.tuning->sm90_block_m = 192;
-  options.tuning->sm90_overlap = overlap;
-  const auto outcomes =
-      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
-  for (const simt::SimtOutcome& outcome : outcomes) {
-    INFO(outcome.name);
-    INFO(outcome.describe());
-    CHECK(outcome.name.ends_with(" sm90"));
-    CHECK(outcome.config.block_m == 192);
-    CHECK(outcome.config.overlap == overlap);
-    CHECK(outcome.grid.threads == 512u);
-    CHECK(outcome.passed());
-  }
-}
-
-// Document ids for q_len 400 over kv_len 100 keys: query tiles of 192 rows 0 and 2 are document
-// 0, as every key is; the middle tile (rows 192..383) is document 1 and keeps no key tile.
-TensorInput documents_skipping_the_middle_tile() {
-  TensorInput doc = document_ids(400, 1, true, 0);
-  for (int i = 192; i < 384; ++i) doc.ints[i] = 1;
-  return doc;
+// A document mask at q_len 400 over kv_len 100 keys: query tiles of 192 rows 0 and 2 are
+// document 0, as every key is; the middle tile (rows 192..383) is document 1 and keeps no key.
+KernelCase documents_skipping_the_middle_tile() {
+  KernelCase c = masked("doc[q_idx] == doc[kv_idx]", shape(1, 1, 1, 400, 100));
+  c.tensors = {document_ids(400, 1, true, 0)};
+  for (int i = 192; i < 384; ++i) c.tensors[0].ints[i] = 1;
+  return c;
 }
 
 }  // namespace
@@ -270,33 +262,22 @@ TensorInput documents_skipping_the_middle_tile() {
 // middle query tile takes no turn; GQA; fp16.
 TEST_CASE("emulated sm90 with three consumer warpgroups (block_m 192) matches the reference",
           "[simt][sm90]") {
-  const bool overlap = GENERATE(false, true);
-  INFO("overlap " << overlap);
-  KernelCase causal;
-  causal.mask = "q_idx >= kv_idx";
-  causal.shape = shape(1, 4, 2, 170, 300);
-  KernelCase two_tiles;
-  two_tiles.mask = "q_idx >= kv_idx";
-  two_tiles.shape = shape(1, 1, 1, 200, 300);
-  KernelCase doc;
-  doc.mask = "doc[q_idx] == doc[kv_idx]";
-  doc.shape = shape(1, 1, 1, 400, 100);
-  doc.tensors = {documents_skipping_the_middle_tile()};
-  check_sm90_block_m_192({causal, two_tiles, doc, with(causal, DType::fp16, Layout::blhd, 64)},
-                         overlap);
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_block_m = 192;
+  options.tuning->sm90_overlap = GENERATE(false, true);
+  INFO("overlap " << *options.tuning->sm90_overlap);
+  const KernelCase causal = masked("q_idx >= kv_idx", shape(1, 4, 2, 170, 300));
+  check_sm90({causal, masked("q_idx >= kv_idx", shape(1, 1, 1, 200, 300)),
+              documents_skipping_the_middle_tile(), with(causal, DType::fp16, Layout::blhd, 64)},
+             options);
 }
 
 // Persistent blocks of three consumers: each item's turns balanced on their own, the last
 // consumer's first arrival of an item after consumer 0's last wait of the previous one.
 TEST_CASE("emulated sm90 persistent with three consumer warpgroups matches the reference",
           "[simt][sm90]") {
-  KernelCase causal;
-  causal.mask = "q_idx >= kv_idx";
-  causal.shape = shape(1, 3, 1, 300, 300);  // 2 query tiles x 3 heads = 6 items on 4 SMs
-  KernelCase doc;
-  doc.mask = "doc[q_idx] == doc[kv_idx]";
-  doc.shape = shape(1, 1, 1, 400, 100);  // 3 items on 2 SMs, the middle one empty
-  doc.tensors = {documents_skipping_the_middle_tile()};
-  check_sm90_persistent({causal}, 4, true, 192);
-  check_sm90_persistent({doc}, 2, false, 192);
+  // 2 query tiles x 3 heads = 6 items on 4 SMs; 3 items on 2 SMs, the middle one empty.
+  check_sm90_persistent({masked("q_idx >= kv_idx", shape(1, 3, 1, 300, 300))}, 4, true, 192);
+  check_sm90_persistent({documents_skipping_the_middle_tile()}, 2, false, 192);
 }
