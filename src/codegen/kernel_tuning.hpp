@@ -9,12 +9,13 @@
 //   sm80_stages    2 .. 4                  cp.async pipeline depth
 //   sm80_blocks_per_sm 1 .. 4              blocks per SM promised to ptxas (__launch_bounds__);
 //                                          65536 / (32 * warps * blocks) registers per thread
-//   sm90_block_m   128 | 192               queries per block: two or three consumer warpgroups
 //   sm90_block_n   64 | 128 | 192 | 256    keys per stage
 //   sm90_stages    2 .. 8                  depth of the K/V ring
 //   sm90_overlap   0 | 1                   intra-warpgroup pipelining (S of the next tile issued
 //                                          before the softmax of this one)
 //   sm90_persistent 0 | 1                  one block per SM walking the query tiles
+//   sm90_block_m   128 | 192               queries per block: two or three consumer warpgroups
+//                                          (192: head dim 64 only)
 #pragma once
 
 #include <optional>
