@@ -2,27 +2,31 @@
 // kernel (attention_fwd.cuh): wgmma from shared memory, TMA loads completing on mbarriers, and warp
 // specialisation (Shah et al., 2024, "FlashAttention-3", Algorithm 1).
 //
-// One thread block of 3 warpgroups (384 threads) computes kSm90BlockM = 128 queries of one (batch,
-// query head), the same work assignment as the SM80 kernel (head-major, heavy query tiles first):
+// One thread block of 1 + BLOCK_M / 64 warpgroups computes BLOCK_M queries of one (batch, query
+// head), the same work assignment as the SM80 kernel (head-major, heavy query tiles first); by
+// default BLOCK_M = 128 (3 warpgroups, 384 threads), with ATTNJIT_TUNE=sm90_block_m=192 four
+// (512 threads: FlashAttention-3's tile for head dim 64, two consumers' softmax under one's GEMMs):
 //   warpgroup 0, the producer, gives most of its registers back (setmaxnreg) and one elected lane
 //     of its first warp issues every TMA load: the Q tile once, then each key tile's K and V into
 //     a NUM_STAGES ring of shared-memory stages. A stage is handed over through two mbarriers:
 //     `full` (the producer's arrive.expect_tx plus the bytes TMA completes on it) and `empty`
-//     (one arrival from each of the 256 consumer threads once they are done reading it).
-//   warpgroups 1 and 2, the consumers, take the registers and each own 64 query rows: per stage,
+//     (one arrival from each consumer thread once they are done reading it).
+//   warpgroups 1 .. BLOCK_M / 64, the consumers, take the registers and each own 64 query rows
+//     (consumer c rows 64 c .. 64 c + 63): per stage,
 //     S = Q K^T (wgmma, both operands from shared memory, N = BLOCK_N), the score hook, bounds and
 //     mask and the online softmax in registers, P converted in registers to wgmma's A fragment,
 //     O += P V (wgmma with A from registers, V read MN-major, N = HEAD_DIM), then the stage's
-//     release. The two consumers take turns issuing their GEMMs (ping-pong, GemmTurns), so one's
-//     softmax runs under the other's GEMMs. The epilogue normalises O and writes it and the LSE.
+//     release. The consumers take turns issuing their GEMMs, round robin (ping-pong, GemmTurns),
+//     so the others' softmax runs under one's GEMMs. The epilogue normalises O and writes it and
+//     the LSE.
 // The producer and every consumer warp walk the same sequence of key tiles (KeptTiles): each
 // classifies the tiles itself, 32 at a time with one ballot, so no message passes between them
 // and the i-th stage always holds the i-th kept tile; the empty tiles of a mask are never loaded.
 //
 // Everything per row (block assignment, hoisted variant values, scores, fully masked rows, NaN
-// propagation, output staging) is the SM80 kernel's own code, instantiated for 8 warps of 16
-// rows: wgmma's accumulator D(64 x N) of warpgroup c gives warp w rows 16 w .. 16 w + 15 in the
-// mma.sync m16n8 C layout repeated over N / 8 column chunks (PTX ISA, "Register Fragments" of
+// propagation, output staging) is the SM80 kernel's own code, instantiated for BLOCK_M / 16 warps
+// of 16 rows: wgmma's accumulator D(64 x N) of warpgroup c gives warp w rows 16 w .. 16 w + 15 in
+// the mma.sync m16n8 C layout repeated over N / 8 column chunks (PTX ISA, "Register Fragments" of
 // wgmma .m64nNk16), which is exactly that kernel's fragment of consumer warp 4 c + w with one
 // m-tile. So both kernels compute the same function by construction.
 //
@@ -54,7 +58,7 @@ namespace attnjit {
 
 #if ATTNJIT_KERNEL_CODE
 
-template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES,
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_STAGES,
           unsigned FEATURES>
 struct AttentionForwardSm90 {
   static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256,
@@ -63,16 +67,18 @@ struct AttentionForwardSm90 {
                 "key tiles are a wgmma N for S = Q K^T, whole k16 steps of P V, whole swizzle "
                 "atoms and one TMA box (at most 256 rows)");
   static_assert(NUM_STAGES >= 2 && NUM_STAGES <= kSm90MaxStages, "see kSm90BarrierBytes");
+  static_assert(BLOCK_M == kSm90BlockM || BLOCK_M == kSm90WideBlockM,
+                "two or three consumer warpgroups of 64 rows (a TMA box has at most 256 rows)");
 
-  static constexpr int kConsumerWarpgroups = kSm90Warpgroups - 1;
+  static constexpr int kConsumerWarpgroups = sm90_consumer_warpgroups(BLOCK_M);
   static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
   static constexpr bool kPersistent = (FEATURES & kSm90FeaturePersistent) != 0u;
   static constexpr bool kOutputApart =
-      sm90_output_staged_apart(HEAD_DIM, BLOCK_N, NUM_STAGES, kPersistent);
+      sm90_output_staged_apart(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent);
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
-  using RowMath = AttentionForward<VARIANT, ELEM, HEAD_DIM, kSm90BlockM, BLOCK_N, kConsumerWarps,
-                                   NUM_STAGES>;
+  using RowMath =
+      AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps, NUM_STAGES>;
   static_assert(RowMath::kMTiles == 1, "one m16 tile per consumer warp: the wgmma layout");
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 chunks of S
   static constexpr int kDTiles = HEAD_DIM / 8;   // n8 chunks of O
@@ -81,26 +87,31 @@ struct AttentionForwardSm90 {
   // per-item work outgrew its 24 registers at head dim 256 (spills, ptxas -v); a loop of 4 costs
   // the one issuing lane nothing measurable.
   static constexpr int kBoxUnroll = kPersistent ? 1 : kBoxes;
-  static constexpr int kQBoxBytes = kSm90BlockM * 128;
+  static constexpr int kQBoxBytes = BLOCK_M * 128;
   static constexpr int kKVBoxBytes = BLOCK_N * 128;
   static constexpr int kQBytes = kBoxes * kQBoxBytes;
   static constexpr int kKVBytes = kBoxes * kKVBoxBytes;
   static constexpr int kOutputOffset = kQBytes + 2 * NUM_STAGES * kKVBytes;
   static constexpr int kTilesBytes = kOutputOffset + (kOutputApart ? kQBytes : 0);
-  static constexpr int kConsumerRowBytes = 64 * 128;  // a consumer's 64 rows inside one Q box
+  static constexpr int kConsumerRowBytes = kSm90ConsumerRows * 128;  // a consumer's rows in a box
   static constexpr bool kOverlap = (FEATURES & kSm90FeatureOverlap) != 0u;
   static_assert(kSm90SmemAlignment + kTilesBytes + kSm90BarrierBytes +
                         (kPersistent ? kSm90PersistentBarrierBytes : 0) ==
-                    sm90_forward_smem_bytes(HEAD_DIM, BLOCK_N, NUM_STAGES, kPersistent),
+                    sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent),
                 "host and device disagree on the shared-memory size");
   static_assert(kQBoxBytes % 1024 == 0 && kKVBoxBytes % 1024 == 0,
                 "every box starts on a 1024-byte swizzle atom");
 
-  // Registers per thread after setmaxnreg: 24 x 128 + 240 x 256 = 64512 of the SM's 65536.
-  static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters = 240;
+  // Registers per thread after setmaxnreg (multiples of 8 in [24, 256]): two consumers get
+  // 24 x 128 + 240 x 256 = 64512 of the SM's 65536; three get FlashAttention-3's split,
+  // 32 x 128 + 160 x 384 = 65536. Note: a producer of 24 would not give the consumers more (168 x
+  // 384 is over the file), so the producer takes the 8 left over.
+  static constexpr int kProducerRegisters = kConsumerWarpgroups == 2 ? 24 : 32;
+  static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
+  static_assert(128 * kProducerRegisters + kConsumerThreads * kConsumerRegisters <= 65536,
+                "the register file of one SM");
   // Named barriers (0 is __syncthreads): one per consumer warpgroup for its epilogue, and one per
-  // consumer warpgroup for its turns on the tensor cores (GemmTurns).
+  // consumer warpgroup for its turns on the tensor cores (GemmTurns); 1 + 2 x 3 ids of the 16.
   static constexpr unsigned kConsumerBarrier0 = 1;
   static constexpr unsigned kTurnBarrier0 = kConsumerBarrier0 + kConsumerWarpgroups;
 
@@ -200,7 +211,7 @@ struct AttentionForwardSm90 {
     if (warpgroup == 0) {
       warpgroup_reg_dealloc<kProducerRegisters>();
       // Note: the producer's other three warps have nothing to do and leave; nothing after this
-      // point waits for all 384 threads.
+      // point waits for the whole block.
       if (threadIdx.x / 32 == 0) produce();
     } else {
       warpgroup_reg_alloc<kConsumerRegisters>();
@@ -295,7 +306,7 @@ struct AttentionForwardSm90 {
 
   // Key tile `tile`'s K and V into the ring's next stage.
   ATTNJIT_DEVICE void load_kv(int leader, int tile, StageRing& ring) {
-    // Note: a stage is reused once all 256 consumer threads released its previous contents; in
+    // Note: a stage is reused once all consumer threads released its previous contents; in
     // the first round the wait returns at once (a fresh barrier's preceding phase, of parity 1,
     // counts as completed).
     const int stage = ring.stage;
@@ -314,25 +325,29 @@ struct AttentionForwardSm90 {
     ring.advance();
   }
 
-  // Ping-pong between the consumer warpgroups (FA3, section 3.1): they take turns issuing their
-  // GEMMs, so that one's softmax runs while the other's GEMMs use the tensor cores. A turn (the
-  // issue of S = Q K^T, or of O += P V) starts with bar.sync on the warpgroup's own barrier and
-  // ends with bar.arrive on the other's (256 threads: 128 waiting, 128 arriving). Consumer 0 goes
-  // first: consumer 1 arrives once on its barrier before its first turn, and consumer 0 waits
-  // once more after its last turn for consumer 1's last arrival, so that every arrival meets a
-  // wait and no barrier is left half-arrived at exit. Both warpgroups walk the same kept tiles,
-  // hence take the same number of turns.
+  // Ping-pong between the consumer warpgroups (FA3, section 3.1), round robin (FA3's
+  // warp_scheduler_barrier_arrive): they take turns issuing their GEMMs, so that the others'
+  // softmax runs while one's GEMMs use the tensor cores. A turn (the issue of S = Q K^T, or of
+  // O += P V) starts with bar.sync on the warpgroup's own barrier c and ends with bar.arrive on
+  // the next one's, (c + 1) mod C (128 threads waiting, 128 arriving). So the turns go 0, 1,
+  // .., C - 1, 0, ..: consumer c's k-th turn waits for consumer c - 1's k-th (consumer 0's for
+  // consumer C - 1's (k - 1)-th), hence no barrier gets a second arrival before its wait.
+  // Consumer 0 goes first: consumer C - 1 arrives once on consumer 0's barrier before its first
+  // turn, and consumer 0 waits once more after its last turn for consumer C - 1's last arrival,
+  // so that every arrival meets a wait and no barrier is left half-arrived at exit. All
+  // warpgroups walk the same kept tiles, hence take the same number of turns.
   struct GemmTurns {
     unsigned own;
-    unsigned other;
+    unsigned next;
     ATTNJIT_DEVICE explicit GemmTurns(int consumer)
         : own(kTurnBarrier0 + static_cast<unsigned>(consumer)),
-          other(kTurnBarrier0 + static_cast<unsigned>(1 - consumer)) {}
-    ATTNJIT_DEVICE void begin() const { named_barrier_sync(own, kConsumerThreads); }
-    ATTNJIT_DEVICE void end() const { named_barrier_arrive(other, kConsumerThreads); }
+          next(kTurnBarrier0 + static_cast<unsigned>((consumer + 1) % kConsumerWarpgroups)) {}
+    static constexpr unsigned kThreads = 2 * 128;  // the waiting and the arriving warpgroup
+    ATTNJIT_DEVICE void begin() const { named_barrier_sync(own, kThreads); }
+    ATTNJIT_DEVICE void end() const { named_barrier_arrive(next, kThreads); }
   };
 
-  // ---- Consumers: warpgroup 1 + `consumer` (0 or 1) owns query rows 64 * consumer .. + 63.
+  // ---- Consumers: warpgroup 1 + `consumer` (0 .. C - 1) owns query rows 64 * consumer .. + 63.
   ATTNJIT_DEVICE void consume(int consumer) {
     StageRing ring;
     if constexpr (kPersistent) {
@@ -370,10 +385,13 @@ struct AttentionForwardSm90 {
     const GemmTurns turns(consumer);
     int tile_class = kTileEmpty;
     const int first = kept.next(math, 0, lane, tile_class);
-    const bool any_tile = first < math.num_kv_tiles;
-    if (consumer == 1 && any_tile) turns.end();  // consumer 0's first turn
+    // Note: the opening arrival and the closing wait below pair up even when the item keeps no
+    // tile (no turn between them), so they need no condition: a flag kept live across the tile
+    // loop for them was the one value the D=128 document kernel with the overlap spilled.
+    const int last = kConsumerWarpgroups - 1;
+    if (consumer == last) turns.end();  // consumer 0's first turn
     if constexpr (kOverlap) {
-      if (any_tile) {
+      if (first < math.num_kv_tiles) {
         consume_overlapped(first, tile_class, kept, q_rows, warp, lane, row_values, turns, acc_o,
                            softmax, ring);
       }
@@ -387,10 +405,10 @@ struct AttentionForwardSm90 {
         ring.advance();
       }
     }
-    if (consumer == 0 && any_tile) turns.begin();  // consumer 1's arrival after its last turn
+    if (consumer == 0) turns.begin();  // the last consumer's arrival after its last turn
 
-    // Note: Q is released only after the turns above are over. The next item's Q wait of
-    // consumer 1 then follows consumer 0's last bar.sync of this item, so consumer 1's first
+    // Note: Q is released only after the turns above are over. The next item's Q wait of the
+    // last consumer then follows consumer 0's last bar.sync of this item, so its first
     // bar.arrive of the next item never meets the same barrier phase as its last of this one.
     if constexpr (kOutputApart) {
       // Every wgmma reading Q has retired (compute_tile waits for its groups).
@@ -543,10 +561,11 @@ struct AttentionForwardSm90 {
 };
 
 // The kernel body; the generated entry point calls it with its only argument.
-template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES,
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_STAGES,
           unsigned FEATURES>
 ATTNJIT_DEVICE void attention_forward_sm90(const Sm90FwdParams& params) {
-  AttentionForwardSm90<VARIANT, ELEM, HEAD_DIM, BLOCK_N, NUM_STAGES, FEATURES> kernel(params);
+  AttentionForwardSm90<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, FEATURES> kernel(
+      params);
   kernel.run();
 }
 

@@ -7,11 +7,20 @@
 
 namespace attnjit {
 
-// Warpgroup 0 produces (TMA), warpgroups 1 and 2 consume, 64 query rows each.
-constexpr int kSm90Warpgroups = 3;
-constexpr int kSm90Threads = 128 * kSm90Warpgroups;
+// Warpgroup 0 produces (TMA), the others consume, 64 query rows each: two of them by default
+// (block_m 128), three with ATTNJIT_TUNE=sm90_block_m=192 (FlashAttention-3's head-dim-64 tile).
 constexpr int kSm90BlockM = 128;
+constexpr int kSm90WideBlockM = 192;
+constexpr int kSm90ConsumerRows = 64;  // wgmma's M: one warpgroup's query rows
 constexpr int kSm90MaxStages = 8;
+
+ATTNJIT_HD constexpr int sm90_consumer_warpgroups(int block_m) {
+  return block_m / kSm90ConsumerRows;
+}
+// The block's threads: the producer warpgroup and the consumers.
+ATTNJIT_HD constexpr int sm90_threads(int block_m) {
+  return 128 * (1 + sm90_consumer_warpgroups(block_m));
+}
 
 // Schedule options of the kernel, a bit set template argument (host: KernelConfig::overlap,
 // ::persistent; ATTNJIT_TUNE overrides the defaults for measurements).
@@ -32,8 +41,8 @@ constexpr int kSm90SharedMemoryLimit = 227 * 1024;
 
 // Q tile (BLOCK_M x HEAD_DIM), then the K stages and the V stages (stages x BLOCK_N x HEAD_DIM
 // each), all 16-bit elements; every tile is a whole number of 1024-byte atoms.
-ATTNJIT_HD constexpr int sm90_qkv_bytes(int head_dim, int block_n, int num_stages) {
-  return 2 * head_dim * (kSm90BlockM + 2 * num_stages * block_n);
+ATTNJIT_HD constexpr int sm90_qkv_bytes(int head_dim, int block_m, int block_n, int num_stages) {
+  return 2 * head_dim * (block_m + 2 * num_stages * block_n);
 }
 
 // The output is staged (normalised, converted, swizzled for 16-byte stores) in a tile of Q's
@@ -41,20 +50,20 @@ ATTNJIT_HD constexpr int sm90_qkv_bytes(int head_dim, int block_n, int num_stage
 // own where it fits (head dims 64 and 128 at the default tiles, not 256), so that the next work
 // item's Q can land while the epilogue of the current one still runs; where it does not fit, the
 // output stays in Q's space and Q is released after the epilogue.
-ATTNJIT_HD constexpr bool sm90_output_staged_apart(int head_dim, int block_n, int num_stages,
-                                                   bool persistent) {
-  return persistent && kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_n, num_stages) +
-                               2 * head_dim * kSm90BlockM + kSm90BarrierBytes +
+ATTNJIT_HD constexpr bool sm90_output_staged_apart(int head_dim, int block_m, int block_n,
+                                                   int num_stages, bool persistent) {
+  return persistent && kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_m, block_n, num_stages) +
+                               2 * head_dim * block_m + kSm90BarrierBytes +
                                kSm90PersistentBarrierBytes <=
                            kSm90SharedMemoryLimit;
 }
 
 // [slack][Q][K stages][V stages][output staging, when apart][barriers][Q empty, when persistent].
-ATTNJIT_HD constexpr int sm90_forward_smem_bytes(int head_dim, int block_n, int num_stages,
-                                                 bool persistent) {
-  return kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_n, num_stages) +
-         (sm90_output_staged_apart(head_dim, block_n, num_stages, persistent)
-              ? 2 * head_dim * kSm90BlockM
+ATTNJIT_HD constexpr int sm90_forward_smem_bytes(int head_dim, int block_m, int block_n,
+                                                 int num_stages, bool persistent) {
+  return kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_m, block_n, num_stages) +
+         (sm90_output_staged_apart(head_dim, block_m, block_n, num_stages, persistent)
+              ? 2 * head_dim * block_m
               : 0) +
          kSm90BarrierBytes + (persistent ? kSm90PersistentBarrierBytes : 0);
 }

@@ -11,7 +11,7 @@ namespace attnjit {
 // Note: the kernel declares it `const __grid_constant__`, so the maps stay in the parameter space
 // where TMA may read them (a by-value copy in local memory is not a valid tensor map address).
 // Every map is 4-D {head_dim, len, heads, batch} with box {64, rows, 1, 1}, 128-byte swizzle and
-// zero fill (sm90_tma.cuh); rows are kSm90BlockM for Q and the configuration's block_n for K, V.
+// zero fill (sm90_tma.cuh); rows are the block_m for Q and the configuration's block_n for K, V.
 struct Sm90FwdParams {
   FwdParams base;
   TensorMap q_map;

@@ -136,22 +136,31 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
   // Note: N of S = Q K^T is block_n, and N of O += P V is the head dim; both are wgmma shapes.
   KernelConfig config;
   config.family = KernelFamily::sm90;
-  config.block_m = kSm90BlockM;
+  config.block_m = tuning.sm90_block_m.value_or(kSm90BlockM);
+  // Note: three consumer warpgroups get 160 registers per thread (setmaxnreg), which hold O, S
+  // and P at head dim 64 only; at 128, 12 of the 14 standard variant x overlap kernels spill
+  // (ptxas -v, docs/KERNELS.md), so the option there would only measure spills.
+  if (config.block_m == kSm90WideBlockM && head_dim != 64) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: sm90_block_m=192 is for head dim 64 only; at head dim {} the "
+                "consumers' 160 registers per thread spill",
+                head_dim);
+  }
   config.block_n = tuning.sm90_block_n.value_or(head_dim <= 128 ? 128 : 64);
-  config.num_warps = kSm90Threads / 32;
+  config.num_warps = sm90_threads(config.block_m) / 32;
   config.num_stages = tuning.sm90_stages.value_or(2);
   config.overlap = tuning.sm90_overlap.value_or(false);
   config.persistent = tuning.sm90_persistent.value_or(false);
   // Note: a persistent kernel adds its output staging area only where it fits (see
   // sm90_output_staged_apart), so the persistent flag alone never makes a configuration too big.
-  config.smem_bytes =
-      sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages, config.persistent);
+  config.smem_bytes = sm90_forward_smem_bytes(head_dim, config.block_m, config.block_n,
+                                              config.num_stages, config.persistent);
   if (config.smem_bytes > shared_memory_limit(90)) {
     throw_error(Status::invalid_argument,
-                "ATTNJIT_TUNE: head dim {} with sm90_block_n={}, sm90_stages={} and "
-                "sm90_persistent={} needs {} bytes of shared memory; sm_90a allows {}",
-                head_dim, config.block_n, config.num_stages, config.persistent ? 1 : 0,
-                config.smem_bytes, shared_memory_limit(90));
+                "ATTNJIT_TUNE: head dim {} with sm90_block_m={}, sm90_block_n={}, sm90_stages={} "
+                "and sm90_persistent={} needs {} bytes of shared memory; sm_90a allows {}",
+                head_dim, config.block_m, config.block_n, config.num_stages,
+                config.persistent ? 1 : 0, config.smem_bytes, shared_memory_limit(90));
   }
   return config;
 }

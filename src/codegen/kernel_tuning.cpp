@@ -62,6 +62,13 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
       tuning.sm90_block_n = multiple_of_16(key, value, 64);
     } else if (key == "sm90_stages") {
       tuning.sm90_stages = int_value(key, value, 2, 8);
+    } else if (key == "sm90_block_m") {
+      const int block_m = int_value(key, value, 128, 192);
+      if (block_m != 128 && block_m != 192) {
+        throw_error(Status::invalid_argument, "ATTNJIT_TUNE: sm90_block_m={} is not 128 or 192",
+                    value);
+      }
+      tuning.sm90_block_m = block_m;
     } else if (key == "sm90_overlap") {
       tuning.sm90_overlap = bool_value(key, value);
     } else if (key == "sm90_persistent") {
@@ -69,8 +76,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     } else {
       throw_error(Status::invalid_argument,
                   "ATTNJIT_TUNE: unknown key '{}'; keys: sm80_block_m, sm80_block_n, sm80_warps, "
-                  "sm80_stages, sm80_blocks_per_sm, sm90_block_n, sm90_stages, sm90_overlap, "
-                  "sm90_persistent",
+                  "sm80_stages, sm80_blocks_per_sm, sm90_block_m, sm90_block_n, sm90_stages, "
+                  "sm90_overlap, sm90_persistent",
                   key);
     }
   }

@@ -14,6 +14,8 @@
 //   sm90_overlap   0 | 1                   intra-warpgroup pipelining (S of the next tile issued
 //                                          before the softmax of this one)
 //   sm90_persistent 0 | 1                  one block per SM walking the query tiles
+//   sm90_block_m   128 | 192               queries per block: two or three consumer warpgroups
+//                                          (192: head dim 64 only)
 #pragma once
 
 #include <optional>
@@ -27,6 +29,7 @@ struct KernelTuning {
   std::optional<int> sm80_warps;
   std::optional<int> sm80_stages;
   std::optional<int> sm80_blocks_per_sm;
+  std::optional<int> sm90_block_m;
   std::optional<int> sm90_block_n;
   std::optional<int> sm90_stages;
   std::optional<bool> sm90_overlap;

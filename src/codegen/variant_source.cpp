@@ -95,8 +95,8 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
         fmt::format("{} | {}", config.overlap ? "attnjit::kSm90FeatureOverlap" : "0u",
                     config.persistent ? "attnjit::kSm90FeaturePersistent" : "0u");
     s += fmt::format(
-        "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}>(params);\n",
-        elem_type(dtype), head_dim, config.block_n, config.num_stages, features);
+        "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}, {}>(params);\n",
+        elem_type(dtype), head_dim, config.block_m, config.block_n, config.num_stages, features);
   } else {
     s += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const attnjit::FwdParams params) {{\n",

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "attnjit/sm90_fwd_config.cuh"
-
 namespace attnjit {
 namespace {
 
@@ -40,8 +38,8 @@ LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig
   grid.grid_x = static_cast<unsigned>(ceil_div(shape.q_len, config.block_m));
   grid.grid_y = static_cast<unsigned>(shape.batch * shape.num_heads_q);
   if (config.persistent) {
-    // Note: one block per SM, because the kernel needs over half an SM's shared memory and its
-    // 384 threads x 168 registers; any grid size computes the same result.
+    // Note: one block per SM, because the kernel needs over half an SM's shared memory and all
+    // of its registers (setmaxnreg); any grid size computes the same result.
     const long long items = static_cast<long long>(grid.grid_x) * grid.grid_y;
     grid.grid_x = static_cast<unsigned>(std::min<long long>(items, std::max(multiprocessors, 1)));
     grid.grid_y = 1;
@@ -126,7 +124,7 @@ std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
       packed = map.strides[d] * map.dims[d + 1];
     }
     map.box[0] = kTmaBoxColumns;
-    map.box[1] = static_cast<std::uint32_t>(i == 0 ? kSm90BlockM : config.block_n);
+    map.box[1] = static_cast<std::uint32_t>(i == 0 ? config.block_m : config.block_n);
     map.box[2] = 1;
     map.box[3] = 1;
   }

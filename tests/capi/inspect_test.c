@@ -208,6 +208,15 @@ static void test_tuning(void) {
     attnjit_variant_info_destroy(info);
     info = NULL;
   }
+  /* Three consumer warpgroups: 192 queries per block in 16 warps (a producer and 3 x 4). */
+  setenv("ATTNJIT_TUNE", "sm90_block_m=192", 1);
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  if (info != NULL) {
+    CHECK(info->block_m == 192 && info->num_warps == 16);
+    CHECK(contains(info->source, "__launch_bounds__(512, 1)"));
+    attnjit_variant_info_destroy(info);
+    info = NULL;
+  }
   setenv("ATTNJIT_KERNEL_FAMILY", "sm80", 1);
   setenv("ATTNJIT_TUNE", "sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2", 1);
   CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);

@@ -86,7 +86,7 @@ TEST_CASE("tuning overrides the sm90 configuration and refuses what does not fit
   CHECK(config.num_stages == 4);
   CHECK(config.overlap);
   CHECK_FALSE(config.persistent);
-  CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 64, 4, false));
+  CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 128, 64, 4, false));
 
   // 128 x 176 fits at head dim 128, but leaves no room to stage a persistent kernel's output
   // apart from Q; 80 is the largest key tile that fits at head dim 256.
@@ -95,8 +95,8 @@ TEST_CASE("tuning overrides the sm90 configuration and refuses what does not fit
   tuning.sm90_persistent = true;
   const auto wide = codegen::sm90_kernel_config(128, tuning);
   CHECK(wide.block_n == 176);
-  CHECK_FALSE(attnjit::sm90_output_staged_apart(128, 176, 2, true));
-  CHECK(wide.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 176, 2, true));
+  CHECK_FALSE(attnjit::sm90_output_staged_apart(128, 128, 176, 2, true));
+  CHECK(wide.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 128, 176, 2, true));
   tuning.sm90_block_n = 80;
   CHECK(codegen::sm90_kernel_config(256, tuning).block_n == 80);
   tuning.sm90_block_n = 96;
@@ -106,6 +106,58 @@ TEST_CASE("tuning overrides the sm90 configuration and refuses what does not fit
   tuning.sm90_block_n = 256;
   CHECK_THROWS_WITH(codegen::sm90_kernel_config(256, tuning),
                     Catch::Contains("needs") && Catch::Contains("sm90_persistent=0") &&
+                        Catch::Contains("sm_90a allows 232448"));
+}
+
+TEST_CASE("sm90_block_m=192 gives the sm90 kernel three consumer warpgroups, 512 threads",
+          "[codegen][tuning]") {
+  CHECK_FALSE(parse_kernel_tuning("").sm90_block_m.has_value());
+  CHECK(parse_kernel_tuning("sm90_block_m=192").sm90_block_m == 192);
+  CHECK(parse_kernel_tuning("sm90_block_m=128").sm90_block_m == 128);
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_m=160"),
+                    Catch::Contains("sm90_block_m=160 is not 128 or 192"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_m=256"), Catch::Contains("sm90_block_m=256"));
+
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_m = 192;
+  const auto config = codegen::sm90_kernel_config(64, tuning);
+  CHECK(config.block_m == 192);
+  CHECK(config.num_warps == 16);
+  CHECK(config.block_n == codegen::sm90_kernel_config(64).block_n);
+  CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(64, 192, config.block_n, 2, false));
+  CHECK(codegen::sm90_kernel_config(64).block_m == 128);  // the default is unchanged
+
+  const auto mask = test::parse_mask("q_idx >= kv_idx");
+  const auto score = test::parse_score("");
+  const auto generate = [&](const codegen::KernelTuning& t) {
+    return codegen::generate_kernel_source(mask, score, DType::bf16, 64, codegen::Target(90, true),
+                                           codegen::FamilyRequest::sm90, t);
+  };
+  const auto wide = generate(tuning);
+  CHECK(wide.source.find("__launch_bounds__(512, 1)") != std::string::npos);
+  CHECK(wide.source.find("attnjit::bf16_t, 64, 192, 128, 2, 0u | 0u>(params)") !=
+        std::string::npos);
+  // Another text, hence another cache key than the default kernel's.
+  CHECK(wide.source != generate(codegen::KernelTuning{}).source);
+}
+
+TEST_CASE(
+    "sm90_block_m=192 is refused above head dim 64 and where it does not fit, naming the "
+    "items",
+    "[codegen][tuning]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_m = 192;
+  for (const int head_dim : {128, 256}) {
+    CHECK_THROWS_WITH(codegen::sm90_kernel_config(head_dim, tuning),
+                      Catch::Contains("sm90_block_m=192 is for head dim 64 only"));
+  }
+  // Head dim 64: 192 x 64 Q and 6 stages of 128-key K and V fit; 7 stages need 255,112 bytes.
+  tuning.sm90_stages = 6;
+  CHECK(codegen::sm90_kernel_config(64, tuning).smem_bytes <= 227 * 1024);
+  tuning.sm90_stages = 7;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(64, tuning),
+                    Catch::Contains("sm90_block_m=192") && Catch::Contains("sm90_stages=7") &&
+                        Catch::Contains("needs 255112 bytes") &&
                         Catch::Contains("sm_90a allows 232448"));
 }
 

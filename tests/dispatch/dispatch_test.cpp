@@ -300,6 +300,30 @@ TEST_CASE("fake device: the persistent sm90 kernel launches one block per SM and
   unsetenv("ATTNJIT_CACHE_DIR");
 }
 
+TEST_CASE(
+    "fake device: the persistent sm90 kernel with three consumer warpgroups launches "
+    "512-thread blocks over 192-row query tiles",
+    "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_persistent=1,sm90_block_m=192");
+  const auto cache = work_dir("sm90-m192-persistent-cache");
+  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  REQUIRE(cuda::current_device().multiprocessors == 4);
+  // 2 query tiles of 192 x 3 heads = 6 items on 4 blocks (the second tile ragged: rows 192-299).
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 3, 1, 300, 300);
+  const std::size_t before = device().forward_grids().size();
+  check_through_backend({causal});
+  const std::vector<LaunchGrid>& grids = device().forward_grids();
+  REQUIRE(grids.size() == before + 1);
+  CHECK(grids[before].grid_x == 4u);
+  CHECK(grids[before].grid_y == 1u);
+  CHECK(grids[before].threads == 512u);
+  unsetenv("ATTNJIT_CACHE_DIR");
+}
+
 TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its checks",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;

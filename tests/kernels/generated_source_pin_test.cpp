@@ -27,13 +27,10 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0x4df7d1a91e78c0ebull},
-    {"causal", 0x0f9750c2052b16cbull},
-    {"sliding_window", 0xe2a5214418bfbc5bull},
-    {"prefix_lm", 0xd17078ee3df262b3ull},
-    {"document", 0xe425579c61ffe47full},
-    {"alibi", 0x26c90fecb15ec5cbull},
-    {"softcap", 0xbc0f296002b90eefull},
+    {"noop", 0x268d4b9dd4d3e33bull},           {"causal", 0x62ade6ed1166b257ull},
+    {"sliding_window", 0xdab263f2ef12ea47ull}, {"prefix_lm", 0x4390a3b39d258c6bull},
+    {"document", 0x4317e35a8a6a6a47ull},       {"alibi", 0x41463b1c1b91baf7ull},
+    {"softcap", 0xccb0d857e6ec797bull},
 };
 
 }  // namespace

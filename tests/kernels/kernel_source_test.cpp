@@ -114,8 +114,8 @@ TEST_CASE("sm90 configurations fit sm_90a's shared memory in whole 1024-byte til
     CHECK(config.num_warps == 12);
     CHECK(config.num_stages >= 2);
     CHECK(config.smem_bytes <= 227 * 1024);
-    CHECK(config.smem_bytes ==
-          attnjit::sm90_forward_smem_bytes(head_dim, config.block_n, config.num_stages, false));
+    CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(head_dim, 128, config.block_n,
+                                                                config.num_stages, false));
     // Every tile starts on a swizzle atom: [BLOCK_N or BLOCK_M] rows x 128-byte box rows.
     CHECK(config.block_n * 128 % 1024 == 0);
     CHECK(config.block_m * 128 % 1024 == 0);
@@ -138,16 +138,17 @@ TEST_CASE("persistent sm90 configurations stage the output apart from Q where it
     CHECK(persistent.persistent);
     CHECK(persistent.smem_bytes - plain.smem_bytes == bytes);
     CHECK(persistent.smem_bytes <= 227 * 1024);
-    CHECK(persistent.smem_bytes == attnjit::sm90_forward_smem_bytes(head_dim, persistent.block_n,
+    CHECK(persistent.smem_bytes == attnjit::sm90_forward_smem_bytes(head_dim, 128,
+                                                                    persistent.block_n,
                                                                     persistent.num_stages, true));
-    CHECK(attnjit::sm90_output_staged_apart(head_dim, persistent.block_n, persistent.num_stages,
-                                            true) == (head_dim < 256));
+    CHECK(attnjit::sm90_output_staged_apart(head_dim, 128, persistent.block_n,
+                                            persistent.num_stages, true) == (head_dim < 256));
   }
   // A third stage at head dim 128 leaves no room for the staging area: Q's space again.
   tuning.sm90_stages = 3;
   const auto deep = codegen::sm90_kernel_config(128, tuning);
-  CHECK_FALSE(attnjit::sm90_output_staged_apart(128, deep.block_n, 3, true));
-  CHECK(deep.smem_bytes == attnjit::sm90_forward_smem_bytes(128, deep.block_n, 3, false) + 8);
+  CHECK_FALSE(attnjit::sm90_output_staged_apart(128, 128, deep.block_n, 3, true));
+  CHECK(deep.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 128, deep.block_n, 3, false) + 8);
 }
 
 TEST_CASE("an sm90 variant's source instantiates the sm90 template with a grid-constant "
@@ -163,7 +164,7 @@ TEST_CASE("an sm90 variant's source instantiates the sm90 template with a grid-c
   CHECK(kernel.source.find("const __grid_constant__ attnjit::Sm90FwdParams params") !=
         std::string::npos);
   CHECK(kernel.source.find("attnjit::attention_forward_sm90<AttnjitVariant, attnjit::bf16_t, 128, "
-                           "128, 2, 0u | 0u>(params);") != std::string::npos);
+                           "128, 128, 2, 0u | 0u>(params);") != std::string::npos);
   CHECK(kernel.source.find("sm90 schedule: intra-warpgroup overlap off, persistent off") !=
         std::string::npos);
   CHECK(kernel.source.find("sm_90a, kernel family: sm90") != std::string::npos);

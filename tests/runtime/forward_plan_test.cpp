@@ -56,6 +56,28 @@ TEST_CASE(
   CHECK(forward_grid(shape, sm80, 4).grid_y == 8u);
 }
 
+TEST_CASE(
+    "three consumer warpgroups (sm90_block_m=192): 512 threads, 192-row query tiles and "
+    "Q boxes",
+    "[runtime][tma]") {
+  const AttentionShape shape{2, 4, 2, 400, 70, 64};  // 3 query tiles of 192 x 8 = 24 items
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_m = 192;
+  const auto config = codegen::sm90_kernel_config(64, tuning);
+  const auto plain = forward_grid(shape, config, 132);
+  CHECK(plain.grid_x == 3u);
+  CHECK(plain.grid_y == 8u);
+  CHECK(plain.threads == 512u);
+  tuning.sm90_persistent = true;
+  const auto persistent = forward_grid(shape, codegen::sm90_kernel_config(64, tuning), 4);
+  CHECK(persistent.grid_x == 4u);
+  CHECK(persistent.threads == 512u);
+  const Call call(Layout::bhld);
+  const auto maps = sm90_tensor_maps(call.shape, call.buffers, config);
+  CHECK(maps[0].box[1] == 192u);
+  CHECK(maps[1].box[1] == static_cast<unsigned>(config.block_n));
+}
+
 TEST_CASE("sm90 tensor maps are {head_dim, len, heads, batch} with byte strides and tile boxes",
           "[runtime][tma]") {
   const auto config = codegen::sm90_kernel_config(64);

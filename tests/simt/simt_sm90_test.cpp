@@ -1,10 +1,10 @@
 // The sm90 kernel (kernels_templates/attnjit/attention_fwd_sm90.cuh) under the SIMT emulator:
 // its producer and consumer warpgroups, mbarrier ring, TMA loads from the fake driver's tensor
 // maps and wgmma run on the host and are checked against the CPU reference. Shapes are small (a
-// block is 384 fibers) but cross every tile edge: lengths that are not multiples of the tiles, more
-// key tiles than stages (the ring wraps), GQA / MQA and q_len != kv_len; then the masks and
-// scores: the standard variants, skipped tiles, fully masked rows, non-finite inputs, per-call
-// parameters and tensors, random expressions.
+// block is 384 fibers, 512 with three consumer warpgroups) but cross every tile edge: lengths
+// that are not multiples of the tiles, more key tiles than stages (the ring wraps), GQA / MQA and
+// q_len != kv_len; then the masks and scores: the standard variants, skipped tiles, fully masked
+// rows, non-finite inputs, per-call parameters and tensors, random expressions.
 #include <catch2/catch.hpp>
 #include <optional>
 
@@ -23,6 +23,7 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
       simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
   const bool overlap = options.tuning && options.tuning->sm90_overlap.value_or(false);
   const std::optional<int> block_n = options.tuning ? options.tuning->sm90_block_n : std::nullopt;
+  const int block_m = options.tuning ? options.tuning->sm90_block_m.value_or(128) : 128;
   for (const simt::SimtOutcome& outcome : outcomes) {
     INFO(outcome.name);
     INFO(outcome.describe());
@@ -30,8 +31,18 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     CHECK(outcome.name.ends_with(" sm90"));
     CHECK(outcome.config.overlap == overlap);
     if (block_n) CHECK(outcome.config.block_n == *block_n);
+    CHECK(outcome.config.block_m == block_m);
+    CHECK(outcome.grid.threads == (block_m == 192 ? 512u : 384u));
     CHECK(outcome.passed());
   }
+}
+
+// A case of `mask` at `s`.
+KernelCase masked(const char* mask, const AttentionShape& s) {
+  KernelCase c;
+  c.mask = mask;
+  c.shape = s;
+  return c;
 }
 
 }  // namespace
@@ -158,15 +169,17 @@ TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[
 namespace {
 
 // The persistent sm90 kernel on `multiprocessors` SMs, so that each block walks several work
-// items; the launch must be min(items, SMs) blocks.
+// items; the launch must be min(items, SMs) blocks of `block_m` queries.
 void check_sm90_persistent(const std::vector<KernelCase>& cases, int multiprocessors,
-                           bool overlap = false, std::optional<int> block_n = std::nullopt) {
+                           bool overlap = false, int block_m = 128,
+                           std::optional<int> block_n = std::nullopt) {
   simt::SimtLaunchOptions options;
   options.multiprocessors = multiprocessors;
   options.tuning = codegen::KernelTuning{};
   options.tuning->sm90_persistent = true;
   options.tuning->sm90_overlap = overlap;
   options.tuning->sm90_block_n = block_n;
+  options.tuning->sm90_block_m = block_m;
   const auto outcomes =
       simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
@@ -177,8 +190,9 @@ void check_sm90_persistent(const std::vector<KernelCase>& cases, int multiproces
     CHECK(outcome.config.persistent);
     CHECK(outcome.config.overlap == overlap);
     if (block_n) CHECK(outcome.config.block_n == *block_n);
+    CHECK(outcome.config.block_m == block_m);
     const AttentionShape& s = cases[i].shape;
-    const int items = (s.q_len + 127) / 128 * s.batch * s.num_heads_q;
+    const int items = (s.q_len + block_m - 1) / block_m * s.batch * s.num_heads_q;
     CHECK(outcome.grid.grid_x == static_cast<unsigned>(std::min(items, multiprocessors)));
     CHECK(outcome.grid.grid_y == 1u);
     CHECK(outcome.passed());
@@ -261,5 +275,44 @@ TEST_CASE(
   options.tuning->sm90_overlap = false;
   check_sm90({with(window, DType::bf16, Layout::bhld, 256)}, options);
   // Persistent at 176: no room to stage the output apart at head dim 128, so it goes to Q's space.
-  check_sm90_persistent({with(causal, DType::bf16, Layout::bhld, 128)}, 2, false, 176);
+  check_sm90_persistent({with(causal, DType::bf16, Layout::bhld, 128)}, 2, false, 128, 176);
+}
+
+namespace {
+
+// A document mask at q_len 400 over kv_len 100 keys: query tiles of 192 rows 0 and 2 are
+// document 0, as every key is; the middle tile (rows 192..383) is document 1 and keeps no key.
+KernelCase documents_skipping_the_middle_tile() {
+  KernelCase c = masked("doc[q_idx] == doc[kv_idx]", shape(1, 1, 1, 400, 100));
+  c.tensors = {document_ids(400, 1, true, 0)};
+  for (int i = 192; i < 384; ++i) c.tensors[0].ints[i] = 1;
+  return c;
+}
+
+}  // namespace
+
+// The round robin of three consumers' GEMM turns, with and without the intra-warpgroup overlap:
+// q_len 170 puts the third consumer's rows 170..191 past the end (its warps still take every
+// turn), 200 leaves the second tile's second and third consumers with no row at all; an empty
+// middle query tile takes no turn; GQA; fp16.
+TEST_CASE("emulated sm90 with three consumer warpgroups (block_m 192) matches the reference",
+          "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_block_m = 192;
+  options.tuning->sm90_overlap = GENERATE(false, true);
+  INFO("overlap " << *options.tuning->sm90_overlap);
+  const KernelCase causal = masked("q_idx >= kv_idx", shape(1, 4, 2, 170, 300));
+  check_sm90({causal, masked("q_idx >= kv_idx", shape(1, 1, 1, 200, 300)),
+              documents_skipping_the_middle_tile(), with(causal, DType::fp16, Layout::blhd, 64)},
+             options);
+}
+
+// Persistent blocks of three consumers: each item's turns balanced on their own, the last
+// consumer's first arrival of an item after consumer 0's last wait of the previous one.
+TEST_CASE("emulated sm90 persistent with three consumer warpgroups matches the reference",
+          "[simt][sm90]") {
+  // 2 query tiles x 3 heads = 6 items on 4 SMs; 3 items on 2 SMs, the middle one empty.
+  check_sm90_persistent({masked("q_idx >= kv_idx", shape(1, 3, 1, 300, 300))}, 4, true, 192);
+  check_sm90_persistent({documents_skipping_the_middle_tile()}, 2, false, 192);
 }
