@@ -249,11 +249,13 @@ typedef struct attnjit_variant_info {
    * verified on hardware, or when the environment sets ATTNJIT_KERNEL_FAMILY=sm90). */
   const char* kernel_family;
   /* Blocks per SM the kernel was built for (the sm80 kernel's launch bounds: 1, or 2 at head dim
-   * 32), and the sm90 kernel's schedule (1: on): intra-warpgroup overlap and a persistent grid.
-   * ATTNJIT_TUNE can change all of them (see README, "The Hopper kernel"). */
+   * 32), and the sm90 kernel's schedule (1: on): intra-warpgroup overlap, a persistent grid, and
+   * P V reading P from shared memory rather than registers. ATTNJIT_TUNE can change all of them
+   * (see README, "The Hopper kernel"). */
   int blocks_per_sm;
   int sm90_overlap;
   int sm90_persistent;
+  int sm90_p_smem;
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);

@@ -73,8 +73,10 @@ struct AttentionForwardSm90 {
   static constexpr int kConsumerWarpgroups = sm90_consumer_warpgroups(BLOCK_M);
   static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
   static constexpr bool kPersistent = (FEATURES & kSm90FeaturePersistent) != 0u;
+  static constexpr bool kPInSmem = (FEATURES & kSm90FeaturePInSmem) != 0u;
+  static_assert(!kPInSmem || BLOCK_N % 64 == 0, "P in shared memory: whole 64-key boxes");
   static constexpr bool kOutputApart =
-      sm90_output_staged_apart(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent);
+      sm90_output_staged_apart(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent, kPInSmem);
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
   using RowMath =
@@ -92,12 +94,17 @@ struct AttentionForwardSm90 {
   static constexpr int kQBytes = kBoxes * kQBoxBytes;
   static constexpr int kKVBytes = kBoxes * kKVBoxBytes;
   static constexpr int kOutputOffset = kQBytes + 2 * NUM_STAGES * kKVBytes;
-  static constexpr int kTilesBytes = kOutputOffset + (kOutputApart ? kQBytes : 0);
+  // A consumer's P tile: 64 rows x BLOCK_N keys in 64-key boxes of 64 x 128 bytes (Q's layout).
+  static constexpr int kPBoxBytes = kSm90ConsumerRows * 128;
+  static constexpr int kPTileBytes = 2 * kSm90ConsumerRows * BLOCK_N;
+  static constexpr int kPOffset = kOutputOffset + (kOutputApart ? kQBytes : 0);
+  static constexpr int kTilesBytes = kPOffset + sm90_p_bytes(BLOCK_M, BLOCK_N, kPInSmem);
   static constexpr int kConsumerRowBytes = kSm90ConsumerRows * 128;  // a consumer's rows in a box
   static constexpr bool kOverlap = (FEATURES & kSm90FeatureOverlap) != 0u;
   static_assert(kSm90SmemAlignment + kTilesBytes + kSm90BarrierBytes +
                         (kPersistent ? kSm90PersistentBarrierBytes : 0) ==
-                    sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent),
+                    sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent,
+                                            kPInSmem),
                 "host and device disagree on the shared-memory size");
   static_assert(kQBoxBytes % 1024 == 0 && kKVBoxBytes % 1024 == 0,
                 "every box starts on a 1024-byte swizzle atom");
@@ -454,22 +461,69 @@ struct AttentionForwardSm90 {
     wgmma_commit_group();
   }
 
+  // P, the A operand of O += P V: in registers as wgmma's A fragments (the default), or, with
+  // kPInSmem, in the consumer's P tile in shared memory (the fragments are then never written,
+  // and hold no registers).
+  struct POperand {
+    PFragments fragments;
+    unsigned tile = 0;  // kPInSmem: the consumer's P tile, shared-window address
+  };
+
+  ATTNJIT_DEVICE POperand p_operand(int consumer) const {
+    POperand p;
+    if constexpr (kPInSmem) p.tile = q_smem + kPOffset + consumer * kPTileBytes;
+    return p;
+  }
+
   // O += P V. P's A fragment of key-step kk is S's n8 chunks 2kk, 2kk + 1
-  // (RowMath::p_fragment); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per
-  // step.
-  ATTNJIT_DEVICE void issue_output(Accumulators& acc_o, const PFragments& p, int stage) const {
+  // (RowMath::p_fragment), or 16 columns of the P tile (32 bytes in a 64-key box, as Q's in
+  // issue_scores); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per step.
+  ATTNJIT_DEVICE void issue_output(Accumulators& acc_o, const POperand& p, int stage) const {
+    const unsigned long long p_base = kPInSmem ? wgmma_desc_k_major(p.tile) : 0ull;
 #pragma unroll
     for (int kk = 0; kk < kNTiles / 2; ++kk) {
       const unsigned long long desc_v =
           wgmma_desc_mn_major(v_stage(stage) + kk * 16 * 128, kKVBoxBytes);
-      Wgmma<ELEM, HEAD_DIM>::rs(flat(acc_o), p[kk], desc_v, 1);
+      if constexpr (kPInSmem) {
+        const unsigned long long desc_p =
+            p_base + (((kk / 4) * kPBoxBytes + (kk % 4) * 32u) >> 4);
+        Wgmma<ELEM, HEAD_DIM>::ss_mn(flat(acc_o), desc_p, desc_v, 1);
+      } else {
+        Wgmma<ELEM, HEAD_DIM>::rs(flat(acc_o), p.fragments[kk], desc_v, 1);
+      }
     }
     wgmma_commit_group();
   }
 
-  ATTNJIT_DEVICE static void to_p_fragments(const Scores& acc_s, PFragments& p) {
+  // S's probabilities become P: packed to ELEM, in registers or into the P tile. The tile is
+  // written with plain stores that the tensor cores (the async proxy) read next, so every
+  // writing thread fences the proxies first (PTX ISA, "Memory Consistency Model", async proxy).
+  // Each warp writes, and its share of P V reads, only its own 16 rows (wgmma's A rows of warp w
+  // are its accumulator rows), so a warp-level barrier suffices, as in FlashAttention-3. The
+  // previous P V reading the tile has completed: the caller waited for it (wgmma_wait_group<0>).
+  ATTNJIT_DEVICE void make_p(const Scores& acc_s, POperand& p, int warp, int lane) const {
+    if constexpr (kPInSmem) {
+      using PTile = SwizzledTile<kSm90ConsumerRows, BLOCK_N>;
+      unsigned char* tile = tiles + (p.tile - q_smem);
+      const int warp_rows = PTile::fixed_offset(16 * (warp % 4), 0);
 #pragma unroll
-    for (int kk = 0; kk < kNTiles / 2; ++kk) RowMath::p_fragment(acc_s[0], kk, p[kk]);
+      for (int r = 0; r < 2; ++r) {
+        // Row g + 8r of the warp's 16, columns 8j + 2q, +1: one 32-bit word (RowMath::store_output
+        // stages O the same way).
+        const int p_lane = PTile::lane_offset((lane >> 2) + 8 * r, 0) + 4 * (lane & 3);
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) {
+          store_shared_32(tile + warp_rows + PTile::fixed_offset(0, j) +
+                              (p_lane ^ PTile::xor_offset(j)),
+                          ElemTraits<ELEM>::pack2(acc_s[0][j][2 * r], acc_s[0][j][2 * r + 1]));
+        }
+      }
+      fence_proxy_async_shared();
+      __syncwarp();
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kNTiles / 2; ++kk) RowMath::p_fragment(acc_s[0], kk, p.fragments[kk]);
+    }
   }
 
   // A turn on the tensor cores for one GEMM alone, waited for.
@@ -483,7 +537,7 @@ struct AttentionForwardSm90 {
     wgmma_wait_group<0>();
     wgmma_fence_accumulators(flat(acc_s));
   }
-  ATTNJIT_DEVICE void output_turn(Accumulators& acc_o, const PFragments& p, int stage,
+  ATTNJIT_DEVICE void output_turn(Accumulators& acc_o, const POperand& p, int stage,
                                   const GemmTurns& turns) const {
     wgmma_fence_accumulators(flat(acc_o));
     turns.begin();
@@ -504,8 +558,8 @@ struct AttentionForwardSm90 {
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
     math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
     softmax[0].update(acc_s[0], acc_o[0]);
-    PFragments p;
-    to_p_fragments(acc_s, p);
+    POperand p = p_operand(warp / 4);
+    make_p(acc_s, p, warp, lane);
     output_turn(acc_o, p, stage, turns);
   }
 
@@ -523,12 +577,12 @@ struct AttentionForwardSm90 {
                                          const GemmTurns& turns, Accumulators& acc_o,
                                          OnlineSoftmax (&softmax)[1], StageRing& ring) const {
     Scores acc_s;
-    PFragments p;
+    POperand p = p_operand(warp / 4);
     mbarrier_wait(full_barrier(ring.stage), static_cast<unsigned>(ring.round & 1));
     score_turn(acc_s, ring.stage, q_rows, turns);
     math.apply_scores(acc_s, first, first_class, warp, lane, row_values);
     softmax[0].update(acc_s[0], acc_o[0]);  // O is still zero: its rescale is a no-op
-    to_p_fragments(acc_s, p);
+    make_p(acc_s, p, warp, lane);
 
     int tile_class = kTileEmpty;
     for (int tile = kept.next(math, first + 1, lane, tile_class); tile < math.num_kv_tiles;
@@ -552,7 +606,7 @@ struct AttentionForwardSm90 {
       wgmma_fence_accumulators(flat(acc_o));
       mbarrier_arrive(empty_barrier(previous));
       OnlineSoftmax::rescale_output(acc_o[0], rescale);
-      to_p_fragments(acc_s, p);
+      make_p(acc_s, p, warp, lane);
     }
     output_turn(acc_o, p, ring.stage, turns);
     mbarrier_arrive(empty_barrier(ring.stage));

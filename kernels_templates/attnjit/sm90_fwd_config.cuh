@@ -26,6 +26,7 @@ ATTNJIT_HD constexpr int sm90_threads(int block_m) {
 // ::persistent; ATTNJIT_TUNE overrides the defaults for measurements).
 constexpr unsigned kSm90FeatureOverlap = 1u;     // intra-warpgroup pipelining of S and softmax
 constexpr unsigned kSm90FeaturePersistent = 2u;  // one block per SM walking the query tiles
+constexpr unsigned kSm90FeaturePInSmem = 4u;     // P V with P from shared memory, not registers
 
 // TMA with the 128-byte swizzle writes 1024-byte swizzle atoms, and wgmma descriptors address
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so
@@ -45,26 +46,39 @@ ATTNJIT_HD constexpr int sm90_qkv_bytes(int head_dim, int block_m, int block_n, 
   return 2 * head_dim * (block_m + 2 * num_stages * block_n);
 }
 
+// P in shared memory (kSm90FeaturePInSmem; FlashAttention-3's MmaPV_is_RS = false): each
+// consumer writes its 64 x block_n tile of P there for P V to read as wgmma's A operand, which
+// frees the registers P otherwise holds while P V runs. In 128-byte-swizzled boxes of 64 keys,
+// so block_n must be a multiple of 64.
+ATTNJIT_HD constexpr int sm90_p_bytes(int block_m, int block_n, bool p_in_smem) {
+  return p_in_smem ? 2 * block_m * block_n : 0;
+}
+
 // The output is staged (normalised, converted, swizzled for 16-byte stores) in a tile of Q's
 // shape. A plain kernel stages it in Q's own space. A persistent one gets a staging area of its
 // own where it fits (head dims 64 and 128 at the default tiles, not 256), so that the next work
 // item's Q can land while the epilogue of the current one still runs; where it does not fit, the
 // output stays in Q's space and Q is released after the epilogue.
 ATTNJIT_HD constexpr bool sm90_output_staged_apart(int head_dim, int block_m, int block_n,
-                                                   int num_stages, bool persistent) {
+                                                   int num_stages, bool persistent,
+                                                   bool p_in_smem = false) {
   return persistent && kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_m, block_n, num_stages) +
+                               sm90_p_bytes(block_m, block_n, p_in_smem) +
                                2 * head_dim * block_m + kSm90BarrierBytes +
                                kSm90PersistentBarrierBytes <=
                            kSm90SharedMemoryLimit;
 }
 
-// [slack][Q][K stages][V stages][output staging, when apart][barriers][Q empty, when persistent].
+// [slack][Q][K stages][V stages][output staging, when apart][P, when in shared memory][barriers]
+// [Q empty, when persistent].
 ATTNJIT_HD constexpr int sm90_forward_smem_bytes(int head_dim, int block_m, int block_n,
-                                                 int num_stages, bool persistent) {
+                                                 int num_stages, bool persistent,
+                                                 bool p_in_smem = false) {
   return kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_m, block_n, num_stages) +
-         (sm90_output_staged_apart(head_dim, block_m, block_n, num_stages, persistent)
+         (sm90_output_staged_apart(head_dim, block_m, block_n, num_stages, persistent, p_in_smem)
               ? 2 * head_dim * block_m
               : 0) +
+         sm90_p_bytes(block_m, block_n, p_in_smem) +
          kSm90BarrierBytes + (persistent ? kSm90PersistentBarrierBytes : 0);
 }
 

@@ -148,21 +148,28 @@ struct Wgmma;
 //   .ss: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
 //   .rs: d, {a0..a3}, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b
 // scale-d is a predicate (false: D = A * B, the accumulators' old values are ignored); the scales
-// are +1 (no negation); trans 0 is K-major, 1 is MN-major. `R` is N / 2 and I0..I5 the operand
-// numbers R..R + 5 spelled out, because the instruction text must be a literal.
+// are +1 (no negation); trans 0 is K-major, 1 is MN-major: `ss` reads both operands K-major
+// (S = Q K^T), `ss_mn` and `rs` read B MN-major (O += P V with V [key][d]). `R` is N / 2 and
+// I0..I5 the operand numbers R..R + 5 spelled out, because the instruction text must be a
+// literal.
+// One .ss form, B K-major (TRANS_B 0) or MN-major (1).
+#define ATTNJIT_WGMMA_SS(NAME, PTX_TYPE, N, R, I0, I1, I2, TRANS_B)                           \
+  ATTNJIT_DEVICE static void NAME(float (&d)[R], unsigned long long desc_a,                    \
+                                  unsigned long long desc_b, int accumulate) {                 \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2                                       \
+                 ", 0;\n"                                                                      \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE       \
+                 " {" ATTNJIT_WGMMA_REGS_##R "}, %" I0 ", %" I1 ", p, 1, 1, 0, " #TRANS_B      \
+                 ";\n}\n"                                                                      \
+                 : ATTNJIT_WGMMA_D_##R                                                         \
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate)                                   \
+                 : "memory");                                                                  \
+  }
 #define ATTNJIT_DEFINE_WGMMA(ELEM, PTX_TYPE, N, R, I0, I1, I2, I3, I4, I5)                     \
   template <>                                                                                  \
   struct Wgmma<ELEM, N> {                                                                      \
-    ATTNJIT_DEVICE static void ss(float (&d)[R], unsigned long long desc_a,                    \
-                                  unsigned long long desc_b, int accumulate) {                 \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2                                     \
-                   ", 0;\n"                                                                    \
-                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE     \
-                   " {" ATTNJIT_WGMMA_REGS_##R "}, %" I0 ", %" I1 ", p, 1, 1, 0, 0;\n}\n"      \
-                   : ATTNJIT_WGMMA_D_##R                                                       \
-                   : "l"(desc_a), "l"(desc_b), "r"(accumulate)                                 \
-                   : "memory");                                                                \
-    }                                                                                          \
+    ATTNJIT_WGMMA_SS(ss, PTX_TYPE, N, R, I0, I1, I2, 0)                                        \
+    ATTNJIT_WGMMA_SS(ss_mn, PTX_TYPE, N, R, I0, I1, I2, 1)                                     \
     ATTNJIT_DEVICE static void rs(float (&d)[R], const unsigned (&a)[4],                       \
                                   unsigned long long desc_b, int accumulate) {                 \
       asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I5                                     \
@@ -204,6 +211,7 @@ ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 240, 120, "120", "121", "122", "123", "124",
 ATTNJIT_DEFINE_WGMMA(fp16_t, "f16", 256, 128, "128", "129", "130", "131", "132", "133")
 
 #undef ATTNJIT_DEFINE_WGMMA
+#undef ATTNJIT_WGMMA_SS
 #undef ATTNJIT_WGMMA_D_32
 #undef ATTNJIT_WGMMA_D_40
 #undef ATTNJIT_WGMMA_D_48

@@ -151,16 +151,26 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
   config.num_stages = tuning.sm90_stages.value_or(2);
   config.overlap = tuning.sm90_overlap.value_or(false);
   config.persistent = tuning.sm90_persistent.value_or(false);
+  config.p_in_smem = tuning.sm90_p_smem.value_or(false);
+  if (config.p_in_smem && config.block_n % 64 != 0) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: sm90_p_smem=1 needs sm90_block_n a multiple of 64 (P is stored in "
+                "64-key boxes), not {}",
+                config.block_n);
+  }
   // Note: a persistent kernel adds its output staging area only where it fits (see
   // sm90_output_staged_apart), so the persistent flag alone never makes a configuration too big.
   config.smem_bytes = sm90_forward_smem_bytes(head_dim, config.block_m, config.block_n,
-                                              config.num_stages, config.persistent);
+                                              config.num_stages, config.persistent,
+                                              config.p_in_smem);
   if (config.smem_bytes > shared_memory_limit(90)) {
     throw_error(Status::invalid_argument,
-                "ATTNJIT_TUNE: head dim {} with sm90_block_m={}, sm90_block_n={}, sm90_stages={} "
-                "and sm90_persistent={} needs {} bytes of shared memory; sm_90a allows {}",
+                "ATTNJIT_TUNE: head dim {} with sm90_block_m={}, sm90_block_n={}, sm90_stages={}, "
+                "sm90_persistent={} and sm90_p_smem={} needs {} bytes of shared memory; sm_90a "
+                "allows {}",
                 head_dim, config.block_m, config.block_n, config.num_stages,
-                config.persistent ? 1 : 0, config.smem_bytes, shared_memory_limit(90));
+                config.persistent ? 1 : 0, config.p_in_smem ? 1 : 0, config.smem_bytes,
+                shared_memory_limit(90));
   }
   return config;
 }

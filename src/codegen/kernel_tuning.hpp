@@ -16,6 +16,8 @@
 //   sm90_persistent 0 | 1                  one block per SM walking the query tiles
 //   sm90_block_m   128 | 192               queries per block: two or three consumer warpgroups
 //                                          (192: head dim 64 only)
+//   sm90_p_smem    0 | 1                   P V reads P from shared memory, not registers
+//                                          (block_n a multiple of 64)
 #pragma once
 
 #include <optional>
@@ -34,6 +36,7 @@ struct KernelTuning {
   std::optional<int> sm90_stages;
   std::optional<bool> sm90_overlap;
   std::optional<bool> sm90_persistent;
+  std::optional<bool> sm90_p_smem;
 };
 
 // Parses the ATTNJIT_TUNE syntax; throws Error(invalid_argument) naming the offending item for an

@@ -66,8 +66,9 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
       "// tiles: block_m {}, block_n {}, warps {}, stages {}, dynamic shared memory {} bytes\n",
       config.block_m, config.block_n, config.num_warps, config.num_stages, config.smem_bytes);
   if (sm90) {
-    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}\n",
-                     config.overlap ? "on" : "off", config.persistent ? "on" : "off");
+    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}\n",
+                     config.overlap ? "on" : "off", config.persistent ? "on" : "off",
+                     config.p_in_smem ? ", P in shared memory" : "");
   }
   s += sm90 ? "#include \"attnjit/attention_fwd_sm90.cuh\"\n" : "#include \"attnjit/attention_fwd.cuh\"\n";
   s += "#include \"attnjit/expr_ops.cuh\"\n";
@@ -91,9 +92,12 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
         "extern \"C\" __global__ void __launch_bounds__({}, 1)\n"
         "{}(const __grid_constant__ attnjit::Sm90FwdParams params) {{\n",
         config.num_warps * 32, kForwardEntry);
-    const std::string features =
+    // Note: the P-in-shared-memory bit is written only when set, so that the default kernels'
+    // source (hence their cache keys and the pinned sources) did not change when it came.
+    std::string features =
         fmt::format("{} | {}", config.overlap ? "attnjit::kSm90FeatureOverlap" : "0u",
                     config.persistent ? "attnjit::kSm90FeaturePersistent" : "0u");
+    if (config.p_in_smem) features += " | attnjit::kSm90FeaturePInSmem";
     s += fmt::format(
         "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}, {}>(params);\n",
         elem_type(dtype), head_dim, config.block_m, config.block_n, config.num_stages, features);

@@ -26,6 +26,7 @@ struct KernelConfig {
   // persistent grid (one block per SM walking the query tiles; the launch size depends on it).
   bool overlap = false;
   bool persistent = false;
+  bool p_in_smem = false;  // P V reads P from shared memory (FA3's MmaPV_is_RS = false)
 };
 
 // Throws Error(unsupported) for head dims or arches (sm < 80) that are not supported.

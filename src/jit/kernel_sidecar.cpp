@@ -45,7 +45,7 @@ bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) 
   return a.family == b.family && a.block_m == b.block_m && a.block_n == b.block_n &&
          a.num_warps == b.num_warps &&
          a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes &&
-         a.overlap == b.overlap && a.persistent == b.persistent;
+         a.overlap == b.overlap && a.persistent == b.persistent && a.p_in_smem == b.p_in_smem;
 }
 
 }  // namespace
@@ -55,7 +55,7 @@ nlohmann::json to_json(const codegen::KernelConfig& config) {
           {"block_m", config.block_m},       {"block_n", config.block_n},
           {"num_warps", config.num_warps},   {"num_stages", config.num_stages},
           {"smem_bytes", config.smem_bytes}, {"overlap", config.overlap},
-          {"persistent", config.persistent}};
+          {"persistent", config.persistent}, {"p_in_smem", config.p_in_smem}};
 }
 
 nlohmann::json to_json(const ResourceUsage& usage) {
@@ -86,6 +86,7 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   // Note: entries written before the sm90 schedule options existed have neither: both off.
   config.overlap = bool_field(json, "overlap");
   config.persistent = bool_field(json, "persistent");
+  config.p_in_smem = bool_field(json, "p_in_smem");
   return config;
 }
 

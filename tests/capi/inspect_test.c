@@ -204,6 +204,7 @@ static void test_tuning(void) {
   if (info != NULL) {
     CHECK(info->sm90_overlap == 1);
     CHECK(info->sm90_persistent == 0);
+    CHECK(info->sm90_p_smem == 0);
     CHECK(info->num_stages == 3);
     attnjit_variant_info_destroy(info);
     info = NULL;
@@ -214,6 +215,15 @@ static void test_tuning(void) {
   if (info != NULL) {
     CHECK(info->block_m == 192 && info->num_warps == 16);
     CHECK(contains(info->source, "__launch_bounds__(512, 1)"));
+    attnjit_variant_info_destroy(info);
+    info = NULL;
+  }
+  /* P through shared memory: reported, and in the kernel's template arguments. */
+  setenv("ATTNJIT_TUNE", "sm90_p_smem=1", 1);
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  if (info != NULL) {
+    CHECK(info->sm90_p_smem == 1);
+    CHECK(contains(info->source, "attnjit::kSm90FeaturePInSmem"));
     attnjit_variant_info_destroy(info);
     info = NULL;
   }

@@ -186,3 +186,41 @@ TEST_CASE("the environment's tuning reaches the generated sm90 source, not the s
   CHECK(tuned.source.find("__launch_bounds__(128, 2)") != std::string::npos);
   CHECK(tuned.source.find("attnjit::bf16_t, 64, 64, 64, 4,") != std::string::npos);
 }
+
+TEST_CASE("sm90_p_smem=1 puts P in shared memory: its space, its template bit, its limits",
+          "[codegen][tuning]") {
+  CHECK_FALSE(parse_kernel_tuning("").sm90_p_smem.has_value());
+  CHECK(parse_kernel_tuning("sm90_p_smem=1").sm90_p_smem == true);
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_p_smem=2"), Catch::Contains("sm90_p_smem=2"));
+
+  codegen::KernelTuning tuning;
+  tuning.sm90_p_smem = true;
+  const auto config = codegen::sm90_kernel_config(128, tuning);
+  CHECK(config.p_in_smem);
+  // 128 rows x 128 keys of 16-bit P beside the default kernel's tiles.
+  CHECK(config.smem_bytes == codegen::sm90_kernel_config(128).smem_bytes + 2 * 128 * 128);
+  CHECK(config.smem_bytes == attnjit::sm90_forward_smem_bytes(128, 128, 128, 2, false, true));
+  // P is stored in 64-key boxes; and at head dim 256 the 64 KB of 128 x 256 P do not fit.
+  tuning.sm90_block_n = 176;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(128, tuning),
+                    Catch::Contains("sm90_p_smem=1 needs sm90_block_n a multiple of 64"));
+  tuning.sm90_block_n = 64;
+  CHECK(codegen::sm90_kernel_config(256, tuning).p_in_smem);
+  tuning.sm90_block_n = 128;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(256, tuning), Catch::Contains("sm90_p_smem=1"));
+
+  const auto mask = test::parse_mask("q_idx >= kv_idx");
+  const auto score = test::parse_score("");
+  const auto generate = [&](const codegen::KernelTuning& t) {
+    return codegen::generate_kernel_source(mask, score, DType::bf16, 64, codegen::Target(90, true),
+                                           codegen::FamilyRequest::sm90, t);
+  };
+  codegen::KernelTuning on;
+  on.sm90_p_smem = true;
+  const auto with_p = generate(on);
+  const auto plain = generate({});
+  CHECK(with_p.source.find("0u | 0u | attnjit::kSm90FeaturePInSmem>(params)") != std::string::npos);
+  CHECK(with_p.source.find("P in shared memory") != std::string::npos);
+  // The default kernel's text has no trace of the option (its cache key did not change).
+  CHECK(plain.source.find("PInSmem") == std::string::npos);
+}

@@ -90,9 +90,11 @@ TEST_CASE("the sm90 schedule options are part of a stored kernel's configuration
   tuned.family = codegen::KernelFamily::sm90;
   tuned.overlap = true;
   tuned.persistent = true;
+  tuned.p_in_smem = true;
   const codegen::KernelConfig back = config_from_json(to_json(tuned));
   CHECK(back.overlap);
   CHECK(back.persistent);
+  CHECK(back.p_in_smem);
   // A persistent kernel launches another grid: it never serves a request for the other one.
   codegen::KernelConfig plain = tuned;
   plain.persistent = false;
@@ -103,8 +105,10 @@ TEST_CASE("the sm90 schedule options are part of a stored kernel's configuration
   nlohmann::json old = to_json(tuned);
   old.erase("overlap");
   old.erase("persistent");
+  old.erase("p_in_smem");
   CHECK_FALSE(config_from_json(old).overlap);
   CHECK_FALSE(config_from_json(old).persistent);
+  CHECK_FALSE(config_from_json(old).p_in_smem);
   nlohmann::json odd = to_json(tuned);
   odd["persistent"] = 1;
   CHECK_THROWS_WITH(config_from_json(odd), Catch::Contains("'persistent' is not a boolean"));

@@ -152,15 +152,10 @@ void check_sm90_overlap_head_dim(int head_dim) {
   }
 }
 
-// Key tiles that are not a multiple of 64 (ATTNJIT_TUNE=sm90_block_n): the variants for which a
-// tile is a candidate in the schedule sweep must compile without spills. The others are listed
-// with their spills in docs/KERNELS.md ("Key tiles"): they keep a tensor value or a hoisted score
-// term per key column, so a wider tile costs them registers the S, P and O tiles need.
-void check_sm90_block_n(int head_dim, int block_n, bool overlap,
-                        std::initializer_list<std::string_view> names) {
-  codegen::KernelTuning tuning;
-  tuning.sm90_block_n = block_n;
-  tuning.sm90_overlap = overlap;
+// A schedule option's candidates (the variants the schedule sweep may pick it for) compile
+// without spills; docs/KERNELS.md lists the others with their spills.
+void check_sm90_spill_free(int head_dim, const codegen::KernelTuning& tuning,
+                           std::initializer_list<std::string_view> names) {
   std::size_t checked = 0;
   for (const auto& variant : attnjit::test::standard_variants()) {
     if (std::find(names.begin(), names.end(), variant.name) == names.end()) continue;
@@ -168,6 +163,17 @@ void check_sm90_block_n(int head_dim, int block_n, bool overlap,
     ++checked;
   }
   CHECK(checked == names.size());
+}
+
+// Key tiles that are not a multiple of 64 (ATTNJIT_TUNE=sm90_block_n): the variants left out
+// keep a tensor value or a hoisted score term per key column, so a wider tile costs them
+// registers the S, P and O tiles need.
+void check_sm90_block_n(int head_dim, int block_n, bool overlap,
+                        std::initializer_list<std::string_view> names) {
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_n = block_n;
+  tuning.sm90_overlap = overlap;
+  check_sm90_spill_free(head_dim, tuning, names);
 }
 
 // Three consumer warpgroups at 160 registers each (ATTNJIT_TUNE=sm90_block_m=192, head dim 64
@@ -197,6 +203,24 @@ void check_sm90_block_m_192(bool overlap) {
 }
 
 }  // namespace
+
+// P through shared memory (ATTNJIT_TUNE=sm90_p_smem=1): the registers P held under P V are free,
+// which is what makes three consumers at 160 registers fit with the overlap (without it the
+// sliding window and softcap spill there, see above).
+TEST_CASE("sm90 kernels with P in shared memory compile without spills where they are candidates",
+          "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_p_smem = true;
+  tuning.sm90_overlap = true;
+  check_sm90_spill_free(128, tuning,
+                        {"noop", "causal", "sliding_window", "prefix_lm", "document", "alibi",
+                         "softcap"});
+  tuning.sm90_block_m = 192;
+  check_sm90_spill_free(64, tuning, {"noop", "sliding_window", "prefix_lm", "alibi", "softcap"});
+  tuning.sm90_overlap = false;
+  check_sm90_spill_free(64, tuning,
+                        {"noop", "causal", "sliding_window", "prefix_lm", "alibi", "softcap"});
+}
 
 TEST_CASE("sm90 kernels with FlashAttention-3's key tiles compile without spills",
           "[kernels][nvrtc][sm90]") {

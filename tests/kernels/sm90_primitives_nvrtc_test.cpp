@@ -60,6 +60,7 @@ __device__ void probe(const TensorMap& map, float* out) {
   wgmma_fence();
   Wgmma<ELEM, N>::ss(d, wgmma_desc_k_major(tile), wgmma_desc_k_major(tile + 32), 0);
   Wgmma<ELEM, N>::rs(d, a, wgmma_desc_mn_major(tile, 64 * 128), 1);
+  Wgmma<ELEM, N>::ss_mn(d, wgmma_desc_k_major(tile), wgmma_desc_mn_major(tile, 64 * 128), 1);
   wgmma_commit_group();
   wgmma_wait_group<0>();
   wgmma_fence_accumulators(d);

@@ -24,6 +24,7 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
   const bool overlap = options.tuning && options.tuning->sm90_overlap.value_or(false);
   const std::optional<int> block_n = options.tuning ? options.tuning->sm90_block_n : std::nullopt;
   const int block_m = options.tuning ? options.tuning->sm90_block_m.value_or(128) : 128;
+  const bool p_in_smem = options.tuning && options.tuning->sm90_p_smem.value_or(false);
   for (const simt::SimtOutcome& outcome : outcomes) {
     INFO(outcome.name);
     INFO(outcome.describe());
@@ -32,6 +33,7 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     CHECK(outcome.config.overlap == overlap);
     if (block_n) CHECK(outcome.config.block_n == *block_n);
     CHECK(outcome.config.block_m == block_m);
+    CHECK(outcome.config.p_in_smem == p_in_smem);
     CHECK(outcome.grid.threads == (block_m == 192 ? 512u : 384u));
     CHECK(outcome.passed());
   }
@@ -315,4 +317,46 @@ TEST_CASE("emulated sm90 persistent with three consumer warpgroups matches the r
   // 2 query tiles x 3 heads = 6 items on 4 SMs; 3 items on 2 SMs, the middle one empty.
   check_sm90_persistent({masked("q_idx >= kv_idx", shape(1, 3, 1, 300, 300))}, 4, true, 192);
   check_sm90_persistent({documents_skipping_the_middle_tile()}, 2, false, 192);
+}
+
+// P through shared memory (ATTNJIT_TUNE=sm90_p_smem=1; FlashAttention-3's MmaPV_is_RS = false):
+// each consumer writes its P tile, fences the async proxy and meets its warpgroup before P V
+// reads the tile as wgmma's A operand; the next tile's P waits for that P V. Sequential and
+// overlapped, the default tiles and FA3's head-dim-64 tile (192 x 192, three consumers), a tensor
+// mask with a score, fully masked rows, persistent blocks walking several items.
+TEST_CASE("emulated sm90 with P in shared memory matches the reference", "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_p_smem = true;
+  options.tuning->sm90_overlap = GENERATE(false, true);
+  INFO("overlap " << *options.tuning->sm90_overlap);
+  KernelCase doc = masked("doc[q_idx] == doc[kv_idx]", shape(1, 2, 1, 257, 300));
+  doc.score = "score + 0.25 * float(kv_idx - q_idx)";
+  doc.tensors = {document_ids(300, 5, true, 3)};
+  const KernelCase late = masked("kv_idx + 20 <= q_idx", shape(1, 1, 1, 150, 333));
+  check_sm90({doc, with(late, DType::fp16, Layout::blhd, 128)}, options);
+  options.tuning->sm90_block_m = 192;
+  options.tuning->sm90_block_n = 192;
+  KernelCase softcap = masked("true", shape(1, 2, 1, 200, 500));  // 3 key tiles of 192
+  softcap.score = "30.0 * tanh(score / 30.0)";
+  check_sm90({with(softcap, DType::bf16, Layout::bhld, 64)}, options);
+}
+
+TEST_CASE("emulated sm90 persistent with P in shared memory matches the reference",
+          "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.multiprocessors = 2;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_p_smem = true;
+  options.tuning->sm90_persistent = true;
+  options.tuning->sm90_overlap = true;
+  const auto outcomes = simt::run_simt_cases(
+      {masked("q_idx >= kv_idx", shape(1, 3, 1, 200, 200))}, codegen::Target(90, true),
+      codegen::FamilyRequest::sm90, options);
+  for (const simt::SimtOutcome& outcome : outcomes) {
+    INFO(outcome.describe());
+    CHECK(outcome.config.p_in_smem);
+    CHECK(outcome.grid.grid_x == 2u);  // 6 items on 2 SMs
+    CHECK(outcome.passed());
+  }
 }

@@ -46,8 +46,9 @@ void print_resources(const attnjit_variant_info& info) {
   fmt::print("config        block_m={} block_n={} num_warps={} num_stages={} blocks_per_sm={}\n",
              info.block_m, info.block_n, info.num_warps, info.num_stages, info.blocks_per_sm);
   if (std::string_view(info.kernel_family) == "sm90") {
-    fmt::print("schedule      intra-warpgroup overlap {}, persistent grid {}\n",
-               info.sm90_overlap ? "on" : "off", info.sm90_persistent ? "on" : "off");
+    fmt::print("schedule      intra-warpgroup overlap {}, persistent grid {}, P from {}\n",
+               info.sm90_overlap ? "on" : "off", info.sm90_persistent ? "on" : "off",
+               info.sm90_p_smem ? "shared memory" : "registers");
   }
   fmt::print("mask          {}\n", info.canonical_mask);
   fmt::print("index-only    {}\n",

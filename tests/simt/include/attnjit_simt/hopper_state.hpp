@@ -31,13 +31,23 @@ struct NamedBarrier {
   unsigned arrived = 0;
 };
 
+// Shared bytes [begin, end); empty by default.
+struct ByteRange {
+  std::size_t begin = 0, end = 0;
+  bool overlaps(std::size_t other_begin, std::size_t other_end) const {
+    return begin < other_end && other_begin < end;
+  }
+};
+
 // One wgmma.mma_async of a warp, computed at issue; its accumulators reach the lanes' registers
 // only when a wgmma_wait_group retires its group.
 struct WgmmaOp {
   float* d[32];
-  int count = 0;                             // accumulators per lane (N / 2)
-  std::vector<float> result;                 // [lane][count]
-  std::size_t read_begin = 0, read_end = 0;  // the shared bytes its operands lie in
+  int count = 0;              // accumulators per lane (N / 2)
+  std::vector<float> result;  // [lane][count]
+  // The shared bytes its operands lie in: A (empty when A is in registers) and B. Kept apart:
+  // their hull may cover what other warps write meanwhile (another warpgroup's P tile).
+  ByteRange reads[2];
 };
 
 struct WarpWgmma {
@@ -64,6 +74,29 @@ struct HopperState {
 inline HopperState& hopper() {
   static HopperState instance;
   return instance;
+}
+
+// The hardware reads a wgmma's shared operands at some time before the wait_group that retires
+// it; the emulator reads them at issue. So a write into them before that wait, by TMA or by a
+// plain store, is a race on the GPU that the emulator's arithmetic would not show: report it.
+inline void check_no_wgmma_reads(std::size_t begin, std::size_t end, const char* what) {
+  const std::vector<WarpWgmma>& warps = hopper().wgmma;
+  for (std::size_t warp = 0; warp < warps.size(); ++warp) {
+    auto overlaps = [&](const std::vector<WgmmaOp>& ops) {
+      for (const WgmmaOp& op : ops) {
+        if (op.reads[0].overlaps(begin, end) || op.reads[1].overlaps(begin, end)) return true;
+      }
+      return false;
+    };
+    bool hit = overlaps(warps[warp].open);
+    for (const auto& group : warps[warp].committed) hit = hit || overlaps(group);
+    if (hit) {
+      fail(
+          "%s into shared bytes [%zu, %zu) while a wgmma of warp %zu still reads them "
+          "(no wgmma_wait_group retired it)",
+          what, begin, end, warp);
+    }
+  }
 }
 
 }  // namespace attnjit::simt

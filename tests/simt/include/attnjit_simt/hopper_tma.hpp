@@ -34,26 +34,6 @@ inline FakeTensorMap checked_tensor_map(const TensorMap* map, const char* what) 
 // "Tensor-copy swizzling modes"). Offsets from the window base qualify: the base is 1024-aligned.
 inline std::size_t swizzle_128b(std::size_t offset) { return offset ^ (((offset >> 7) & 7) << 4); }
 
-inline void check_no_wgmma_reads(std::size_t begin, std::size_t end) {
-  const std::vector<WarpWgmma>& warps = hopper().wgmma;
-  for (std::size_t warp = 0; warp < warps.size(); ++warp) {
-    auto overlaps = [&](const std::vector<WgmmaOp>& ops) {
-      for (const WgmmaOp& op : ops) {
-        if (op.read_begin < end && begin < op.read_end) return true;
-      }
-      return false;
-    };
-    bool hit = overlaps(warps[warp].open);
-    for (const auto& group : warps[warp].committed) hit = hit || overlaps(group);
-    if (hit) {
-      fail(
-          "TMA load into shared bytes [%zu, %zu) while a wgmma of warp %zu still reads them "
-          "(no wgmma_wait_group retired it)",
-          begin, end, warp);
-    }
-  }
-}
-
 // Reads box row (x1, x2, x3) of `map` into `row` (box_dim[0] elements), zeros out of range.
 inline void read_box_row(const FakeTensorMap& map, long long x0, long long x1, long long x2,
                          long long x3, unsigned char* row) {
@@ -118,7 +98,7 @@ inline void tma_load_4d(const TensorMap* map, unsigned bar, unsigned smem_dst, i
     fail("TMA load of %zu bytes at shared byte %zu is past the %zu bytes of the block", bytes, dst,
          smem.size());
   }
-  check_no_wgmma_reads(dst, dst + bytes);
+  check_no_wgmma_reads(dst, dst + bytes, "TMA load");
   unsigned bar_offset;
   Mbarrier& barrier = mbarrier_at(bar, "TMA load completion", bar_offset);
   std::vector<unsigned char> box(bytes, 0);

@@ -107,8 +107,9 @@ inline const WgmmaOp* pending_op_for(const WarpWgmma& ww, const float* d, int la
 }
 
 // Lane inputs: u[0..1] desc_a (ss) or u[0..3] the A registers (rs); u[4..5] desc_b; u[6]
-// accumulate; u[7] N | bf16 << 16 | rs << 17; pointer: the lane's accumulators.
-template <typename ELEM, int N, bool A_FROM_REGISTERS>
+// accumulate; u[7] N | bf16 << 16 | rs << 17 | B MN-major << 18; pointer: the lane's
+// accumulators. B is MN-major (imm-trans-b 1) for rs and ss_mn, K-major for ss.
+template <typename ELEM, int N, bool A_FROM_REGISTERS, bool B_MN_MAJOR = A_FROM_REGISTERS>
 void wgmma_issue(WarpState& w) {
   const int warp = emulator().current->warp;
   WarpWgmma& ww = hopper().wgmma[warp];
@@ -152,12 +153,12 @@ void wgmma_issue(WarpState& w) {
       }
     }
   }
-  // B(k, n): .ss reads it K-major ([N][K], 8 k per chunk), .rs MN-major ([K][N], 8 n per chunk;
-  // imm-trans-b = 1).
+  // B(k, n): K-major ([N][K], 8 k per chunk) or MN-major ([K][N], 8 n per chunk; imm-trans-b
+  // = 1).
   double run[8];
-  for (int n = 0; n < N; n += A_FROM_REGISTERS ? 8 : 1) {
-    for (int k = 0; k < 16; k += A_FROM_REGISTERS ? 1 : 8) {
-      if constexpr (A_FROM_REGISTERS) {
+  for (int n = 0; n < N; n += B_MN_MAJOR ? 8 : 1) {
+    for (int k = 0; k < 16; k += B_MN_MAJOR ? 1 : 8) {
+      if constexpr (B_MN_MAJOR) {
         b_reader.chunk<ELEM>(mn_major_address(b_desc, n, k), run);
         for (int i = 0; i < 8; ++i) b[k][n + i] = run[i];
       } else {
@@ -169,8 +170,8 @@ void wgmma_issue(WarpState& w) {
   WgmmaOp op;
   op.count = N / 2;
   op.result.resize(32 * static_cast<std::size_t>(op.count));
-  op.read_begin = std::min(a_reader.begin(), b_reader.begin());
-  op.read_end = std::max(a_reader.end(), b_reader.end());
+  if (!A_FROM_REGISTERS) op.reads[0] = {a_reader.begin(), a_reader.end()};
+  op.reads[1] = {b_reader.begin(), b_reader.end()};
   const bool accumulate = w.in[0].u[6] != 0;
   for (int lane = 0; lane < 32; ++lane) {
     op.d[lane] = static_cast<float*>(w.in[lane].pointer);
@@ -312,6 +313,14 @@ struct Wgmma {
     issue<false>(input, d, desc_b, accumulate);
   }
 
+  static void ss_mn(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b,
+                    int accumulate) {
+    simt::LaneInput input{};
+    input.u[0] = static_cast<unsigned>(desc_a);
+    input.u[1] = static_cast<unsigned>(desc_a >> 32);
+    issue<false, true>(input, d, desc_b, accumulate);
+  }
+
   static void rs(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long desc_b,
                  int accumulate) {
     simt::LaneInput input{};
@@ -320,16 +329,16 @@ struct Wgmma {
   }
 
  private:
-  template <bool A_FROM_REGISTERS>
+  template <bool A_FROM_REGISTERS, bool B_MN_MAJOR = A_FROM_REGISTERS>
   static void issue(simt::LaneInput& input, float (&d)[N / 2], unsigned long long desc_b,
                     int accumulate) {
     input.u[4] = static_cast<unsigned>(desc_b);
     input.u[5] = static_cast<unsigned>(desc_b >> 32);
     input.u[6] = accumulate != 0 ? 1u : 0u;
-    input.u[7] = kShape | (A_FROM_REGISTERS ? 1u << 17 : 0u);
+    input.u[7] = kShape | (A_FROM_REGISTERS ? 1u << 17 : 0u) | (B_MN_MAJOR ? 1u << 18 : 0u);
     input.pointer = d;
     simt::warp_collective(simt::Collective::wgmma, input,
-                          simt::wgmma_issue<ELEM, N, A_FROM_REGISTERS>);
+                          simt::wgmma_issue<ELEM, N, A_FROM_REGISTERS, B_MN_MAJOR>);
   }
 };
 

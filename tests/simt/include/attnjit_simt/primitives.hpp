@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "attnjit/numeric.cuh"
+#include "attnjit_simt/hopper_state.hpp"
 #include "attnjit_simt/scheduler.hpp"
 #include "attnjit_simt/shared_memory.hpp"
 #include "common/half.hpp"
@@ -190,6 +191,7 @@ inline void store_shared_32(unsigned char* smem_ptr, unsigned value) {
   simt::ThreadState& t = simt::this_thread();
   simt::SharedMemory& smem = *simt::emulator().smem;
   const std::size_t offset = smem.offset_of_pointer(smem_ptr, 4, "st.shared.b32");
+  simt::check_no_wgmma_reads(offset, offset + 4, "st.shared.b32");
   smem.write(offset, &value, 4, t.tid, t.warp, "st.shared.b32");
 }
 
