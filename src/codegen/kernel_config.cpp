@@ -138,20 +138,22 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
   config.family = KernelFamily::sm90;
   config.block_m = tuning.sm90_block_m.value_or(kSm90BlockM);
   // Note: three consumer warpgroups get 160 registers per thread (setmaxnreg), which hold O, S
-  // and P at head dim 64 only; at 128, 12 of the 14 standard variant x overlap kernels spill
-  // (ptxas -v, docs/KERNELS.md), so the option there would only measure spills.
-  if (config.block_m == kSm90WideBlockM && head_dim != 64) {
+  // and P at head dim 64; at 128 only with P in shared memory (FA3's "192 x 128 without RS"):
+  // with P in registers 12 of the 14 standard variant x overlap kernels spill there, and at 256
+  // ptxas cannot compile it (ptxas -v, docs/KERNELS.md), so the option would only measure spills.
+  const bool p_in_smem = tuning.sm90_p_smem.value_or(false);
+  if (config.block_m == kSm90WideBlockM && head_dim != 64 && !(head_dim == 128 && p_in_smem)) {
     throw_error(Status::invalid_argument,
-                "ATTNJIT_TUNE: sm90_block_m=192 is for head dim 64 only; at head dim {} the "
-                "consumers' 160 registers per thread spill",
-                head_dim);
+                "ATTNJIT_TUNE: sm90_block_m=192 is for head dim 64, or 128 with sm90_p_smem=1; "
+                "at head dim {}{} the consumers' 160 registers per thread spill",
+                head_dim, head_dim == 128 ? " with P in registers" : "");
   }
   config.block_n = tuning.sm90_block_n.value_or(head_dim <= 128 ? 128 : 64);
   config.num_warps = sm90_threads(config.block_m) / 32;
   config.num_stages = tuning.sm90_stages.value_or(2);
   config.overlap = tuning.sm90_overlap.value_or(false);
   config.persistent = tuning.sm90_persistent.value_or(false);
-  config.p_in_smem = tuning.sm90_p_smem.value_or(false);
+  config.p_in_smem = p_in_smem;
   if (config.p_in_smem && config.block_n % 64 != 0) {
     throw_error(Status::invalid_argument,
                 "ATTNJIT_TUNE: sm90_p_smem=1 needs sm90_block_n a multiple of 64 (P is stored in "

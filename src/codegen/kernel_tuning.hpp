@@ -15,7 +15,7 @@
 //                                          before the softmax of this one)
 //   sm90_persistent 0 | 1                  one block per SM walking the query tiles
 //   sm90_block_m   128 | 192               queries per block: two or three consumer warpgroups
-//                                          (192: head dim 64 only)
+//                                          (192: head dim 64, or 128 with sm90_p_smem=1)
 //   sm90_p_smem    0 | 1                   P V reads P from shared memory, not registers
 //                                          (block_n a multiple of 64)
 #pragma once

@@ -142,15 +142,22 @@ TEST_CASE("sm90_block_m=192 gives the sm90 kernel three consumer warpgroups, 512
 }
 
 TEST_CASE(
-    "sm90_block_m=192 is refused above head dim 64 and where it does not fit, naming the "
-    "items",
+    "sm90_block_m=192 is refused above head dim 64 (at 128 unless P is in shared memory) and "
+    "where it does not fit, naming the items",
     "[codegen][tuning]") {
   codegen::KernelTuning tuning;
   tuning.sm90_block_m = 192;
   for (const int head_dim : {128, 256}) {
     CHECK_THROWS_WITH(codegen::sm90_kernel_config(head_dim, tuning),
-                      Catch::Contains("sm90_block_m=192 is for head dim 64 only"));
+                      Catch::Contains("sm90_block_m=192 is for head dim 64, or 128 with "
+                                      "sm90_p_smem=1"));
   }
+  // 192 x 128 with P in shared memory: Q, two 128-key stages and P fill 230,536 of the bytes.
+  tuning.sm90_p_smem = true;
+  CHECK(codegen::sm90_kernel_config(128, tuning).smem_bytes == 230536);
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(256, tuning),
+                    Catch::Contains("at head dim 256 the consumers"));
+  tuning.sm90_p_smem.reset();
   // Head dim 64: 192 x 64 Q and 6 stages of 128-key K and V fit; 7 stages need 255,112 bytes.
   tuning.sm90_stages = 6;
   CHECK(codegen::sm90_kernel_config(64, tuning).smem_bytes <= 227 * 1024);

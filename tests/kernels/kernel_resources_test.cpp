@@ -220,6 +220,8 @@ TEST_CASE("sm90 kernels with P in shared memory compile without spills where the
   tuning.sm90_overlap = false;
   check_sm90_spill_free(64, tuning,
                         {"noop", "causal", "sliding_window", "prefix_lm", "alibi", "softcap"});
+  // FlashAttention-3's "192 x 128 without RS" at head dim 128, sequential.
+  check_sm90_spill_free(128, tuning, {"noop", "prefix_lm", "alibi", "softcap"});
 }
 
 TEST_CASE("sm90 kernels with FlashAttention-3's key tiles compile without spills",

@@ -340,6 +340,9 @@ TEST_CASE("emulated sm90 with P in shared memory matches the reference", "[simt]
   KernelCase softcap = masked("true", shape(1, 2, 1, 200, 500));  // 3 key tiles of 192
   softcap.score = "30.0 * tanh(score / 30.0)";
   check_sm90({with(softcap, DType::bf16, Layout::bhld, 64)}, options);
+  // Head dim 128 takes three consumers only with P in shared memory (192 x 128).
+  options.tuning->sm90_block_n = 128;
+  check_sm90({with(late, DType::bf16, Layout::bhld, 128)}, options);
 }
 
 TEST_CASE("emulated sm90 persistent with P in shared memory matches the reference",

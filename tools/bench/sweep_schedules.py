@@ -25,7 +25,8 @@ with both; sm90 with 3 stages (D <= 128); sm90 with the overlap and FlashAttenti
 tiles (its choice at D=128 for masks without a causal diagonal); sm90 with three consumer
 warpgroups (sm90_block_m=192, FlashAttention-3's head-dim-64 tile; D = 64 only), without and
 with sm90_overlap=1, and with 64-key stages and the overlap; P through shared memory
-(sm90_p_smem=1) with the overlap, with two and with three consumer warpgroups. At D=256, FlashAttention-3's
+(sm90_p_smem=1) with the overlap, with two and with three consumer warpgroups, and with three
+without the overlap (the only block_m 192 schedule at D=128). At D=256, FlashAttention-3's
 80-key tile: --head-dim 256 --schedule sm80=sm80 --schedule sm90=sm90
 --schedule n80=sm90:sm90_block_n=80 (--schedule replaces the default list).
 """
@@ -52,7 +53,8 @@ DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,
                      "m192-overlap=sm90:sm90_block_m=192,sm90_overlap=1",
                      "m192-n64-overlap=sm90:sm90_block_m=192,sm90_block_n=64,sm90_overlap=1",
                      "psmem-overlap=sm90:sm90_p_smem=1,sm90_overlap=1",
-                     "m192-psmem-overlap=sm90:sm90_block_m=192,sm90_p_smem=1,sm90_overlap=1")
+                     "m192-psmem-overlap=sm90:sm90_block_m=192,sm90_p_smem=1,sm90_overlap=1",
+                     "m192-psmem=sm90:sm90_block_m=192,sm90_p_smem=1")
 
 
 def parse_schedule(text):
