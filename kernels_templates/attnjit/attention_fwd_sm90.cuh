@@ -16,7 +16,8 @@
 //     S = Q K^T (wgmma, both operands from shared memory, N = BLOCK_N), the score hook, bounds and
 //     mask and the online softmax in registers, P converted in registers to wgmma's A fragment,
 //     O += P V (wgmma with A from registers, V read MN-major, N = HEAD_DIM), then the stage's
-//     release. The consumers take turns issuing their GEMMs, round robin (ping-pong, GemmTurns),
+//     release. (With kSm90FeaturePInSmem, P goes to the consumer's P tile in shared memory and
+//     P V reads it from there, which frees P's registers; see make_p.) The consumers take turns issuing their GEMMs, round robin (ping-pong, GemmTurns),
 //     so the others' softmax runs under one's GEMMs. The epilogue normalises O and writes it and
 //     the LSE.
 // The producer and every consumer warp walk the same sequence of key tiles (KeptTiles): each
