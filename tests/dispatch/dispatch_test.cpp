@@ -274,8 +274,7 @@ TEST_CASE("fake device: the persistent sm90 kernel launches one block per SM and
   if (cuda::current_device().sm != 90) return;
   const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
   const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_persistent=1");
-  const auto cache = work_dir("sm90-persistent-cache");
-  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  const test::ScopedEnv cache("ATTNJIT_CACHE_DIR", work_dir("sm90-persistent-cache").c_str());
   const int multiprocessors = cuda::current_device().multiprocessors;
   REQUIRE(multiprocessors == 4);  // the fake device's: several items per block below
   // 3 query tiles x 4 heads = 12 items on 4 blocks; a document mask whose query tiles 1 and 2
@@ -297,7 +296,6 @@ TEST_CASE("fake device: the persistent sm90 kernel launches one block per SM and
     CHECK(grids[i].grid_y == 1u);
     CHECK(grids[i].threads == 384u);
   }
-  unsetenv("ATTNJIT_CACHE_DIR");
 }
 
 TEST_CASE(
@@ -307,8 +305,7 @@ TEST_CASE(
   if (cuda::current_device().sm != 90) return;
   const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
   const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_persistent=1,sm90_block_m=192");
-  const auto cache = work_dir("sm90-m192-persistent-cache");
-  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  const test::ScopedEnv cache("ATTNJIT_CACHE_DIR", work_dir("sm90-m192-persistent-cache").c_str());
   REQUIRE(cuda::current_device().multiprocessors == 4);
   // 2 query tiles of 192 x 3 heads = 6 items on 4 blocks (the second tile ragged: rows 192-299).
   KernelCase causal;
@@ -321,7 +318,6 @@ TEST_CASE(
   CHECK(grids[before].grid_x == 4u);
   CHECK(grids[before].grid_y == 1u);
   CHECK(grids[before].threads == 512u);
-  unsetenv("ATTNJIT_CACHE_DIR");
 }
 
 TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its checks",

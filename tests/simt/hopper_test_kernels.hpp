@@ -217,10 +217,14 @@ extern "C" __global__ void producer_consumer_ring(FwdParams p) {
 
 // A and B of a 64 x 64 x 16 wgmma written with st.shared (every word 1.0 in bf16 pairs) and
 // ordered for the async proxy by fence.proxy.async. p.batch 1: without the fence; 2: only warps 0
-// and 1 of the warpgroup issue the wgmma.
+// and 1 of the warpgroup issue the wgmma; 3: each thread stores into A while the wgmma is in
+// flight; 4: B one tile further on, and each thread stores into the tile between A and B while
+// the wgmma is in flight (read by neither operand).
 extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
+  constexpr int kTile = 64 * 128;
   unsigned char* smem = attnjit_dynamic_smem;
-  for (int word = threadIdx.x; word < 2 * 64 * 128 / 4; word += blockDim.x) {
+  const int tiles = p.batch == 4 ? 3 : 2;
+  for (int word = threadIdx.x; word < tiles * kTile / 4; word += blockDim.x) {
     store_shared_32(smem + 4 * word, 0x3f803f80u);
   }
   if (p.batch != 1) fence_proxy_async_shared();
@@ -229,8 +233,11 @@ extern "C" __global__ void generic_writes_then_wgmma(FwdParams p) {
   const unsigned base = smem_address(smem);
   float d[32];
   wgmma_fence();
-  Wgmma<bf16_t, 64>::ss(d, wgmma_desc_k_major(base), wgmma_desc_k_major(base + 64 * 128), 0);
+  Wgmma<bf16_t, 64>::ss(d, wgmma_desc_k_major(base),
+                        wgmma_desc_k_major(base + (tiles - 1) * kTile), 0);
   wgmma_commit_group();
+  if (p.batch == 3) store_shared_32(smem + 4 * threadIdx.x, 0u);
+  if (p.batch == 4) store_shared_32(smem + kTile + 4 * threadIdx.x, 0u);
   wgmma_wait_group<0>();
   store_accumulators<64>(p, d);
 }

@@ -280,6 +280,17 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
     CHECK_THAT(launch.run("generic_writes_then_wgmma"),
                Catch::Contains("has not executed fence.proxy.async since"));
   }
+  SECTION("a plain store into a wgmma's operand before the wait that retires it") {
+    launch.params.batch = 3;
+    CHECK_THAT(launch.run("generic_writes_then_wgmma"),
+               Catch::Contains("st.shared.b32 into shared bytes [") &&
+                   Catch::Contains("while a wgmma of warp 0 still reads them"));
+    // Bytes between the operands are not theirs: storing there meanwhile is fine.
+    launch.params.batch = 4;
+    launch.smem_bytes = 1024 + 3 * 64 * 128;
+    CHECK(launch.run("generic_writes_then_wgmma") == "");
+    CHECK(launch.output[0] == 16.0f);
+  }
   SECTION("a wgmma issued by only some warps of the warpgroup") {
     launch.params.batch = 2;
     CHECK_THAT(launch.run("generic_writes_then_wgmma"),
