@@ -8,9 +8,11 @@
 // (512 threads: FlashAttention-3's tile for head dim 64, two consumers' softmax under one's GEMMs):
 //   warpgroup 0, the producer, gives most of its registers back (setmaxnreg) and one elected lane
 //     of its first warp issues every TMA load: the Q tile once, then each key tile's K and V into
-//     a NUM_STAGES ring of shared-memory stages. A stage is handed over through two mbarriers:
-//     `full` (the producer's arrive.expect_tx plus the bytes TMA completes on it) and `empty`
-//     (one arrival from each consumer thread once they are done reading it).
+//     a NUM_STAGES ring of shared-memory stages, K of the next kept tile before V of the current
+//     one. K and V of a stage are handed over separately (FA3's two pipelines), each through two
+//     mbarriers: `full` (the producer's arrive.expect_tx plus the bytes TMA completes on it) and
+//     `empty` (one arrival from each consumer thread once they are done reading it: K's once S
+//     has completed, V's once P V has).
 //   warpgroups 1 .. BLOCK_M / 64, the consumers, take the registers and each own 64 query rows
 //     (consumer c rows 64 c .. 64 c + 63): per stage,
 //     S = Q K^T (wgmma, both operands from shared memory, N = BLOCK_N), the score hook, bounds and
@@ -140,11 +142,11 @@ struct AttentionForwardSm90 {
     return q_smem + kQBytes + (NUM_STAGES + stage) * kKVBytes;
   }
   ATTNJIT_DEVICE unsigned q_barrier() const { return q_smem + kTilesBytes; }
-  ATTNJIT_DEVICE unsigned full_barrier(int stage) const {
-    return q_smem + kTilesBytes + 8 + 8 * stage;
-  }
-  ATTNJIT_DEVICE unsigned empty_barrier(int stage) const {
-    return q_smem + kTilesBytes + 8 + 8 * kSm90MaxStages + 8 * stage;
+  // A stage's K and V have barriers of their own (FA3's pipeline_k and pipeline_v): S = Q K^T
+  // waits only for K, and K's space is released as soon as S has completed, before P V.
+  enum StageBarrier { kFullK = 0, kFullV = 1, kEmptyK = 2, kEmptyV = 3 };
+  ATTNJIT_DEVICE unsigned stage_barrier(StageBarrier which, int stage) const {
+    return q_smem + kTilesBytes + 8 + 8 * (kSm90MaxStages * static_cast<int>(which) + stage);
   }
   ATTNJIT_DEVICE unsigned q_empty_barrier() const {
     return q_smem + kTilesBytes + kSm90BarrierBytes;
@@ -155,6 +157,8 @@ struct AttentionForwardSm90 {
   struct StageRing {
     int stage = 0;
     int round = 0;
+    // The parity of the barrier phase this use of the stage completes.
+    ATTNJIT_DEVICE unsigned parity() const { return static_cast<unsigned>(round & 1); }
     ATTNJIT_DEVICE void advance() {
       if (++stage == NUM_STAGES) {
         stage = 0;
@@ -208,8 +212,10 @@ struct AttentionForwardSm90 {
       if constexpr (kPersistent) mbarrier_init(q_empty_barrier(), kConsumerThreads);
 #pragma unroll
       for (int s = 0; s < NUM_STAGES; ++s) {
-        mbarrier_init(full_barrier(s), 1);
-        mbarrier_init(empty_barrier(s), kConsumerThreads);
+        mbarrier_init(stage_barrier(kFullK, s), 1);
+        mbarrier_init(stage_barrier(kFullV, s), 1);
+        mbarrier_init(stage_barrier(kEmptyK, s), kConsumerThreads);
+        mbarrier_init(stage_barrier(kEmptyV, s), kConsumerThreads);
       }
       fence_mbarrier_init();
     }
@@ -272,28 +278,31 @@ struct AttentionForwardSm90 {
       tma_prefetch_descriptor(&params.k_map);
       tma_prefetch_descriptor(&params.v_map);
     }
-    StageRing ring;
+    // K runs one kept tile ahead of V (produce_item), so each has its own ring position.
+    StageRing k_ring;
+    StageRing v_ring;
     if constexpr (kPersistent) {
-      for (WorkItems items; items.next(math);) produce_item(leader, items.count - 1, ring);
+      for (WorkItems items; items.next(math);) {
+        produce_item(leader, items.count - 1, k_ring, v_ring);
+      }
     } else {
-      produce_item(leader, 0, ring);  // run() assigned the block's item
+      produce_item(leader, 0, k_ring, v_ring);  // run() assigned the block's item
     }
   }
 
-  // The loads of the current work item (math): its Q, then each kept key tile's K and V.
-  ATTNJIT_DEVICE void produce_item(int leader, int item, StageRing& ring) {
+  // The loads of the current work item (math): its Q, then each kept key tile's K and V, K of the
+  // next kept tile before V of this one (FA3's order): the consumers issue S of the next tile
+  // before P V of this one (with the overlap, in the same turn), and S needs only K.
+  ATTNJIT_DEVICE void produce_item(int leader, int item, StageRing& k_ring, StageRing& v_ring) {
     const int lane = static_cast<int>(threadIdx.x) % 32;
     KeptTiles kept;
     int tile_class = kTileEmpty;
-    int from = 0;  // the key tiles from here on are still to load
-    // Note: Q's space frees only once the consumers are done with the previous item, whereas a
-    // stage frees as soon as they have read it; so after the first item the first key tile goes
-    // out before the wait for Q's space.
-    if (kPersistent && item > 0) {
-      const int tile = kept.next(math, 0, lane, tile_class);
-      if (tile < math.num_kv_tiles) load_kv(leader, tile, ring);
-      from = tile + 1;
-    }
+    int tile = kept.next(math, 0, lane, tile_class);
+    // Note: Q's space frees only once the consumers are done with the previous item, whereas K's
+    // stage frees as soon as they have computed S with it; so after the first item the first K
+    // goes out before the wait for Q's space.
+    const bool k_before_q = kPersistent && item > 0;
+    if (k_before_q && tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring);
     if constexpr (kPersistent) {
       // The previous item's release (a fresh barrier's preceding phase counts as complete).
       mbarrier_wait(q_empty_barrier(), static_cast<unsigned>(item & 1) ^ 1u);
@@ -306,27 +315,32 @@ struct AttentionForwardSm90 {
                     math.h, math.b);
       }
     }
-    for (int tile = kept.next(math, from, lane, tile_class); tile < math.num_kv_tiles;
-         tile = kept.next(math, tile + 1, lane, tile_class)) {
-      load_kv(leader, tile, ring);
+    if (!k_before_q && tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring);
+    while (tile < math.num_kv_tiles) {
+      const int next = kept.next(math, tile + 1, lane, tile_class);
+      if (next < math.num_kv_tiles) load_stage<false>(leader, next, k_ring);
+      load_stage<true>(leader, tile, v_ring);
+      tile = next;
     }
   }
 
-  // Key tile `tile`'s K and V into the ring's next stage.
-  ATTNJIT_DEVICE void load_kv(int leader, int tile, StageRing& ring) {
+  // Key tile `tile`'s K (kValues: V) into the next stage of its ring.
+  template <bool kValues>
+  ATTNJIT_DEVICE void load_stage(int leader, int tile, StageRing& ring) {
     // Note: a stage is reused once all consumer threads released its previous contents; in
     // the first round the wait returns at once (a fresh barrier's preceding phase, of parity 1,
     // counts as completed).
     const int stage = ring.stage;
-    mbarrier_wait(empty_barrier(stage), static_cast<unsigned>(ring.round & 1) ^ 1u);
+    mbarrier_wait(stage_barrier(kValues ? kEmptyV : kEmptyK, stage), ring.parity() ^ 1u);
     if (leader) {
-      mbarrier_arrive_expect_tx(full_barrier(stage), 2 * kKVBytes);
+      const unsigned full = stage_barrier(kValues ? kFullV : kFullK, stage);
+      const TensorMap* map = kValues ? &params.v_map : &params.k_map;
+      const unsigned tile_smem = kValues ? v_stage(stage) : k_stage(stage);
+      mbarrier_arrive_expect_tx(full, kKVBytes);
 #pragma unroll(kBoxUnroll)
       for (int box = 0; box < kBoxes; ++box) {
-        tma_load_4d(&params.k_map, full_barrier(stage), k_stage(stage) + box * kKVBoxBytes,
-                    64 * box, tile * BLOCK_N, math.h_kv, math.b);
-        tma_load_4d(&params.v_map, full_barrier(stage), v_stage(stage) + box * kKVBoxBytes,
-                    64 * box, tile * BLOCK_N, math.h_kv, math.b);
+        tma_load_4d(map, full, tile_smem + box * kKVBoxBytes, 64 * box, tile * BLOCK_N, math.h_kv,
+                    math.b);
       }
     }
     __syncwarp();
@@ -406,10 +420,10 @@ struct AttentionForwardSm90 {
     } else {
       for (int tile = first; tile < math.num_kv_tiles;
            tile = kept.next(math, tile + 1, lane, tile_class)) {
-        mbarrier_wait(full_barrier(ring.stage), static_cast<unsigned>(ring.round & 1));
-        compute_tile(tile, tile_class, ring.stage, q_rows, warp, lane, row_values, turns, acc_o,
+        mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity());
+        compute_tile(tile, tile_class, ring, q_rows, warp, lane, row_values, turns, acc_o,
                      softmax);
-        mbarrier_arrive(empty_barrier(ring.stage));
+        mbarrier_arrive(stage_barrier(kEmptyV, ring.stage));
         ring.advance();
       }
     }
@@ -549,19 +563,24 @@ struct AttentionForwardSm90 {
     wgmma_fence_accumulators(flat(acc_o));
   }
 
-  // One key tile: two GEMM turns around the softmax.
-  ATTNJIT_DEVICE void compute_tile(int tile, int tile_class, int stage, unsigned q_rows, int warp,
+  // One key tile: two GEMM turns around the softmax. K's space is released once S has completed;
+  // V is waited for only before P V.
+  ATTNJIT_DEVICE void compute_tile(int tile, int tile_class, const StageRing& ring, unsigned q_rows,
+                                   int warp,
                                    int lane, const typename RowMath::RowValues& row_values,
                                    const GemmTurns& turns, Accumulators& acc_o,
                                    OnlineSoftmax (&softmax)[1]) const {
     Scores acc_s;
-    score_turn(acc_s, stage, q_rows, turns);
+    score_turn(acc_s, ring.stage, q_rows, turns);
+    mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
     math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
     softmax[0].update(acc_s[0], acc_o[0]);
     POperand p = p_operand(warp / 4);
     make_p(acc_s, p, warp, lane);
-    output_turn(acc_o, p, stage, turns);
+    // Note: waited for before the turn, so that a late V never holds up the other consumers.
+    mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity());
+    output_turn(acc_o, p, ring.stage, turns);
   }
 
   // Intra-warpgroup pipelining (FA3, section 3.2): S of the next kept tile is issued together
@@ -579,8 +598,9 @@ struct AttentionForwardSm90 {
                                          OnlineSoftmax (&softmax)[1], StageRing& ring) const {
     Scores acc_s;
     POperand p = p_operand(warp / 4);
-    mbarrier_wait(full_barrier(ring.stage), static_cast<unsigned>(ring.round & 1));
+    mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity());
     score_turn(acc_s, ring.stage, q_rows, turns);
+    mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     math.apply_scores(acc_s, first, first_class, warp, lane, row_values);
     softmax[0].update(acc_s[0], acc_o[0]);  // O is still zero: its rescale is a no-op
     make_p(acc_s, p, warp, lane);
@@ -588,29 +608,32 @@ struct AttentionForwardSm90 {
     int tile_class = kTileEmpty;
     for (int tile = kept.next(math, first + 1, lane, tile_class); tile < math.num_kv_tiles;
          tile = kept.next(math, tile + 1, lane, tile_class)) {
-      const int previous = ring.stage;
+      const StageRing previous = ring;
       ring.advance();
-      mbarrier_wait(full_barrier(ring.stage), static_cast<unsigned>(ring.round & 1));
+      mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity());
+      mbarrier_wait(stage_barrier(kFullV, previous.stage), previous.parity());
       wgmma_fence_accumulators(flat(acc_s));
       wgmma_fence_accumulators(flat(acc_o));
       turns.begin();
       wgmma_fence();
       issue_scores(acc_s, ring.stage, q_rows);
-      issue_output(acc_o, p, previous);
+      issue_output(acc_o, p, previous.stage);
       turns.end();
       wgmma_wait_group<1>();  // S is complete; P V may still be running
       wgmma_fence_accumulators(flat(acc_s));
+      mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
       math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
       float rescale[2];
       softmax[0].exponentiate(acc_s[0], rescale);
       wgmma_wait_group<0>();
       wgmma_fence_accumulators(flat(acc_o));
-      mbarrier_arrive(empty_barrier(previous));
+      mbarrier_arrive(stage_barrier(kEmptyV, previous.stage));
       OnlineSoftmax::rescale_output(acc_o[0], rescale);
       make_p(acc_s, p, warp, lane);
     }
+    mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity());
     output_turn(acc_o, p, ring.stage, turns);
-    mbarrier_arrive(empty_barrier(ring.stage));
+    mbarrier_arrive(stage_barrier(kEmptyV, ring.stage));
     ring.advance();
   }
 };

@@ -32,8 +32,9 @@ constexpr unsigned kSm90FeaturePInSmem = 4u;     // P V with P from shared memor
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so
 // the kernel rounds its base up and the launch asks for the slack.
 constexpr int kSm90SmemAlignment = 1024;
-// After the tiles: the Q barrier, then full and empty barriers per stage (8 bytes each).
-constexpr int kSm90BarrierBytes = 8 + 2 * 8 * kSm90MaxStages;
+// After the tiles: the Q barrier, then per stage K full, V full, K empty and V empty barriers
+// (8 bytes each; K and V are handed over separately, as in FlashAttention-3).
+constexpr int kSm90BarrierBytes = 8 + 4 * 8 * kSm90MaxStages;
 // A persistent kernel's one more barrier after those: "Q empty", the consumers' release of the Q
 // tile's space, so that the producer may load the next work item's Q there.
 constexpr int kSm90PersistentBarrierBytes = 8;

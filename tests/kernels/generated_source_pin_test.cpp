@@ -27,10 +27,10 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0x268d4b9dd4d3e33bull},           {"causal", 0x62ade6ed1166b257ull},
-    {"sliding_window", 0xdab263f2ef12ea47ull}, {"prefix_lm", 0x4390a3b39d258c6bull},
-    {"document", 0x4317e35a8a6a6a47ull},       {"alibi", 0x41463b1c1b91baf7ull},
-    {"softcap", 0xccb0d857e6ec797bull},
+    {"noop", 0xe216c28aaa3d2ebbull},           {"causal", 0x27359356fb77832bull},
+    {"sliding_window", 0x19bac807c3f165bfull}, {"prefix_lm", 0x7dd5031657e7c57full},
+    {"document", 0xc7a88b09cc626f87ull},       {"alibi", 0x7e16168cda231e3bull},
+    {"softcap", 0xb389ffc8d6de417full},
 };
 
 }  // namespace

@@ -153,7 +153,9 @@ extern "C" __global__ void wgmma_rs_fp16(FwdParams p) { wgmma_rs_kernel<fp16_t>(
 // Q (map 0, [64][64]) once and p.num_heads_q key tiles (map 1, [64 * tiles][64]) into the stage
 // whose "empty" barrier the consumers released; the consumers accumulate D = sum_i Q K_i^T with
 // wgmma and release the stage after their wait. p.batch 1: they release it while keeping its
-// wgmma group in flight (wgmma_wait_group<1>), a race with the producer's next load into it.
+// wgmma group in flight (wgmma_wait_group<1>), a race with the producer's next load into it;
+// p.batch 2: they release it just before the wait that retires the group, the same race with
+// nothing between the arrival and the wait.
 extern "C" __global__ void producer_consumer_ring(FwdParams p) {
   constexpr unsigned kTileBytes = 64 * 128;
   const unsigned base = smem_address(attnjit_dynamic_smem);
@@ -206,6 +208,9 @@ extern "C" __global__ void producer_consumer_ring(FwdParams p) {
     if (p.batch == 1) {
       mbarrier_arrive(empty + 8 * s);
       wgmma_wait_group<1>();
+    } else if (p.batch == 2) {
+      mbarrier_arrive(empty + 8 * s);
+      wgmma_wait_group<0>();
     } else {
       wgmma_wait_group<0>();
       mbarrier_arrive(empty + 8 * s);

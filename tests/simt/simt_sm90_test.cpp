@@ -160,10 +160,15 @@ TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[
   doc.score = "score + 0.25 * float(kv_idx - q_idx)";
   doc.shape = shape(1, 1, 1, 257, 257);
   doc.tensors = {document_ids(257, 5, true, 3)};
+  // Five key tiles through two stages: the producer refills a stage's K for tile i + 2 while
+  // tile i + 1's V may still be on its way, so K must be released only after its S completed.
+  KernelCase long_row;
+  long_row.shape = shape(1, 1, 1, 40, 600);
   simt::SimtLaunchOptions options;
   options.tuning = codegen::KernelTuning{};
   options.tuning->sm90_overlap = true;
-  check_sm90({ragged, causal, late, band, none, doc, with(ragged, DType::fp16, Layout::blhd, 256),
+  check_sm90({ragged, causal, late, band, none, doc, long_row,
+              with(ragged, DType::fp16, Layout::blhd, 256),
               with(causal, DType::fp16, Layout::bhld, 64)},
              options);
 }

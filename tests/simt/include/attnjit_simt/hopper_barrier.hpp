@@ -59,9 +59,16 @@ inline void mbarrier_complete_tx(unsigned offset, Mbarrier& barrier, unsigned by
 inline void arrive_on(unsigned bar, unsigned tx_bytes, const char* what) {
   unsigned offset;
   Mbarrier& barrier = mbarrier_at(bar, what, offset);
+  const unsigned phase = barrier.phase;
   barrier.tx += tx_bytes;
   --barrier.pending;
   complete_phase_if_done(offset, barrier);
+  // Note: an arrival that completes a phase lets every other thread run as far as it can before
+  // the arriving one goes on. On hardware the threads the phase releases may run at once, while
+  // this thread's next instructions come much later; so what it does after the arrival (retire
+  // the wgmma reading the stage it just released, say) must not be what they need. Without this
+  // the arriving fiber ran on to its next wait first, and such a release passed unseen.
+  if (barrier.phase != phase) yield_fiber();
 }
 
 inline void record_observed_phases(ThreadState& t, unsigned offset, unsigned phases) {

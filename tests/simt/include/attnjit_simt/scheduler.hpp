@@ -2,7 +2,9 @@
 // scheduler runs them round-robin until each reaches a warp collective, a block barrier or its
 // end. A warp collective (ldmatrix, mma, shuffle, __syncwarp) completes when all 32 lanes have
 // arrived, and is then computed for the whole warp at once from every lane's inputs, as the
-// hardware does; a barrier completes when every thread of the block has arrived.
+// hardware does; a barrier completes when every thread of the block has arrived. A thread that
+// arrives on an mbarrier goes on only once no other thread can (yield_fiber): whoever the
+// arrival releases runs first, as it may on the hardware.
 //
 // Divergence the hardware would not forgive is an error, never a hang: lanes of one warp at
 // different collectives, a barrier some threads never reach, a thread that exits while others
@@ -30,7 +32,8 @@ struct Dim3 {
 
 // What a parked fiber waits for: its warp's collective, __syncthreads, an mbarrier phase or a
 // named barrier (hopper_barrier.hpp; ThreadState::wait_object names which).
-enum class Wait { none, warp, block, mbarrier, named_barrier };
+// `yielded`: runnable, but only once no other fiber can run (yield_fiber).
+enum class Wait { none, warp, block, mbarrier, named_barrier, yielded };
 
 enum class Collective {
   none,
@@ -173,6 +176,10 @@ inline void park(Wait reason) {
   swapcontext(&t.context, &e.scheduler);
 }
 
+// Lets every other fiber run as far as it can before this one goes on: the emulated thread
+// falls behind the whole block, the other extreme from running on until it blocks.
+inline void yield_fiber() { park(Wait::yielded); }
+
 // A warp-wide collective: deposits this lane's input, and when the last lane arrives computes
 // every lane's output with `compute(WarpState&)`. Returns this lane's output row.
 template <typename Compute>
@@ -281,6 +288,14 @@ inline void run_block(Dim3 block_idx) {
     if (all_done && !e.failed) on_block_end();
     if (all_done || e.failed) break;
     if (!ran) {
+      bool resumed = false;
+      for (ThreadState& t : e.threads) {
+        if (!t.done && t.waiting == Wait::yielded) {
+          t.waiting = Wait::none;
+          resumed = true;
+        }
+      }
+      if (resumed) continue;
       const ThreadState* stuck = nullptr;
       for (const ThreadState& t : e.threads) {
         if (stuck == nullptr && !t.done &&
