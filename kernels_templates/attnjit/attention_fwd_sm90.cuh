@@ -611,12 +611,13 @@ struct AttentionForwardSm90 {
       const StageRing previous = ring;
       ring.advance();
       mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity());
-      mbarrier_wait(stage_barrier(kFullV, previous.stage), previous.parity());
       wgmma_fence_accumulators(flat(acc_s));
       wgmma_fence_accumulators(flat(acc_o));
       turns.begin();
       wgmma_fence();
       issue_scores(acc_s, ring.stage, q_rows);
+      // Note: V is waited for only now, with S already on the tensor cores (FA3's order).
+      mbarrier_wait(stage_barrier(kFullV, previous.stage), previous.parity());
       issue_output(acc_o, p, previous.stage);
       turns.end();
       wgmma_wait_group<1>();  // S is complete; P V may still be running
