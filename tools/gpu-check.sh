@@ -4,8 +4,8 @@
 # FlexAttention comparison. Uses a build made elsewhere (see tools/bench/README.md).
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
-#                      [--families LIST] [--tune SPEC] [--compare-args 'ARGS'] [--sweep-args 'ARGS']
-#                      OUTDIR
+#                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
+#                      [--sweep-args 'ARGS'] OUTDIR
 #
 # --build-dir     the carried build tree (default: build)
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
@@ -22,9 +22,16 @@
 # --tune          ATTNJIT_TUNE for every step (e.g. 'sm90_overlap=1,sm90_persistent=1' with
 #                 --only test,sanitize --families sm90: the schedule options under test_gpu and
 #                 the sanitizers; compare too, unless --compare-args has --tune); the sweep
-#                 sets its own per schedule
+#                 sets its own per schedule. Default: the caller's ATTNJIT_TUNE
+# --watchdog-ms   the sm90 kernel's mbarrier watchdog (sm90_watchdog_ms, docs/KERNELS.md) for the
+#                 test stage: a wait longer than N ms prints which one and traps, so a hang fails
+#                 in seconds instead of eating the step (default 5000). The sanitize stage uses
+#                 the larger of N and 60000 (compute-sanitizer slows kernels a lot). 0: off. Never
+#                 for compare, scaling, sweep or bench: the watchdog serialises wgmma, and those
+#                 time the real kernels. Each step's header shows the ATTNJIT_TUNE it runs with.
 # --compare-args  extra arguments for compare_flex.py, e.g. '--variant causal --length 64K'
 # --sweep-args    extra arguments for sweep_schedules.py, e.g. '--head-dim 128 --schedule ...'
+# COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
 # bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling and sweep append their
 # rows to compare-flex.txt and write scaling.json / sweep.json only when they run alone). The summary is
@@ -44,7 +51,8 @@ stages="test,sanitize,compare,bench"
 families="sm80,sm90"
 compare_args=""
 sweep_args=""
-tune=""
+tune="${ATTNJIT_TUNE:-}"
+watchdog_ms=5000
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
@@ -55,13 +63,18 @@ while [[ $# -gt 0 ]]; do
     --compare-args) compare_args="$2"; shift 2 ;;
     --sweep-args) sweep_args="$2"; shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] OUTDIR" >&2
+  exit 2
+fi
+if ! [[ "$watchdog_ms" =~ ^[0-9]+$ ]] || (( watchdog_ms > 600000 )); then
+  echo "gpu-check: --watchdog-ms $watchdog_ms is not an integer in [0, 600000]" >&2
   exit 2
 fi
 for stage in ${stages//,/ }; do
@@ -99,7 +112,15 @@ for cuda_lib in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; 
 done
 export ATTNJIT_CACHE_DIR="${ATTNJIT_CACHE_DIR:-$(mktemp -d /tmp/attnjit-cache.XXXXXX)}"
 export ATTNJIT_LOG_LEVEL="${ATTNJIT_LOG_LEVEL:-warn}"
-[[ -n "$tune" ]] && export ATTNJIT_TUNE="$tune"
+# with_watchdog MS: --tune's spec plus sm90_watchdog_ms=MS (nothing added for 0).
+with_watchdog() {
+  if (( $1 == 0 )); then echo "$tune"; else echo "${tune:+$tune,}sm90_watchdog_ms=$1"; fi
+}
+test_tune=$(with_watchdog "$watchdog_ms")
+sanitize_watchdog_ms=0
+(( watchdog_ms > 0 )) && sanitize_watchdog_ms=$(( watchdog_ms > 60000 ? watchdog_ms : 60000 ))
+sanitize_tune=$(with_watchdog "$sanitize_watchdog_ms")
+sanitizer="${COMPUTE_SANITIZER:-compute-sanitizer}"
 
 summary="$out_dir/summary.txt"
 # Note: the device tool allows 10 minutes per call, so the whole check runs against one deadline
@@ -108,8 +129,10 @@ summary="$out_dir/summary.txt"
 # step writes its log straight into OUTDIR, so a killed step leaves its partial log behind.
 budget=${GPU_CHECK_BUDGET:-560}
 start_time=$SECONDS
-printf 'gpu-check started %s, budget %ss%s\n' "$(date -u +%FT%TZ)" "$budget" \
-  "${tune:+, ATTNJIT_TUNE=$tune}" > "$summary"
+printf 'gpu-check started %s, budget %ss%s%s\n' "$(date -u +%FT%TZ)" "$budget" \
+  "${tune:+, ATTNJIT_TUNE=$tune}" \
+  "$( ((watchdog_ms > 0)) && echo ", sm90 watchdog ${watchdog_ms} ms (test), ${sanitize_watchdog_ms} ms (sanitize)")" \
+  > "$summary"
 status=0
 record() {  # record NAME RC [note]
   local verdict=PASS
@@ -130,11 +153,17 @@ step_timeout() {
   (( cap < 1 )) && cap=1
   echo "$cap"
 }
-# run_step CAP LOG COMMAND...: runs COMMAND under a timeout, output appended to LOG.
+# run_step CAP LOG TUNE COMMAND...: runs COMMAND with ATTNJIT_TUNE=TUNE (unset when TUNE is
+# empty) under a timeout, output appended to LOG.
 run_step() {
-  local cap log
-  cap=$(step_timeout "$1"); log=$2; shift 2
-  echo "== $* (timeout ${cap}s)" | tee -a "$log"
+  local cap log tune_spec
+  cap=$(step_timeout "$1"); log=$2; tune_spec=$3; shift 3
+  echo "== $* (ATTNJIT_TUNE=${tune_spec:-<unset>}, timeout ${cap}s)" | tee -a "$log"
+  if [[ -n "$tune_spec" ]]; then
+    set -- env ATTNJIT_TUNE="$tune_spec" "$@"
+  else
+    set -- env -u ATTNJIT_TUNE "$@"
+  fi
   # Note: the log is also printed as it grows, so a device call that is cut off still shows
   # how far it got; PIPESTATUS keeps the step's own exit status.
   timeout -k 10 "$cap" "$@" 2>&1 | tee -a "$log"
@@ -147,7 +176,7 @@ find_binary() {  # find_binary NAME: first match under the build dir
 }
 
 : > "$out_dir/nvidia-smi.txt"
-run_step 20 "$out_dir/nvidia-smi.txt" nvidia-smi
+run_step 20 "$out_dir/nvidia-smi.txt" "" nvidia-smi
 record nvidia-smi $? "$(timeout 10 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n1)"
 
 test_gpu=$(find_binary test_gpu)
@@ -163,7 +192,7 @@ if wants test && [[ -n "$test_gpu" ]]; then
   : > "$out_dir/test-gpu.log"
   for family in ${families//,/ }; do
     run_step "$(cap "$budget" $((300 / num_families)))" \
-      "$out_dir/test-gpu.log" env ATTNJIT_KERNEL_FAMILY="$family" "$test_gpu" "[gpu]" --durations yes
+      "$out_dir/test-gpu.log" "$test_tune" env ATTNJIT_KERNEL_FAMILY="$family" "$test_gpu" "[gpu]" --durations yes
     rc=$?
     record "test_gpu[$family]" "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
   done
@@ -175,20 +204,20 @@ if wants sanitize && [[ -n "$test_gpu" ]]; then
   : > "$out_dir/racecheck.log"
   for family in ${families//,/ }; do
     run_step "$(cap $((budget / 2)) $((120 / num_families)))" "$out_dir/memcheck.log" \
-      env ATTNJIT_KERNEL_FAMILY="$family" compute-sanitizer --tool memcheck --error-exitcode 3 \
+      "$sanitize_tune" env ATTNJIT_KERNEL_FAMILY="$family" "$sanitizer" --tool memcheck --error-exitcode 3 \
       --leak-check full "$test_gpu" "[sanitize]"
     rc=$?
     record "memcheck[$family]" "$rc" "$(grep -E 'ERROR SUMMARY' "$out_dir/memcheck.log" | tail -n1)"
     run_step "$(cap "$budget" $((120 / num_families)))" "$out_dir/racecheck.log" \
-      env ATTNJIT_KERNEL_FAMILY="$family" compute-sanitizer --tool racecheck \
+      "$sanitize_tune" env ATTNJIT_KERNEL_FAMILY="$family" "$sanitizer" --tool racecheck \
       --racecheck-report analysis --error-exitcode 3 "$test_gpu" "[sanitize]"
     rc=$?
     record "racecheck[$family]" "$rc" "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out_dir/racecheck.log" | tail -n1)"
     if [[ "$family" == sm90 ]]; then
       # The Hopper kernel synchronises with mbarriers and named barriers: synccheck too (its log
       # joins racecheck.log, OUTDIR keeps to 8 files).
-      run_step "$(cap "$budget" 60)" "$out_dir/racecheck.log" env ATTNJIT_KERNEL_FAMILY=sm90 \
-        compute-sanitizer --tool synccheck --error-exitcode 3 "$test_gpu" "[sanitize]"
+      run_step "$(cap "$budget" 60)" "$out_dir/racecheck.log" "$sanitize_tune" \
+        env ATTNJIT_KERNEL_FAMILY=sm90 "$sanitizer" --tool synccheck --error-exitcode 3 "$test_gpu" "[sanitize]"
       rc=$?
       record "synccheck[sm90]" "$rc" "$(grep -E 'ERROR SUMMARY' "$out_dir/racecheck.log" | tail -n1)"
     fi
@@ -202,7 +231,7 @@ if (wants compare || wants scaling || wants sweep) && [[ -z "$lib" ]]; then
 elif wants compare || wants scaling || wants sweep; then
   # The ctypes bindings against the C header and the library, before trusting any comparison.
   : > "$out_dir/compare-flex.txt"
-  run_step 30 "$out_dir/compare-flex.txt" python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib"
+  run_step 30 "$out_dir/compare-flex.txt" "$tune" python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib"
   record ctypes_bindings $?
   extra=()
   [[ $quick == 1 ]] && extra+=(--quick)
@@ -211,7 +240,7 @@ elif wants compare || wants scaling || wants sweep; then
   if wants compare; then
     # Before the bench: correctness first. Rows print as they are measured, so a step cut off
     # by its cap still leaves every finished row in the log and the JSON.
-    run_step "$(cap "$budget" 150)" "$out_dir/compare-flex.txt" python3 \
+    run_step "$(cap "$budget" 150)" "$out_dir/compare-flex.txt" "$tune" python3 \
       "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" "${extra[@]}" "${user_args[@]}" \
       --json "$out_dir/compare-flex.json"
     record compare_flex $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
@@ -220,7 +249,7 @@ elif wants compare || wants scaling || wants sweep; then
     # Beside compare, the rows are in compare-flex.txt only (OUTDIR keeps to 8 files).
     scaling_json=(--json "$out_dir/scaling.json")
     wants compare && scaling_json=()
-    run_step "$(cap "$budget" 200)" "$out_dir/compare-flex.txt" python3 \
+    run_step "$(cap "$budget" 200)" "$out_dir/compare-flex.txt" "$tune" python3 \
       "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" --scaling "${extra[@]}" \
       "${user_args[@]}" "${scaling_json[@]}"
     record scaling $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
@@ -229,7 +258,7 @@ elif wants compare || wants scaling || wants sweep; then
     sweep_json=(--json "$out_dir/sweep.json")
     (wants compare || wants scaling) && sweep_json=()
     read -r -a user_sweep_args <<< "$sweep_args"
-    run_step "$(cap "$budget" 300)" "$out_dir/compare-flex.txt" python3 \
+    run_step "$(cap "$budget" 300)" "$out_dir/compare-flex.txt" "$tune" python3 \
       "$repo_dir/tools/bench/sweep_schedules.py" --lib "$lib" "${user_sweep_args[@]}" \
       "${sweep_json[@]}"
     record sweep $? "$(grep -cE 'MISMATCH' "$out_dir/compare-flex.txt") mismatches"
@@ -247,13 +276,13 @@ elif wants bench; then
   bench_rc=0
   for d in 64 128; do
     if [[ $quick == 1 ]]; then
-      run_step 60 "$out_dir/bench.txt" "$cli" bench --seq-len 2048 --batch 2 --heads 8 \
+      run_step 60 "$out_dir/bench.txt" "$tune" "$cli" bench --seq-len 2048 --batch 2 --heads 8 \
         --head-dim "$d" --iters 10 || bench_rc=$?
     else
       for l in 4096 16384 65536; do
         iters=(--warmup 3 --iters 20)
         [[ $l == 65536 ]] && iters=(--warmup 1 --iters 5)
-        run_step 60 "$out_dir/bench.txt" "$cli" bench --seq-len "$l" --batch $((65536 / l)) \
+        run_step 60 "$out_dir/bench.txt" "$tune" "$cli" bench --seq-len "$l" --batch $((65536 / l)) \
           --heads 16 --head-dim "$d" "${iters[@]}" || bench_rc=$?
       done
     fi

@@ -59,9 +59,60 @@ ATTNJIT_DEVICE bool mbarrier_try_wait(unsigned bar, unsigned phase_parity) {
   return done != 0;
 }
 
-ATTNJIT_DEVICE void mbarrier_wait(unsigned bar, unsigned phase_parity) {
+#ifdef ATTNJIT_SM90_WATCHDOG_NS
+
+// The global nanosecond timer (PTX ISA, "Special Registers: %globaltimer"): the same clock on
+// every SM, so a wait's elapsed time does not depend on where the warp runs.
+ATTNJIT_DEVICE unsigned long long global_timer_ns() {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+  return ns;
+}
+
+// A wait that outlived ATTNJIT_SM90_WATCHDOG_NS: says which one, then ends the kernel.
+// Note: inlined. Out of line, ptxas ignored setmaxnreg around the call (C7507); either way the
+// printf is a call (vprintf) inside the consumers' wgmma pipeline, so ptxas serialises their wgmma
+// (C7510): a watchdog kernel is for finding a hang, never for timings (docs/KERNELS.md).
+// Note: only the lowest active lane prints (the lanes of a warp normally wait together, and the
+// producer's elected lane may not be lane 0); no warp sync, since the other lanes may be stuck.
+ATTNJIT_DEVICE void mbarrier_watchdog_expired(unsigned bar, unsigned phase_parity,
+                                              const char* what, unsigned long long elapsed_ns) {
+  const unsigned lane = threadIdx.x % 32u;
+  if ((__activemask() & ((1u << lane) - 1u)) == 0u) {
+    printf(
+        "attnjit sm90 watchdog: mbarrier wait \"%s\" (shared address 0x%x, parity %u) in block "
+        "(%u, %u, %u) thread %u still incomplete after %llu ms; trapping\n",
+        what, bar, phase_parity, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+        elapsed_ns / 1000000ull);
+  }
+  __trap();
+}
+
+#endif  // ATTNJIT_SM90_WATCHDOG_NS
+
+// Waits until the phase of parity `phase_parity` has completed. `what` names the wait in the
+// watchdog's message ("K/V full"); without ATTNJIT_SM90_WATCHDOG_NS (the default kernels) it is
+// unused and this is the plain try_wait loop. With it (the generated source defines it for
+// ATTNJIT_TUNE's sm90_watchdog_ms), a wait longer than that many nanoseconds prints and traps, so
+// a barrier that never completes on hardware is a launch failure naming the wait, not a hang.
+// Note: the timer is read only after a first failed try, so a wait that succeeds at once costs
+// what it always did.
+ATTNJIT_DEVICE void mbarrier_wait(unsigned bar, unsigned phase_parity,
+                                  const char* what = "mbarrier") {
+#ifdef ATTNJIT_SM90_WATCHDOG_NS
+  if (mbarrier_try_wait(bar, phase_parity)) return;
+  const unsigned long long start = global_timer_ns();
+  while (!mbarrier_try_wait(bar, phase_parity)) {
+    const unsigned long long elapsed = global_timer_ns() - start;
+    if (elapsed > ATTNJIT_SM90_WATCHDOG_NS) {
+      mbarrier_watchdog_expired(bar, phase_parity, what, elapsed);
+    }
+  }
+#else
+  (void)what;
   while (!mbarrier_try_wait(bar, phase_parity)) {
   }
+#endif
 }
 
 // Orders this thread's earlier generic-proxy shared-memory writes (st.shared) before later

@@ -61,6 +61,7 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   info.sm90_overlap = config.overlap ? 1 : 0;
   info.sm90_persistent = config.persistent ? 1 : 0;
   info.sm90_p_smem = config.p_in_smem ? 1 : 0;
+  info.sm90_watchdog_ms = config.watchdog_ms;
   if ((parts & ATTNJIT_INSPECT_SOURCE) != 0) result->source = generated.source;
   if ((parts & ATTNJIT_INSPECT_RESOURCES) != 0) {
     fill_resources(info, attnjit::compile_variant(spec, arch, cache));

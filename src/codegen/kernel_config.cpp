@@ -154,6 +154,7 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
   config.overlap = tuning.sm90_overlap.value_or(false);
   config.persistent = tuning.sm90_persistent.value_or(false);
   config.p_in_smem = p_in_smem;
+  config.watchdog_ms = tuning.sm90_watchdog_ms.value_or(0);
   if (config.p_in_smem && config.block_n % 64 != 0) {
     throw_error(Status::invalid_argument,
                 "ATTNJIT_TUNE: sm90_p_smem=1 needs sm90_block_n a multiple of 64 (P is stored in "

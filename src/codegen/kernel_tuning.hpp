@@ -18,6 +18,9 @@
 //                                          (192: head dim 64, or 128 with sm90_p_smem=1)
 //   sm90_p_smem    0 | 1                   P V reads P from shared memory, not registers
 //                                          (block_n a multiple of 64)
+//   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms prints
+//                                          which wait and traps (0: off, the default; a hang
+//                                          becomes a launch failure; docs/KERNELS.md)
 #pragma once
 
 #include <optional>
@@ -37,6 +40,7 @@ struct KernelTuning {
   std::optional<bool> sm90_overlap;
   std::optional<bool> sm90_persistent;
   std::optional<bool> sm90_p_smem;
+  std::optional<int> sm90_watchdog_ms;
 };
 
 // Parses the ATTNJIT_TUNE syntax; throws Error(invalid_argument) naming the offending item for an

@@ -66,9 +66,18 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
       "// tiles: block_m {}, block_n {}, warps {}, stages {}, dynamic shared memory {} bytes\n",
       config.block_m, config.block_n, config.num_warps, config.num_stages, config.smem_bytes);
   if (sm90) {
-    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}\n",
+    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}\n",
                      config.overlap ? "on" : "off", config.persistent ? "on" : "off",
-                     config.p_in_smem ? ", P in shared memory" : "");
+                     config.p_in_smem ? ", P in shared memory" : "",
+                     config.watchdog_ms > 0
+                         ? fmt::format(", mbarrier watchdog {} ms", config.watchdog_ms)
+                         : "");
+    // Note: defined only when on, before sm90_barrier.cuh is included, so that the default
+    // kernels' source (hence their cache keys) stays what it was before the watchdog existed.
+    if (config.watchdog_ms > 0) {
+      s += fmt::format("#define ATTNJIT_SM90_WATCHDOG_NS {}ull\n",
+                       static_cast<long long>(config.watchdog_ms) * 1000000);
+    }
   }
   s += sm90 ? "#include \"attnjit/attention_fwd_sm90.cuh\"\n" : "#include \"attnjit/attention_fwd.cuh\"\n";
   s += "#include \"attnjit/expr_ops.cuh\"\n";

@@ -27,6 +27,8 @@ struct KernelConfig {
   bool overlap = false;
   bool persistent = false;
   bool p_in_smem = false;  // P V reads P from shared memory (FA3's MmaPV_is_RS = false)
+  // sm90 kernel only: an mbarrier wait longer than this prints its label and traps (0: off).
+  int watchdog_ms = 0;
 };
 
 // Throws Error(unsupported) for head dims or arches (sm < 80) that are not supported.

@@ -45,17 +45,21 @@ bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) 
   return a.family == b.family && a.block_m == b.block_m && a.block_n == b.block_n &&
          a.num_warps == b.num_warps &&
          a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes &&
-         a.overlap == b.overlap && a.persistent == b.persistent && a.p_in_smem == b.p_in_smem;
+         a.overlap == b.overlap && a.persistent == b.persistent && a.p_in_smem == b.p_in_smem &&
+         a.watchdog_ms == b.watchdog_ms;
 }
 
 }  // namespace
 
 nlohmann::json to_json(const codegen::KernelConfig& config) {
-  return {{"family", codegen::kernel_family_name(config.family)},
-          {"block_m", config.block_m},       {"block_n", config.block_n},
-          {"num_warps", config.num_warps},   {"num_stages", config.num_stages},
-          {"smem_bytes", config.smem_bytes}, {"overlap", config.overlap},
-          {"persistent", config.persistent}, {"p_in_smem", config.p_in_smem}};
+  nlohmann::json json = {{"family", codegen::kernel_family_name(config.family)},
+                         {"block_m", config.block_m},       {"block_n", config.block_n},
+                         {"num_warps", config.num_warps},   {"num_stages", config.num_stages},
+                         {"smem_bytes", config.smem_bytes}, {"overlap", config.overlap},
+                         {"persistent", config.persistent}, {"p_in_smem", config.p_in_smem}};
+  // Note: only when on, so that the default kernels' sidecars are what they were.
+  if (config.watchdog_ms > 0) json["watchdog_ms"] = config.watchdog_ms;
+  return json;
 }
 
 nlohmann::json to_json(const ResourceUsage& usage) {
@@ -87,6 +91,7 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   config.overlap = bool_field(json, "overlap");
   config.persistent = bool_field(json, "persistent");
   config.p_in_smem = bool_field(json, "p_in_smem");
+  config.watchdog_ms = json.contains("watchdog_ms") ? int_field(json, "watchdog_ms", 0) : 0;
   return config;
 }
 

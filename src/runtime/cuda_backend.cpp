@@ -12,6 +12,7 @@
 #include "attnjit/sm90_fwd_params.cuh"
 #include "common/error.hpp"
 #include "driver/cuda_driver.hpp"
+#include "driver/watchdog_hint.hpp"
 #include "expr/block_analysis.hpp"
 #include "runtime/cuda_context.hpp"
 #include "runtime/forward_plan.hpp"
@@ -219,8 +220,9 @@ void launch(const char* name, CUfunction function, unsigned grid_x, unsigned gri
   if (result != CUDA_SUCCESS) {
     throw Error(driver::status_for_result(result),
                 fmt::format("cuLaunchKernel failed: {} (kernel {}, grid {}x{}, {} threads, {} "
-                            "bytes of shared memory)",
-                            driver::describe_result(result), name, grid_x, grid_y, threads, smem));
+                            "bytes of shared memory){}",
+                            driver::describe_result(result), name, grid_x, grid_y, threads, smem,
+                            driver::watchdog_trap_hint(result, driver::watchdog_kernel_queued())));
   }
 }
 
@@ -353,6 +355,8 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   if (config.family == codegen::KernelFamily::sm90) {
     Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
     void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel
+    // Note: before the launch, since a trap surfaces in whichever driver call comes next.
+    if (config.watchdog_ms > 0) driver::note_watchdog_kernel_queued();
     launch(codegen::kForwardEntry, loaded.forward, grid.grid_x, grid.grid_y, grid.threads,
            grid.smem_bytes, stream, launch_params);
     return;

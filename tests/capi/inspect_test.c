@@ -223,7 +223,17 @@ static void test_tuning(void) {
   CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
   if (info != NULL) {
     CHECK(info->sm90_p_smem == 1);
+    CHECK(info->sm90_watchdog_ms == 0);
     CHECK(contains(info->source, "attnjit::kSm90FeaturePInSmem"));
+    attnjit_variant_info_destroy(info);
+    info = NULL;
+  }
+  /* The mbarrier watchdog: reported, and defined in the kernel's source. */
+  setenv("ATTNJIT_TUNE", "sm90_watchdog_ms=5000", 1);
+  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  if (info != NULL) {
+    CHECK(info->sm90_watchdog_ms == 5000);
+    CHECK(contains(info->source, "#define ATTNJIT_SM90_WATCHDOG_NS 5000000000ull"));
     attnjit_variant_info_destroy(info);
     info = NULL;
   }

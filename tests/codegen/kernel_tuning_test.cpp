@@ -231,3 +231,53 @@ TEST_CASE("sm90_p_smem=1 puts P in shared memory: its space, its template bit, i
   // The default kernel's text has no trace of the option (its cache key did not change).
   CHECK(plain.source.find("PInSmem") == std::string::npos);
 }
+
+TEST_CASE("sm90_watchdog_ms parses as milliseconds up to ten minutes, 0 meaning off",
+          "[codegen][tuning]") {
+  CHECK_FALSE(parse_kernel_tuning("").sm90_watchdog_ms.has_value());
+  CHECK(parse_kernel_tuning("sm90_watchdog_ms=5000").sm90_watchdog_ms == 5000);
+  CHECK(parse_kernel_tuning("sm90_watchdog_ms=1").sm90_watchdog_ms == 1);
+  CHECK(parse_kernel_tuning("sm90_watchdog_ms=600000").sm90_watchdog_ms == 600000);
+  CHECK(parse_kernel_tuning("sm90_watchdog_ms=0").sm90_watchdog_ms == 0);
+  for (const char* bad : {"sm90_watchdog_ms=600001", "sm90_watchdog_ms=-1", "sm90_watchdog_ms=5s",
+                          "sm90_watchdog_ms=", "sm90_watchdog_ms=1e3"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse_kernel_tuning(bad),
+                      Catch::Contains("is not an integer in [0, 600000]"));
+  }
+  CHECK_THROWS_WITH(parse_kernel_tuning("watchdog_ms=5"), Catch::Contains("sm90_watchdog_ms"));
+  CHECK(codegen::sm90_kernel_config(128, parse_kernel_tuning("sm90_watchdog_ms=250")).watchdog_ms ==
+        250);
+  CHECK(codegen::sm90_kernel_config(128).watchdog_ms == 0);
+}
+
+TEST_CASE("the sm90 watchdog defines its limit in the sm90 source only, and only when on",
+          "[codegen][tuning]") {
+  const auto mask = test::parse_mask("q_idx >= kv_idx");
+  const auto score = test::parse_score("");
+  const auto generate = [&](const char* tune, codegen::FamilyRequest family) {
+    return codegen::generate_kernel_source(mask, score, DType::bf16, 128,
+                                           codegen::Target(90, true), family,
+                                           parse_kernel_tuning(tune));
+  };
+  const auto watched = generate("sm90_watchdog_ms=5000", codegen::FamilyRequest::sm90);
+  CHECK(watched.config.watchdog_ms == 5000);
+  CHECK(watched.source.find("#define ATTNJIT_SM90_WATCHDOG_NS 5000000000ull\n") !=
+        std::string::npos);
+  CHECK(watched.source.find(", mbarrier watchdog 5000 ms\n") != std::string::npos);
+  // Defined before the templates are included, which is where sm90_barrier.cuh reads it.
+  CHECK(watched.source.find("#define ATTNJIT_SM90_WATCHDOG_NS") <
+        watched.source.find("#include \"attnjit/attention_fwd_sm90.cuh\""));
+  // Another limit is another source, hence another cache key.
+  CHECK(generate("sm90_watchdog_ms=60000", codegen::FamilyRequest::sm90).source !=
+        watched.source);
+  // Off (0 or absent) the source is the default kernel's, byte for byte.
+  const auto plain = generate("", codegen::FamilyRequest::sm90);
+  CHECK(generate("sm90_watchdog_ms=0", codegen::FamilyRequest::sm90).source == plain.source);
+  CHECK(plain.source.find("WATCHDOG") == std::string::npos);
+  CHECK(plain.source.find("watchdog") == std::string::npos);
+  // The sm80 kernel has no mbarrier waits: the key changes nothing there.
+  const auto sm80 = generate("sm90_watchdog_ms=5000", codegen::FamilyRequest::sm80);
+  CHECK(sm80.config.watchdog_ms == 0);
+  CHECK(sm80.source == generate("", codegen::FamilyRequest::sm80).source);
+}

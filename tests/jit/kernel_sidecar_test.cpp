@@ -114,6 +114,26 @@ TEST_CASE("the sm90 schedule options are part of a stored kernel's configuration
   CHECK_THROWS_WITH(config_from_json(odd), Catch::Contains("'persistent' is not a boolean"));
 }
 
+TEST_CASE("the sm90 mbarrier watchdog is part of a stored kernel's configuration only when on",
+          "[jit][sidecar]") {
+  codegen::KernelConfig watched = config();
+  watched.family = codegen::KernelFamily::sm90;
+  watched.watchdog_ms = 5000;
+  CHECK(config_from_json(to_json(watched)).watchdog_ms == 5000);
+  // A kernel that traps on a long wait never serves a request for the plain one, nor the reverse.
+  codegen::KernelConfig plain = watched;
+  plain.watchdog_ms = 0;
+  const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(watched)},
+                                 {"forward_resources", to_json(ResourceUsage{})}};
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), plain), Catch::Contains("is not the variant's"));
+  // Off, the sidecar has no such field (the default kernels' sidecars did not change).
+  CHECK_FALSE(to_json(plain).contains("watchdog_ms"));
+  CHECK(config_from_json(to_json(plain)).watchdog_ms == 0);
+  nlohmann::json odd = to_json(watched);
+  odd["watchdog_ms"] = -1;
+  CHECK_THROWS_WITH(config_from_json(odd), Catch::Contains("'watchdog_ms' is not an int >= 0"));
+}
+
 TEST_CASE("a variant summary is one line for cache list", "[jit][sidecar]") {
   CHECK(variant_summary(variant()) == "causal: mask='q_idx>=kv_idx' score='' bf16 d128");
   nlohmann::json with_params = variant();

@@ -258,12 +258,17 @@ extern "C" __global__ void named_barrier_left_half_complete(FwdParams p) {
   if (threadIdx.x < 32) named_barrier_arrive(2, 64);
 }
 
-// Two arrivals expected, one made: every thread waits for a phase that never completes.
+// Two arrivals expected, one made: every thread waits for a phase that never completes (batch 1:
+// in a wait labelled as the watchdog's waits are).
 extern "C" __global__ void mbarrier_deadlock(FwdParams p) {
   const unsigned bar = smem_address(attnjit_dynamic_smem) + 64;
   init_barriers(bar, 1, 2);
   if (threadIdx.x == 0) mbarrier_arrive(bar);
-  mbarrier_wait(bar, 0);
+  if (p.batch == 1) {
+    mbarrier_wait(bar, 0, "test full");
+  } else {
+    mbarrier_wait(bar, 0);
+  }
 }
 )";
 

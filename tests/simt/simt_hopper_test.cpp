@@ -312,8 +312,11 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
     launch.threads = 64;
     CHECK_THAT(launch.run("mbarrier_deadlock"),
                Catch::Contains("deadlock: every live thread waits") &&
-                   Catch::Contains("waits on the mbarrier at shared byte 64 (phase 0: 1 of 2 "
-                                   "arrivals and 0 transaction bytes pending)"));
+                   Catch::Contains("waits (\"mbarrier\") on the mbarrier at shared byte 64 "
+                                   "(phase 0: 1 of 2 arrivals and 0 transaction bytes pending)"));
+    launch.params.batch = 1;
+    CHECK_THAT(launch.run("mbarrier_deadlock"),
+               Catch::Contains("waits (\"test full\") on the mbarrier at shared byte 64"));
   }
   SECTION("a stage released to the producer before the wgmma reading it was waited for") {
     Ring ring(1);

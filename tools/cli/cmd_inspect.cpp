@@ -49,6 +49,12 @@ void print_resources(const attnjit_variant_info& info) {
     fmt::print("schedule      intra-warpgroup overlap {}, persistent grid {}, P from {}\n",
                info.sm90_overlap ? "on" : "off", info.sm90_persistent ? "on" : "off",
                info.sm90_p_smem ? "shared memory" : "registers");
+    // Note: a line of its own, and only when on, since such a kernel is for hang hunting only.
+    if (info.sm90_watchdog_ms > 0) {
+      fmt::print("watchdog      an mbarrier wait over {} ms prints its label and traps (wgmma "
+                 "serialised: not for timings)\n",
+                 info.sm90_watchdog_ms);
+    }
   }
   fmt::print("mask          {}\n", info.canonical_mask);
   fmt::print("index-only    {}\n",

@@ -92,11 +92,13 @@ inline std::string describe_named_barrier(const ThreadState& t) {
 inline std::string describe_wait(const ThreadState& t) {
   if (t.waiting == Wait::named_barrier) return describe_named_barrier(t);
   const Mbarrier& barrier = hopper().mbarriers[t.wait_object];
-  char text[240];
+  char text[320];
   std::snprintf(text, sizeof text,
-                "waits on the mbarrier at shared byte %u (phase %u: %u of %u arrivals and %lld "
-                "transaction bytes pending)",
-                t.wait_object, barrier.phase, barrier.pending, barrier.expected, barrier.tx);
+                "waits%s%s%s on the mbarrier at shared byte %u (phase %u: %u of %u arrivals and "
+                "%lld transaction bytes pending)",
+                t.wait_label != nullptr ? " (\"" : "", t.wait_label != nullptr ? t.wait_label : "",
+                t.wait_label != nullptr ? "\")" : "", t.wait_object, barrier.phase,
+                barrier.pending, barrier.expected, barrier.tx);
   return text;
 }
 
@@ -199,9 +201,13 @@ inline bool mbarrier_try_wait(unsigned bar, unsigned phase_parity) {
   return true;
 }
 
-inline void mbarrier_wait(unsigned bar, unsigned phase_parity) {
+// `what` (sm90_barrier.cuh's watchdog label) goes into a deadlock report of this wait.
+inline void mbarrier_wait(unsigned bar, unsigned phase_parity, const char* what = "mbarrier") {
+  simt::ThreadState& t = simt::this_thread();
+  t.wait_label = what;
   while (!mbarrier_try_wait(bar, phase_parity)) {
   }
+  t.wait_label = nullptr;
 }
 
 inline void fence_proxy_async_shared() { ++simt::this_thread().proxy_fences; }

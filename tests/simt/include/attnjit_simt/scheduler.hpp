@@ -90,6 +90,7 @@ struct ThreadState {
   bool done = false;
   Wait waiting = Wait::none;
   unsigned wait_object = 0;  // Wait::mbarrier: the barrier's shared offset; named_barrier: its id
+  const char* wait_label = nullptr;  // inside mbarrier_wait: its label (the deadlock report)
   std::vector<ObservedPhases> observed_phases;
   unsigned proxy_fences = 0;  // fence.proxy.async executed: orders its earlier st.shared for wgmma
   std::vector<CopyOp> open_group;                // issued, not yet committed

@@ -1,0 +1,72 @@
+#!/bin/bash
+# tools/gpu-check.sh without a GPU: fake test_gpu, compute-sanitizer, nvidia-smi and attnjit
+# binaries print the ATTNJIT_TUNE they were started with, so the test checks which steps get the
+# sm90 mbarrier watchdog (test: --watchdog-ms, sanitize: at least 60000 ms, bench: never) and that
+# each step's header names its ATTNJIT_TUNE. Usage: gpu_check_test.sh PATH/TO/gpu-check.sh
+set -u
+script=$1
+scratch=$(mktemp -d /tmp/attnjit-gpu-check-test.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/build" "$scratch/bin"
+fake() {  # fake PATH NAME: an executable printing NAME, its ATTNJIT_TUNE and its arguments
+  printf '#!/bin/sh\necho "%s ran with ATTNJIT_TUNE=${ATTNJIT_TUNE-<unset>} args: $*"\n' "$2" > "$1"
+  chmod +x "$1"
+}
+fake "$scratch/build/test_gpu" FAKE_TEST_GPU
+fake "$scratch/build/attnjit" FAKE_CLI
+fake "$scratch/bin/nvidia-smi" FAKE_SMI
+fake "$scratch/bin/sanitizer" FAKE_SANITIZER
+failures=0
+# check RUN_OUTPUT PATTERN WHAT: PATTERN (grep -E) must match a line of the output.
+check() {
+  if ! grep -qE -- "$2" <<< "$1"; then
+    echo "FAIL: $3 (no line matches: $2)"
+    failures=$((failures + 1))
+  fi
+}
+refute() {
+  if grep -qE -- "$2" <<< "$1"; then
+    echo "FAIL: $3 (a line matches: $2)"
+    failures=$((failures + 1))
+  fi
+}
+run() {  # run ARGS...: the script on the fake build, one family, its whole output
+  env -u ATTNJIT_TUNE PATH="$scratch/bin:$PATH" COMPUTE_SANITIZER="$scratch/bin/sanitizer" \
+    GPU_CHECK_BUDGET=60 bash "$script" --build-dir "$scratch/build" --families sm90 --quick \
+    --only test,sanitize,bench "$@" "$scratch/out" 2>&1
+}
+
+out=$(run)
+echo "$out"
+check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=sm90_watchdog_ms=5000 args: \[gpu\]' \
+  "the test stage gets the default watchdog"
+check "$out" '^== env ATTNJIT_KERNEL_FAMILY=sm90 .*test_gpu \[gpu\].*\(ATTNJIT_TUNE=sm90_watchdog_ms=5000, timeout' \
+  "the test step's header names its ATTNJIT_TUNE"
+check "$out" '^FAKE_SANITIZER ran with ATTNJIT_TUNE=sm90_watchdog_ms=60000 args: --tool memcheck' \
+  "memcheck gets the sanitizer watchdog"
+check "$out" '^FAKE_SANITIZER ran with ATTNJIT_TUNE=sm90_watchdog_ms=60000 args: --tool synccheck' \
+  "synccheck gets the sanitizer watchdog"
+check "$out" '^FAKE_CLI ran with ATTNJIT_TUNE=<unset> args: bench' "bench runs without a watchdog"
+check "$out" '^== .*attnjit bench .*\(ATTNJIT_TUNE=<unset>, timeout' "the bench header says so"
+refute "$out" '^FAKE_CLI .*watchdog' "bench never gets the watchdog"
+
+out=$(run --tune sm90_overlap=1 --watchdog-ms 90000)
+check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=sm90_overlap=1,sm90_watchdog_ms=90000 ' \
+  "--watchdog-ms joins --tune for the test stage"
+check "$out" '^FAKE_SANITIZER ran with ATTNJIT_TUNE=sm90_overlap=1,sm90_watchdog_ms=90000 args: --tool racecheck' \
+  "a limit above 60000 ms holds for the sanitizers too"
+check "$out" '^FAKE_CLI ran with ATTNJIT_TUNE=sm90_overlap=1 args: bench' "bench gets --tune alone"
+
+out=$(run --tune sm90_overlap=1 --watchdog-ms 0)
+check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=sm90_overlap=1 args' "--watchdog-ms 0: test without it"
+check "$out" '^FAKE_SANITIZER ran with ATTNJIT_TUNE=sm90_overlap=1 args' "--watchdog-ms 0: sanitize without it"
+refute "$out" 'watchdog_ms' "--watchdog-ms 0 leaves it out everywhere"
+
+out=$(run --watchdog-ms 5s)
+check "$out" '--watchdog-ms 5s is not an integer in \[0, 600000\]' "a bad --watchdog-ms is refused"
+
+if (( failures > 0 )); then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "gpu-check: all checks passed"
