@@ -19,8 +19,9 @@
 //     mask and the online softmax in registers, P converted in registers to wgmma's A fragment,
 //     O += P V (wgmma with A from registers, V read MN-major, N = HEAD_DIM), then the stage's
 //     release. (With kSm90FeaturePInSmem, P goes to the consumer's P tile in shared memory and
-//     P V reads it from there, which frees P's registers; see make_p.) The consumers take turns issuing their GEMMs, round robin (ping-pong, GemmTurns),
-//     so the others' softmax runs under one's GEMMs. The epilogue normalises O and writes it and
+//     P V reads it from there, which frees P's registers; see make_p.) The consumers take turns
+//     issuing their GEMMs, round robin (ping-pong, GemmTurns), so the others' softmax runs under
+//     one's GEMMs. The epilogue normalises O and writes it and
 //     the LSE.
 // The producer and every consumer warp walk the same sequence of key tiles (KeptTiles): each
 // classifies the tiles itself, 32 at a time with one ballot, so no message passes between them
@@ -305,7 +306,7 @@ struct AttentionForwardSm90 {
     if (k_before_q && tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring);
     if constexpr (kPersistent) {
       // The previous item's release (a fresh barrier's preceding phase counts as complete).
-      mbarrier_wait(q_empty_barrier(), static_cast<unsigned>(item & 1) ^ 1u);
+      mbarrier_wait(q_empty_barrier(), static_cast<unsigned>(item & 1) ^ 1u, "Q empty");
     }
     if (leader) {
       mbarrier_arrive_expect_tx(q_barrier(), kQBytes);
@@ -331,7 +332,8 @@ struct AttentionForwardSm90 {
     // the first round the wait returns at once (a fresh barrier's preceding phase, of parity 1,
     // counts as completed).
     const int stage = ring.stage;
-    mbarrier_wait(stage_barrier(kValues ? kEmptyV : kEmptyK, stage), ring.parity() ^ 1u);
+    mbarrier_wait(stage_barrier(kValues ? kEmptyV : kEmptyK, stage), ring.parity() ^ 1u,
+                  kValues ? "V empty" : "K empty");
     if (leader) {
       const unsigned full = stage_barrier(kValues ? kFullV : kFullK, stage);
       const TensorMap* map = kValues ? &params.v_map : &params.k_map;
@@ -402,7 +404,7 @@ struct AttentionForwardSm90 {
     softmax[0].init();
 
     const unsigned q_rows = q_smem + consumer * kConsumerRowBytes;
-    mbarrier_wait(q_barrier(), static_cast<unsigned>(item & 1));
+    mbarrier_wait(q_barrier(), static_cast<unsigned>(item & 1), "Q full");
     KeptTiles kept;
     const GemmTurns turns(consumer);
     int tile_class = kTileEmpty;
@@ -420,7 +422,7 @@ struct AttentionForwardSm90 {
     } else {
       for (int tile = first; tile < math.num_kv_tiles;
            tile = kept.next(math, tile + 1, lane, tile_class)) {
-        mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity());
+        mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity(), "K full");
         compute_tile(tile, tile_class, ring, q_rows, warp, lane, row_values, turns, acc_o,
                      softmax);
         mbarrier_arrive(stage_barrier(kEmptyV, ring.stage));
@@ -579,7 +581,7 @@ struct AttentionForwardSm90 {
     POperand p = p_operand(warp / 4);
     make_p(acc_s, p, warp, lane);
     // Note: waited for before the turn, so that a late V never holds up the other consumers.
-    mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity());
+    mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity(), "V full");
     output_turn(acc_o, p, ring.stage, turns);
   }
 
@@ -598,7 +600,7 @@ struct AttentionForwardSm90 {
                                          OnlineSoftmax (&softmax)[1], StageRing& ring) const {
     Scores acc_s;
     POperand p = p_operand(warp / 4);
-    mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity());
+    mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity(), "K full");
     score_turn(acc_s, ring.stage, q_rows, turns);
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     math.apply_scores(acc_s, first, first_class, warp, lane, row_values);
@@ -610,14 +612,14 @@ struct AttentionForwardSm90 {
          tile = kept.next(math, tile + 1, lane, tile_class)) {
       const StageRing previous = ring;
       ring.advance();
-      mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity());
+      mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity(), "K full");
       wgmma_fence_accumulators(flat(acc_s));
       wgmma_fence_accumulators(flat(acc_o));
       turns.begin();
       wgmma_fence();
       issue_scores(acc_s, ring.stage, q_rows);
       // Note: V is waited for only now, with S already on the tensor cores (FA3's order).
-      mbarrier_wait(stage_barrier(kFullV, previous.stage), previous.parity());
+      mbarrier_wait(stage_barrier(kFullV, previous.stage), previous.parity(), "V full");
       issue_output(acc_o, p, previous.stage);
       turns.end();
       wgmma_wait_group<1>();  // S is complete; P V may still be running
@@ -632,7 +634,7 @@ struct AttentionForwardSm90 {
       OnlineSoftmax::rescale_output(acc_o[0], rescale);
       make_p(acc_s, p, warp, lane);
     }
-    mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity());
+    mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity(), "V full");
     output_turn(acc_o, p, ring.stage, turns);
     mbarrier_arrive(stage_barrier(kEmptyV, ring.stage));
     ring.advance();

@@ -91,7 +91,7 @@ ATTNJIT_DEVICE void mbarrier_watchdog_expired(unsigned bar, unsigned phase_parit
 #endif  // ATTNJIT_SM90_WATCHDOG_NS
 
 // Waits until the phase of parity `phase_parity` has completed. `what` names the wait in the
-// watchdog's message ("K/V full"); without ATTNJIT_SM90_WATCHDOG_NS (the default kernels) it is
+// watchdog's message ("K full"); without ATTNJIT_SM90_WATCHDOG_NS (the default kernels) it is
 // unused and this is the plain try_wait loop. With it (the generated source defines it for
 // ATTNJIT_TUNE's sm90_watchdog_ms), a wait longer than that many nanoseconds prints and traps, so
 // a barrier that never completes on hardware is a launch failure naming the wait, not a hang.

@@ -1,6 +1,6 @@
 // The sm90 kernel with ATTNJIT_TUNE=sm90_watchdog_ms (sm90_barrier.cuh's mbarrier_wait reads
 // %globaltimer after a failed try and traps past the limit), compiled by NVRTC for sm_90a: the
-// device printf needs no header, ptxas reports no spills (but serialises the wgmma), and the
+// device printf needs no header, ptxas spills little (and serialises the wgmma), and the
 // default kernel's PTX has none of it (its mbarrier_wait is the plain try_wait loop).
 #include <catch2/catch.hpp>
 #include <string>
@@ -46,10 +46,12 @@ TEST_CASE("an sm90 kernel with the mbarrier watchdog times its waits, prints and
   INFO(cubin.log);
   const auto found = cubin.resources.find(codegen::kForwardEntry);
   REQUIRE(found != cubin.resources.end());
-  CHECK(found->second.spill_store_bytes == 0);
-  CHECK(found->second.spill_load_bytes == 0);
-  // The printf's argument buffer is the only stack.
-  CHECK(found->second.stack_frame_bytes <= 64);
+  // The printf calls (one per wait site, inlined) cost the registers the call saves around
+  // them: a little spilling in a kernel that is never timed (56 / 124 bytes and 80 bytes of
+  // stack at the time of writing). A bound, so that a blow-up still shows.
+  CHECK(found->second.spill_store_bytes <= 256);
+  CHECK(found->second.spill_load_bytes <= 256);
+  CHECK(found->second.stack_frame_bytes <= 256);
   // setmaxnreg still holds (an out-of-line printf path made ptxas ignore it)...
   CHECK(cubin.log.find("'setmaxnreg' ignored") == std::string::npos);
   // ...but the printf is a call inside the wgmma pipeline, so ptxas serialises the wgmma: a
