@@ -116,6 +116,21 @@ void mma_m16n8k16(float (&d)[32][4], const std::uint32_t (&a)[32][4],
   }
 }
 
+// The two n8 tiles an ldmatrix.x4 of B feeds: registers 0-1 are the first tile's B fragment,
+// 2-3 the second's (how the kernels pair their mma.sync calls).
+void mma_two_n8_tiles(float (&d_first)[32][4], float (&d_second)[32][4],
+                      const std::uint32_t (&a)[32][4], const std::uint32_t (&b)[32][4]) {
+  std::uint32_t b_first[32][2], b_second[32][2];
+  for (int lane = 0; lane < 32; ++lane) {
+    b_first[lane][0] = b[lane][0];
+    b_first[lane][1] = b[lane][1];
+    b_second[lane][0] = b[lane][2];
+    b_second[lane][1] = b[lane][3];
+  }
+  mma_m16n8k16(d_first, a, b_first);
+  mma_m16n8k16(d_second, a, b_second);
+}
+
 }  // namespace spec
 
 // A [rows][stride] matrix of bf16 small integers in "global memory"; stride > head dim so that
@@ -252,16 +267,8 @@ void emulate_block(bool ragged, std::uint32_t seed) {
         }
         spec::Regs4 b;
         spec::ldmatrix_x4(k_image, address, false, b);
-        std::uint32_t b_lo[32][2], b_hi[32][2];
-        for (int lane = 0; lane < 32; ++lane) {
-          b_lo[lane][0] = b[lane][0];
-          b_lo[lane][1] = b[lane][1];
-          b_hi[lane][0] = b[lane][2];
-          b_hi[lane][1] = b[lane][3];
-        }
         for (int mt = 0; mt < kMTiles; ++mt) {
-          spec::mma_m16n8k16(acc_s[mt][2 * pp], a[mt], b_lo);
-          spec::mma_m16n8k16(acc_s[mt][2 * pp + 1], a[mt], b_hi);
+          spec::mma_two_n8_tiles(acc_s[mt][2 * pp], acc_s[mt][2 * pp + 1], a[mt], b);
         }
       }
     }
@@ -324,16 +331,8 @@ void emulate_block(bool ragged, std::uint32_t seed) {
         }
         spec::Regs4 b;
         spec::ldmatrix_x4(v_image, address, true, b);
-        std::uint32_t b_lo[32][2], b_hi[32][2];
-        for (int lane = 0; lane < 32; ++lane) {
-          b_lo[lane][0] = b[lane][0];
-          b_lo[lane][1] = b[lane][1];
-          b_hi[lane][0] = b[lane][2];
-          b_hi[lane][1] = b[lane][3];
-        }
         for (int mt = 0; mt < kMTiles; ++mt) {
-          spec::mma_m16n8k16(acc_o[mt][2 * pp], a[mt], b_lo);
-          spec::mma_m16n8k16(acc_o[mt][2 * pp + 1], a[mt], b_hi);
+          spec::mma_two_n8_tiles(acc_o[mt][2 * pp], acc_o[mt][2 * pp + 1], a[mt], b);
         }
       }
     }
