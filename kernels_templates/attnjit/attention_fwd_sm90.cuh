@@ -40,8 +40,8 @@
 // epilogue hide under the work around them: the K/V stage ring (stage, phase parity) runs on
 // across items, the Q barrier's parity flips per item, and a "Q empty" barrier (one arrival per
 // consumer thread) tells the producer when it may load the next item's Q. The producer issues the
-// next item's first K/V stage, then waits for Q's space, so both land while the consumers finish
-// the current item. Each item's GEMM turns are balanced on their own (GemmTurns).
+// next item's first K, then waits for Q's space, so both land while the consumers finish the
+// current item. Each item's GEMM turns are balanced on their own (GemmTurns).
 //
 // Shared memory (sm90_fwd_config.cuh): the base rounded up to 1024 bytes, then the Q tile, the K
 // stages, the V stages, the output staging area of a persistent kernel where it fits
