@@ -190,63 +190,66 @@ static void test_kernel_family(void) {
   attnjit_variant_destroy(noop);
 }
 
-/* ATTNJIT_TUNE reaches the reported configuration, and a malformed one is refused with the
- * item named, as a status code. */
-static void test_tuning(void) {
+/* The variant's source on sm_90a under ATTNJIT_TUNE=`tune` (and the family the environment
+ * names); NULL, after a failed CHECK, when it is refused. */
+static attnjit_variant_info* inspect_tuned(const char* tune) {
   attnjit_inspect_options options;
   attnjit_inspect_options_init(&options);
   options.arch = "sm_90a";
   options.parts = ATTNJIT_INSPECT_SOURCE;
+  setenv("ATTNJIT_TUNE", tune, 1);
   attnjit_variant_info* info = NULL;
-  setenv("ATTNJIT_KERNEL_FAMILY", "sm90", 1);
-  setenv("ATTNJIT_TUNE", "sm90_overlap=1,sm90_stages=3", 1);
   CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  return info;
+}
+
+/* ATTNJIT_TUNE reaches the reported configuration, and a malformed one is refused with the
+ * item named, as a status code. */
+static void test_tuning(void) {
+  setenv("ATTNJIT_KERNEL_FAMILY", "sm90", 1);
+  attnjit_variant_info* info = inspect_tuned("sm90_overlap=1,sm90_stages=3");
   if (info != NULL) {
     CHECK(info->sm90_overlap == 1);
     CHECK(info->sm90_persistent == 0);
     CHECK(info->sm90_p_smem == 0);
     CHECK(info->num_stages == 3);
     attnjit_variant_info_destroy(info);
-    info = NULL;
   }
   /* Three consumer warpgroups: 192 queries per block in 16 warps (a producer and 3 x 4). */
-  setenv("ATTNJIT_TUNE", "sm90_block_m=192", 1);
-  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  info = inspect_tuned("sm90_block_m=192");
   if (info != NULL) {
     CHECK(info->block_m == 192 && info->num_warps == 16);
     CHECK(contains(info->source, "__launch_bounds__(512, 1)"));
     attnjit_variant_info_destroy(info);
-    info = NULL;
   }
   /* P through shared memory: reported, and in the kernel's template arguments. */
-  setenv("ATTNJIT_TUNE", "sm90_p_smem=1", 1);
-  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  info = inspect_tuned("sm90_p_smem=1");
   if (info != NULL) {
     CHECK(info->sm90_p_smem == 1);
     CHECK(info->sm90_watchdog_ms == 0);
     CHECK(contains(info->source, "attnjit::kSm90FeaturePInSmem"));
     attnjit_variant_info_destroy(info);
-    info = NULL;
   }
   /* The mbarrier watchdog: reported, and defined in the kernel's source. */
-  setenv("ATTNJIT_TUNE", "sm90_watchdog_ms=5000", 1);
-  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  info = inspect_tuned("sm90_watchdog_ms=5000");
   if (info != NULL) {
     CHECK(info->sm90_watchdog_ms == 5000);
     CHECK(contains(info->source, "#define ATTNJIT_SM90_WATCHDOG_NS 5000000000ull"));
     attnjit_variant_info_destroy(info);
-    info = NULL;
   }
   setenv("ATTNJIT_KERNEL_FAMILY", "sm80", 1);
-  setenv("ATTNJIT_TUNE", "sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2", 1);
-  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
+  info = inspect_tuned("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2");
   if (info != NULL) {
     CHECK(info->block_m == 64 && info->num_warps == 4 && info->blocks_per_sm == 2);
     CHECK(info->sm90_overlap == 0);
     CHECK(contains(info->source, "__launch_bounds__(128, 2)"));
     attnjit_variant_info_destroy(info);
-    info = NULL;
   }
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  options.arch = "sm_90a";
+  options.parts = ATTNJIT_INSPECT_SOURCE;
+  info = NULL;
   setenv("ATTNJIT_TUNE", "sm80_warps=0", 1);
   CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_ERROR_INVALID_ARGUMENT);
   CHECK(info == NULL);
