@@ -24,11 +24,12 @@
 #                 the sanitizers; compare too, unless --compare-args has --tune); the sweep
 #                 sets its own per schedule. Default: the caller's ATTNJIT_TUNE
 # --watchdog-ms   the sm90 kernel's mbarrier watchdog (sm90_watchdog_ms, docs/KERNELS.md) for the
-#                 test stage: a wait longer than N ms prints which one and traps, so a hang fails
-#                 in seconds instead of eating the step (default 5000). The sanitize stage uses
-#                 the larger of N and 60000 (compute-sanitizer slows kernels a lot). 0: off. Never
-#                 for compare, scaling, sweep or bench: the watchdog serialises wgmma, and those
-#                 time the real kernels. Each step's header shows the ATTNJIT_TUNE it runs with.
+#                 test and sweep stages: a wait longer than N ms records which one and faults the
+#                 kernel, so a hang fails in seconds instead of eating the step (default 5000;
+#                 the sweep is the pipelined schedules' first hardware run). The sanitize stage
+#                 uses the larger of N and 60000 (compute-sanitizer slows kernels a lot). 0: off.
+#                 Never for compare, scaling or bench: their figures are the shipped kernels'.
+#                 Each step's header shows the ATTNJIT_TUNE it runs with.
 # --compare-args  extra arguments for compare_flex.py, e.g. '--variant causal --length 64K'
 # --sweep-args    extra arguments for sweep_schedules.py, e.g. '--head-dim 128 --schedule ...'
 # COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
@@ -259,9 +260,9 @@ elif wants compare || wants scaling || wants sweep; then
     (wants compare || wants scaling) && sweep_json=()
     read -r -a user_sweep_args <<< "$sweep_args"
     run_step "$(cap "$budget" 300)" "$out_dir/compare-flex.txt" "$tune" python3 \
-      "$repo_dir/tools/bench/sweep_schedules.py" --lib "$lib" "${user_sweep_args[@]}" \
-      "${sweep_json[@]}"
-    record sweep $? "$(grep -cE 'MISMATCH' "$out_dir/compare-flex.txt") mismatches"
+      "$repo_dir/tools/bench/sweep_schedules.py" --lib "$lib" --watchdog-ms "$watchdog_ms" \
+      "${user_sweep_args[@]}" "${sweep_json[@]}"
+    record sweep $? "$(grep -cE "MISMATCH" "$out_dir/compare-flex.txt") mismatches, $(grep -cE " FAULT: " "$out_dir/compare-flex.txt") faults"
   fi
 fi
 

@@ -257,7 +257,8 @@ typedef struct attnjit_variant_info {
   int sm90_persistent;
   int sm90_p_smem;
   /* The sm90 kernel's mbarrier watchdog (ATTNJIT_TUNE sm90_watchdog_ms): an mbarrier wait longer
-   * than this many milliseconds prints which wait and traps; 0: off (every other kernel). */
+   * than this many milliseconds records which wait and faults the kernel, and the failed call's
+   * error names the wait; 0: off (every other kernel). */
   int sm90_watchdog_ms;
 } attnjit_variant_info;
 

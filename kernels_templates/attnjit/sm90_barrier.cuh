@@ -13,6 +13,7 @@
 #pragma once
 
 #include "attnjit/hd.cuh"
+#include "attnjit/sm90_watchdog_record.cuh"
 
 namespace attnjit {
 
@@ -69,23 +70,41 @@ ATTNJIT_DEVICE unsigned long long global_timer_ns() {
   return ns;
 }
 
-// A wait that outlived ATTNJIT_SM90_WATCHDOG_NS: says which one, then ends the kernel.
-// Note: inlined. Out of line, ptxas ignored setmaxnreg around the call (C7507); either way the
-// printf is a call (vprintf) inside the consumers' wgmma pipeline, so ptxas serialises their wgmma
-// (C7510): a watchdog kernel is for finding a hang, never for timings (docs/KERNELS.md).
-// Note: only the lowest active lane prints (the lanes of a warp normally wait together, and the
-// producer's elected lane may not be lane 0); no warp sync, since the other lanes may be stuck.
+}  // namespace attnjit
+
+// The host points it at its record (sm90_watchdog_record.cuh) when it loads the module.
+extern "C" __device__ attnjit::Sm90WatchdogRecord* ATTNJIT_SM90_WATCHDOG_SYMBOL;
+__device__ attnjit::Sm90WatchdogRecord* ATTNJIT_SM90_WATCHDOG_SYMBOL = nullptr;
+
+namespace attnjit {
+
+// A wait that outlived ATTNJIT_SM90_WATCHDOG_NS: the first such thread in the grid writes what it
+// waited for into the host's record, and every such thread then ends the kernel with a store to
+// address 0, an illegal address the driver reports to the host.
+// Note: not __trap(). With a trap anywhere in the kernel, ptxas (CUDA 13.0) silently gives every
+// warp the launch's 168 registers instead of setmaxnreg's 240 for the consumers (the default
+// causal D=128 kernel's SASS uses 222), so the watchdog kernel would be another kernel; the store
+// changes nothing of the allocation. Not printf either: a call inside the consumers' wgmma
+// pipeline makes ptxas serialise their wgmma (C7510), and its output is lost when the context
+// dies before the buffer is flushed.
 ATTNJIT_DEVICE void mbarrier_watchdog_expired(unsigned bar, unsigned phase_parity,
                                               const char* what, unsigned long long elapsed_ns) {
-  const unsigned lane = threadIdx.x % 32u;
-  if ((__activemask() & ((1u << lane) - 1u)) == 0u) {
-    printf(
-        "attnjit sm90 watchdog: mbarrier wait \"%s\" (shared address 0x%x, parity %u) in block "
-        "(%u, %u, %u) thread %u still incomplete after %llu ms; trapping\n",
-        what, bar, phase_parity, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
-        elapsed_ns / 1000000ull);
+  Sm90WatchdogRecord* record = ATTNJIT_SM90_WATCHDOG_SYMBOL;
+  if (record != nullptr && atomicCAS(&record->claimed, 0u, 1u) == 0u) {
+    record->barrier = bar;
+    record->parity = phase_parity;
+    record->block[0] = blockIdx.x;
+    record->block[1] = blockIdx.y;
+    record->block[2] = blockIdx.z;
+    record->thread = threadIdx.x;
+    record->elapsed_ms = static_cast<unsigned>(elapsed_ns / 1000000ull);
+    for (int i = 0; i + 1 < static_cast<int>(sizeof(record->what)) && what[i] != '\0'; ++i) {
+      record->what[i] = what[i];
+    }
+    // The record reaches host memory before the fault below ends the kernel.
+    __threadfence_system();
   }
-  __trap();
+  asm volatile("st.volatile.global.u32 [%0], 0;\n" ::"l"(0ull) : "memory");
 }
 
 #endif  // ATTNJIT_SM90_WATCHDOG_NS
@@ -93,8 +112,9 @@ ATTNJIT_DEVICE void mbarrier_watchdog_expired(unsigned bar, unsigned phase_parit
 // Waits until the phase of parity `phase_parity` has completed. `what` names the wait in the
 // watchdog's message ("K full"); without ATTNJIT_SM90_WATCHDOG_NS (the default kernels) it is
 // unused and this is the plain try_wait loop. With it (the generated source defines it for
-// ATTNJIT_TUNE's sm90_watchdog_ms), a wait longer than that many nanoseconds prints and traps, so
-// a barrier that never completes on hardware is a launch failure naming the wait, not a hang.
+// ATTNJIT_TUNE's sm90_watchdog_ms), a wait longer than that many nanoseconds records itself and
+// faults, so a barrier that never completes on hardware is a launch failure naming the wait, not
+// a hang.
 // Note: the timer is read only after a first failed try, so a wait that succeeds at once costs
 // what it always did.
 ATTNJIT_DEVICE void mbarrier_wait(unsigned bar, unsigned phase_parity,

@@ -18,9 +18,10 @@
 //                                          (192: head dim 64, or 128 with sm90_p_smem=1)
 //   sm90_p_smem    0 | 1                   P V reads P from shared memory, not registers
 //                                          (block_n a multiple of 64)
-//   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms prints
-//                                          which wait and traps (0: off, the default; a hang
-//                                          becomes a launch failure; docs/KERNELS.md)
+//   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms records
+//                                          which wait and faults the kernel (0: off, the
+//                                          default; a hang becomes an error naming the wait;
+//                                          docs/KERNELS.md)
 #pragma once
 
 #include <optional>

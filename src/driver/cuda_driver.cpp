@@ -7,7 +7,7 @@
 #include <variant>
 
 #include "common/log.hpp"
-#include "driver/watchdog_hint.hpp"
+#include "driver/watchdog_record.hpp"
 
 namespace attnjit::driver {
 namespace {
@@ -201,7 +201,7 @@ Status status_for_result(CUresult result) {
 void throw_result(CUresult result, const char* call) {
   throw Error(status_for_result(result),
               fmt::format("{} failed: {}{}", call, describe_result(result),
-                          watchdog_trap_hint(result, watchdog_kernel_queued())));
+                          watchdog_hint(result)));
 }
 
 void throw_missing_symbol(const char* name) {

@@ -48,6 +48,7 @@ namespace attnjit::driver {
   X(cuModuleLoadData, 2000)              \
   X(cuModuleUnload, 2000)                \
   X(cuModuleGetFunction, 2000)           \
+  X(cuModuleGetGlobal, 3020)             \
   X(cuFuncSetAttribute, 9000)            \
   X(cuFuncGetAttribute, 2020)            \
   X(cuFuncGetParamInfo, 12040)           \
@@ -57,6 +58,8 @@ namespace attnjit::driver {
   X(cuMemAlloc, 3020)                    \
   X(cuMemFree, 3020)                     \
   X(cuMemAllocManaged, 6000)             \
+  X(cuMemHostAlloc, 2020)                \
+  X(cuMemHostGetDevicePointer, 3020)     \
   X(cuMemAllocAsync, 11020)              \
   X(cuMemFreeAsync, 11020)               \
   X(cuMemcpyHtoD, 3020)                  \

@@ -12,7 +12,7 @@
 #include "attnjit/sm90_fwd_params.cuh"
 #include "common/error.hpp"
 #include "driver/cuda_driver.hpp"
-#include "driver/watchdog_hint.hpp"
+#include "driver/watchdog_record.hpp"
 #include "expr/block_analysis.hpp"
 #include "runtime/cuda_context.hpp"
 #include "runtime/forward_plan.hpp"
@@ -222,7 +222,7 @@ void launch(const char* name, CUfunction function, unsigned grid_x, unsigned gri
                 fmt::format("cuLaunchKernel failed: {} (kernel {}, grid {}x{}, {} threads, {} "
                             "bytes of shared memory){}",
                             driver::describe_result(result), name, grid_x, grid_y, threads, smem,
-                            driver::watchdog_trap_hint(result, driver::watchdog_kernel_queued())));
+                            driver::watchdog_hint(result)));
   }
 }
 
@@ -355,8 +355,6 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   if (config.family == codegen::KernelFamily::sm90) {
     Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
     void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel
-    // Note: before the launch, since a trap surfaces in whichever driver call comes next.
-    if (config.watchdog_ms > 0) driver::note_watchdog_kernel_queued();
     launch(codegen::kForwardEntry, loaded.forward, grid.grid_x, grid.grid_y, grid.threads,
            grid.smem_bytes, stream, launch_params);
     return;

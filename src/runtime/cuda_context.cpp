@@ -15,6 +15,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "driver/cuda_driver.hpp"
+#include "driver/watchdog_record.hpp"
 
 namespace attnjit::cuda {
 namespace {
@@ -268,6 +269,9 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
     check_parameter_layout(key, loaded->forward, kForwardParams);
   }
   if (loaded->summary != nullptr) check_parameter_layout(key, loaded->summary, kSummaryParams);
+  // Note: before the first launch, since a watchdog's fault surfaces in whichever driver call
+  // comes next and that call's error reads the record.
+  if (config.watchdog_ms > 0) driver::attach_watchdog_record(module);
 
   // Static and dynamic shared memory share the opt-in limit; cuFuncSetAttribute would only say
   // CUDA_ERROR_INVALID_VALUE.

@@ -9,17 +9,21 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "attnjit/attnjit.h"
+#include "attnjit/sm90_watchdog_record.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "driver/cuda_driver.hpp"
+#include "driver/watchdog_record.hpp"
 #include "fake_cuda.h"
 #include "gpu_harness.hpp"
 #include "runtime/cuda_backend.hpp"
@@ -51,8 +55,10 @@ class EmulatedDevice {
         reinterpret_cast<AttnjitFakeLaunchCount>(dlsym(handle, "attnjit_fake_cuda_launch_count"));
     param_info_past_end_ = reinterpret_cast<AttnjitFakeParamInfoPastEnd>(
         dlsym(handle, "attnjit_fake_cuda_param_info_past_end"));
+    module_global_ = reinterpret_cast<AttnjitFakeModuleGlobal>(
+        dlsym(handle, "attnjit_fake_cuda_module_global"));
     if (set_launcher_ == nullptr || allocations_ == nullptr || launch_count_ == nullptr ||
-        param_info_past_end_ == nullptr) {
+        param_info_past_end_ == nullptr || module_global_ == nullptr) {
       throw std::runtime_error(driver::driver_library_path() + " is not the fake CUDA driver");
     }
     set_launcher_(&EmulatedDevice::launch, this);
@@ -69,6 +75,13 @@ class EmulatedDevice {
   const std::vector<LaunchGrid>& forward_grids() const { return forward_grids_; }
   int launch_count() const { return launch_count_(); }
   int param_info_past_end() const { return param_info_past_end_(); }
+  // Where the loaded watchdog kernel's record pointer lives (its module global), or null.
+  Sm90WatchdogRecord** watchdog_global() const {
+    return static_cast<Sm90WatchdogRecord**>(module_global_(ATTNJIT_SM90_WATCHDOG_SYMBOL_NAME));
+  }
+  // The next forward launch does what an expired watchdog wait does on the hardware: it fills
+  // the record the kernel's global points at, and the launch fails.
+  void expire_watchdog_at_next_forward(const Sm90WatchdogRecord& record) { expiry_ = record; }
 
  private:
   static int launch(const AttnjitFakeLaunch* launch, void* user) {
@@ -94,7 +107,18 @@ class EmulatedDevice {
     grid.grid_y = launch.grid_y;
     grid.threads = launch.threads;
     grid.smem_bytes = launch.smem_bytes;
-    if (std::string(launch.function) == codegen::kForwardEntry) forward_grids_.push_back(grid);
+    if (std::string(launch.function) == codegen::kForwardEntry) {
+      forward_grids_.push_back(grid);
+      if (expiry_) {
+        Sm90WatchdogRecord** global = watchdog_global();
+        if (global == nullptr || *global == nullptr) {
+          throw std::runtime_error("the watchdog kernel's record pointer was never set");
+        }
+        **global = *expiry_;
+        expiry_.reset();
+        throw std::runtime_error("the watchdog faulted the kernel");
+      }
+    }
     module_->run_launch(kernel_, launch.function, grid, launch.params, regions);
   }
 
@@ -102,6 +126,8 @@ class EmulatedDevice {
   AttnjitFakeAllocations allocations_ = nullptr;
   AttnjitFakeLaunchCount launch_count_ = nullptr;
   AttnjitFakeParamInfoPastEnd param_info_past_end_ = nullptr;
+  AttnjitFakeModuleGlobal module_global_ = nullptr;
+  std::optional<Sm90WatchdogRecord> expiry_;
   const simt::SimtModule* module_ = nullptr;
   int kernel_ = 0;
   std::string error_;
@@ -193,6 +219,23 @@ CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
   lse->download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
   attnjit_variant_destroy(variant);
   return prepared.check(problem.lse);
+}
+
+// The sm90 kernel with a 1 s mbarrier watchdog, compiled into a cache of its own (where the fake
+// driver finds the cubins' sources).
+struct WatchdogSetting {
+  explicit WatchdogSetting(const char* cache_name)
+      : family("ATTNJIT_KERNEL_FAMILY", "sm90"),
+        tuning("ATTNJIT_TUNE", "sm90_watchdog_ms=1000"),
+        cache("ATTNJIT_CACHE_DIR", work_dir(cache_name).c_str()) {}
+  test::ScopedEnv family, tuning, cache;
+};
+
+KernelCase watchdog_case() {
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 2, 1, 150, 150);
+  return causal;
 }
 
 }  // namespace
@@ -318,6 +361,50 @@ TEST_CASE(
   CHECK(grids[before].grid_x == 4u);
   CHECK(grids[before].grid_y == 1u);
   CHECK(grids[before].threads == 512u);
+}
+
+TEST_CASE("fake device: a watchdog kernel computes the reference with the watchdog's record "
+          "attached and unclaimed",
+          "[dispatch][sm90][watchdog]") {
+  if (cuda::current_device().sm != 90) return;
+  const WatchdogSetting watchdog("sm90-watchdog-cache");
+  const KernelCase causal = watchdog_case();
+  check_through_backend({causal});
+  Sm90WatchdogRecord** global = device().watchdog_global();
+  REQUIRE(global != nullptr);
+  REQUIRE(*global != nullptr);
+  const std::optional<Sm90WatchdogRecord> record = driver::read_watchdog_record();
+  REQUIRE(record.has_value());
+  CHECK(record->claimed == 0u);
+  CHECK_THAT(driver::watchdog_hint(CUDA_ERROR_ILLEGAL_ADDRESS),
+             Catch::Contains("none of its waits timed out"));
+}
+
+TEST_CASE("fake device: an expired watchdog wait is named in the error of the failed call",
+          "[dispatch][sm90][watchdog]") {
+  if (cuda::current_device().sm != 90) return;
+  const WatchdogSetting watchdog("sm90-watchdog-expiry-cache");
+  const KernelCase causal = watchdog_case();
+  const auto module = emulated_module({causal});
+  device().use(module.get(), 0);
+  Sm90WatchdogRecord expired{};
+  expired.claimed = 1;
+  expired.barrier = 0x428;
+  expired.parity = 1;
+  expired.block[0] = 1;
+  expired.thread = 130;
+  expired.elapsed_ms = 1001;
+  std::strcpy(expired.what, "V full");
+  device().expire_watchdog_at_next_forward(expired);
+  const Error e = test::capture_error([&] { gpu_test::run_case(causal); });
+  device().use(nullptr, 0);
+  CHECK(e.status() == Status::cuda);
+  CHECK_THAT(e.what(),
+             Catch::Contains("cuLaunchKernel failed: CUDA_ERROR_LAUNCH_FAILED") &&
+                 Catch::Contains("The sm90 mbarrier watchdog (ATTNJIT_TUNE sm90_watchdog_ms) "
+                                 "ended the kernel: the wait \"V full\" (mbarrier at shared "
+                                 "address 0x428, parity 1) of block (1, 0, 0) thread 130 was "
+                                 "still incomplete after 1001 ms"));
 }
 
 TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its checks",

@@ -29,10 +29,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attnjit/fwd_params.cuh"
 #include "attnjit/sm90_fwd_params.cuh"
+#include "attnjit/sm90_watchdog_record.cuh"
 #include "attnjit_simt/fake_tensor_map.hpp"
 #include "codegen/variant_source.hpp"
 #include "expr/expression.hpp"
@@ -62,6 +64,8 @@ struct Module {
   std::vector<std::unique_ptr<Function>> functions;  // handed out by cuModuleGetFunction
   std::string source;  // the generated kernel source, when found in the cache
   std::unique_ptr<attnjit::simt::SimtModule> emulated;  // built at the first launch
+  bool has_watchdog_global = false;  // the image names ATTNJIT_SM90_WATCHDOG_SYMBOL
+  std::map<std::string, CUdeviceptr> globals;  // handed out by cuModuleGetGlobal
 };
 
 struct State {
@@ -71,6 +75,8 @@ struct State {
   AttnjitFakeLauncher launcher = nullptr;
   void* launcher_user = nullptr;
   int launches = 0;
+  // The module global of each name handed out last (attnjit_fake_cuda_module_global).
+  std::map<std::string, CUdeviceptr> last_globals;
   // cuFuncGetParamInfo calls for an index past the last parameter: the real driver answers them
   // with CUDA_ERROR_INVALID_VALUE and compute-sanitizer reports each one.
   std::atomic<int> param_info_past_end{0};
@@ -140,6 +146,15 @@ std::size_t elf_size(const unsigned char* image) {
   const std::uint64_t sections_end = read(0x28, 8) + read(0x3C, 2) * read(0x3A, 2);
   const std::uint64_t programs_end = read(0x20, 8) + read(0x38, 2) * read(0x36, 2);
   return static_cast<std::size_t>(std::max(sections_end, programs_end));
+}
+
+// Whether the image (a cubin or NUL-terminated PTX) contains `text`, e.g. a symbol's name.
+bool image_contains(const char* image, const char* text) {
+  const std::size_t size = std::memcmp(image, "\x7f" "ELF", 4) == 0
+                               ? elf_size(reinterpret_cast<const unsigned char*>(image))
+                               : std::strlen(image);
+  const std::string_view haystack(image, size);
+  return haystack.find(text) != std::string_view::npos;
 }
 
 // The kernel source of a cubin that the cache under $ATTNJIT_CACHE_DIR holds: its sidecar's
@@ -249,6 +264,12 @@ ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_allocations(AttnjitFakeRange* out, int
 
 ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_launch_count() { return state().launches; }
 
+ATTNJIT_FAKE_EXPORT void* attnjit_fake_cuda_module_global(const char* name) {
+  std::lock_guard lock(state().mutex);
+  const auto found = state().last_globals.find(name);
+  return found == state().last_globals.end() ? nullptr : reinterpret_cast<void*>(found->second);
+}
+
 ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_param_info_past_end() {
   return state().param_info_past_end.load();
 }
@@ -350,6 +371,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
     return CUDA_ERROR_INVALID_IMAGE;
   }
   auto loaded = std::make_unique<Module>();
+  loaded->has_watchdog_global = image_contains(bytes, ATTNJIT_SM90_WATCHDOG_SYMBOL_NAME);
   try {
     loaded->source = find_source(static_cast<const unsigned char*>(image));
   } catch (const std::exception& error) {
@@ -360,7 +382,32 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule module) {
-  delete reinterpret_cast<Module*>(module);
+  auto* unloaded = reinterpret_cast<Module*>(module);
+  for (const auto& [name, address] : unloaded->globals) release(address);
+  delete unloaded;
+  return CUDA_SUCCESS;
+}
+// The one global the backend asks for: the watchdog's record pointer, 8 zeroed bytes of "device"
+// memory per module, when the image has it.
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* address, size_t* bytes, CUmodule module,
+                                   const char* name) {
+  auto& loaded = *reinterpret_cast<Module*>(module);
+  if (std::strcmp(name, ATTNJIT_SM90_WATCHDOG_SYMBOL_NAME) != 0 || !loaded.has_watchdog_global) {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  auto found = loaded.globals.find(name);
+  if (found == loaded.globals.end()) {
+    CUdeviceptr global = 0;
+    if (const CUresult result = allocate(&global, sizeof(void*), false); result != CUDA_SUCCESS) {
+      return result;
+    }
+    std::memset(reinterpret_cast<void*>(global), 0, sizeof(void*));
+    found = loaded.globals.emplace(name, global).first;
+    std::lock_guard lock(state().mutex);
+    state().last_globals[name] = global;
+  }
+  if (address != nullptr) *address = found->second;
+  if (bytes != nullptr) *bytes = sizeof(void*);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
@@ -449,6 +496,21 @@ CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream) {
   return allocate(pointer, bytes, false);
 }
 CUresult CUDAAPI cuMemFree(CUdeviceptr pointer) { return release(pointer); }
+// Pinned, device-mapped host memory: on the fake, host and device addresses are the same.
+CUresult CUDAAPI cuMemHostAlloc(void** pointer, size_t bytes, unsigned int) {
+  CUdeviceptr address = 0;
+  const CUresult result = allocate(&address, bytes, false);
+  if (result == CUDA_SUCCESS) *pointer = reinterpret_cast<void*>(address);
+  return result;
+}
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* device, void* host, unsigned int flags) {
+  std::lock_guard lock(state().mutex);
+  if (flags != 0 || state().allocations.count(reinterpret_cast<std::uintptr_t>(host)) == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *device = reinterpret_cast<CUdeviceptr>(host);
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr pointer, CUstream) { return release(pointer); }
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
@@ -589,6 +651,8 @@ CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** function, int, cuui
       ATTNJIT_FAKE_ENTRY(cuCtxGetDevice), ATTNJIT_FAKE_ENTRY(cuCtxGetId),
       ATTNJIT_FAKE_ENTRY(cuCtxSynchronize), ATTNJIT_FAKE_ENTRY(cuModuleLoadData),
       ATTNJIT_FAKE_ENTRY(cuModuleUnload), ATTNJIT_FAKE_ENTRY(cuModuleGetFunction),
+      ATTNJIT_FAKE_ENTRY(cuModuleGetGlobal), ATTNJIT_FAKE_ENTRY(cuMemHostAlloc),
+      ATTNJIT_FAKE_ENTRY(cuMemHostGetDevicePointer),
       ATTNJIT_FAKE_ENTRY(cuFuncSetAttribute), ATTNJIT_FAKE_ENTRY(cuFuncGetAttribute),
       ATTNJIT_FAKE_ENTRY(cuFuncGetParamInfo), ATTNJIT_FAKE_ENTRY(cuLaunchKernel),
       ATTNJIT_FAKE_ENTRY(cuPointerGetAttribute), ATTNJIT_FAKE_ENTRY(cuPointerGetAttributes),

@@ -33,6 +33,9 @@ typedef int (*AttnjitFakeLaunchCount)(void);
 /* attnjit_fake_cuda_param_info_past_end: cuFuncGetParamInfo calls for an index past the kernel's
    last parameter so far (each is a compute-sanitizer error on a real device). */
 typedef int (*AttnjitFakeParamInfoPastEnd)(void);
+/* attnjit_fake_cuda_module_global: the "device" address of the module global of that name that
+   cuModuleGetGlobal handed out last (the watchdog record's pointer), or NULL. */
+typedef void* (*AttnjitFakeModuleGlobal)(const char* name);
 
 #ifdef __cplusplus
 }

@@ -66,6 +66,15 @@ def parse_schedule(text):
     return name, family, tune
 
 
+def with_watchdog(schedule, watchdog_ms):
+    """The schedule with sm90_watchdog_ms=watchdog_ms joined to its tune when it is an sm90
+    schedule and watchdog_ms > 0 (the sm80 kernel has no mbarriers to watch)."""
+    name, family, tune = schedule
+    if family != "sm90" or watchdog_ms <= 0:
+        return schedule
+    return name, family, ",".join(filter(None, (tune, f"sm90_watchdog_ms={watchdog_ms}")))
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lib", default=aj.default_library(), help="libattnjit.so to load")
@@ -78,6 +87,10 @@ def parse_args(argv):
     parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
     parser.add_argument("--schedule", action="append", type=parse_schedule,
                         help="NAME=FAMILY[:TUNE], repeatable; the first is the reference")
+    parser.add_argument("--watchdog-ms", type=int, default=0,
+                        help="the sm90 schedules' mbarrier watchdog (docs/KERNELS.md): a wait "
+                             "longer than this faults the kernel, naming the wait, instead of "
+                             "hanging the sweep (default 0: off)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--json", help="also write the rows to this file")
@@ -116,6 +129,21 @@ def summary_lines(rows, baseline):
     return lines
 
 
+class KernelFault(Exception):
+    """A kernel faulted (a watchdog's expired wait among the causes): the CUDA context is lost,
+    so nothing more can run in this process."""
+
+
+def attnjit_account(jit, variant, prepared):
+    """attnjit's own message for a fault torch reported: one more launch fails with the sticky
+    error, and attnjit's error names the expired wait when the sm90 watchdog caused it."""
+    try:
+        jit.forward(variant, prepared)
+    except aj.AttnJitError as error:
+        return str(error)
+    return None
+
+
 def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
     """(output, lse, compile seconds, median ms) of one schedule on `inputs`; raises
     aj.AttnJitError when the schedule cannot compile (e.g. its shared memory does not fit)."""
@@ -133,8 +161,13 @@ def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
         lse = torch.full(q.shape[:3], float("nan"), device=q.device, dtype=torch.float32)
         prepared = jit.forward_args(q, k, v, out, spec["scalars"], tensors,
                                     torch.cuda.current_stream().cuda_stream, lse=lse)
-        jit.forward(variant, prepared)
-        torch.cuda.synchronize()
+        try:
+            jit.forward(variant, prepared)
+            torch.cuda.synchronize()
+        except aj.AttnJitError:
+            raise
+        except RuntimeError as fault:  # torch's CUDA error: the context is unusable from now on
+            raise KernelFault(attnjit_account(jit, variant, prepared) or str(fault)) from fault
         ms = cf.time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
         return out, lse, compile_s, ms
     finally:
@@ -159,21 +192,27 @@ def main(argv=None):
     import torch
     opts.attnjit_dtype = (cf.ATTNJIT_DTYPE_BF16 if opts.dtype == "bf16"
                           else cf.ATTNJIT_DTYPE_FP16)
-    schedules = opts.schedule or [parse_schedule(s) for s in DEFAULT_SCHEDULES]
+    schedules = [with_watchdog(s, opts.watchdog_ms)
+                 for s in opts.schedule or [parse_schedule(s) for s in DEFAULT_SCHEDULES]]
     all_variants = cf.variants()
     names = opts.variant or list(cf.STANDARD_VARIANTS)
     unknown = [n for n in names if n not in all_variants]
     if unknown:
         sys.exit(f"unknown variant(s) {unknown}; known: {list(all_variants)}")
     props = torch.cuda.get_device_properties(0)
+    watchdog = f" | sm90 watchdog {opts.watchdog_ms} ms" if opts.watchdog_ms > 0 else ""
     print(f"torch {torch.__version__} | {props.name} ({props.multi_processor_count} SMs) | "
-          f"{opts.dtype} | L={opts.length} | reference schedule: {schedules[0][0]}", flush=True)
+          f"{opts.dtype} | L={opts.length} | reference schedule: {schedules[0][0]}{watchdog}",
+          flush=True)
     print(f"{'variant':<16}{'D':>5}{'B':>4}{'H':>4}  {'schedule':<20}{'ms':>9}{'TFLOP/s':>9}"
           f"{'x ref':>7}{'compile s':>10}{'max err':>9}{'lse err':>9}", flush=True)
     rows = cf.JsonRows(opts.json)
     failures = 0
     dtype = torch.bfloat16 if opts.dtype == "bf16" else torch.float16
+    lost_context = False
     for head_dim in opts.head_dim or [64, 128]:
+        if lost_context:
+            break
         heads = max(1, 2048 // head_dim)
         batch = max(1, opts.tokens // (heads * opts.length))
         gen = torch.Generator(device="cuda").manual_seed(opts.length + head_dim)
@@ -181,6 +220,8 @@ def main(argv=None):
         q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
                    for _ in range(3))
         for name in names:
+            if lost_context:
+                break
             spec = all_variants[name]
             documents, random_sizes = cf.DOCUMENT_LAYOUTS.get(name, cf.DOCUMENT_LAYOUTS["document"])
             doc = cf.document_ids(opts.length, "cuda", documents, random_sizes)
@@ -195,6 +236,12 @@ def main(argv=None):
                 except aj.AttnJitError as error:
                     print(f"{prefix}not run: {error}", flush=True)
                     continue
+                except KernelFault as fault:
+                    print(f"{prefix}FAULT: {fault}", flush=True)
+                    print("the CUDA context is lost: the sweep stops here", flush=True)
+                    failures += 1
+                    lost_context = True
+                    break
                 if reference is None:
                     reference = (out, lse, ms)
                 out_err, lse_err, same_inf = differences(out, lse, reference[0], reference[1])

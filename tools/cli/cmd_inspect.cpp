@@ -51,8 +51,8 @@ void print_resources(const attnjit_variant_info& info) {
                info.sm90_p_smem ? "shared memory" : "registers");
     // Note: a line of its own, and only when on, since such a kernel is for hang hunting only.
     if (info.sm90_watchdog_ms > 0) {
-      fmt::print("watchdog      an mbarrier wait over {} ms prints its label and traps (wgmma "
-                 "serialised: not for timings)\n",
+      fmt::print("watchdog      an mbarrier wait over {} ms records its label and faults the "
+                 "kernel\n",
                  info.sm90_watchdog_ms);
     }
   }
