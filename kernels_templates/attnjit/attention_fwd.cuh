@@ -135,6 +135,10 @@ struct AttentionForward {
   using Layout = ForwardLayout<HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS>;
   static constexpr int kThreads = NUM_WARPS * 32;
   static constexpr int kMTiles = Layout::kMTiles;
+  // Whether this kernel folds the softmax scale into the exponent (apply_scores). Not at head
+  // dim 32, whose two blocks per SM leave 128 registers a thread: there the fold's extra live
+  // value made ptxas spill the prefix-LM kernel (4 / 8 bytes, sm_80).
+  static constexpr bool kFoldScale = HEAD_DIM >= 64;
   static constexpr int kWarpRows = Layout::kWarpRows;
   static constexpr int kKSteps = HEAD_DIM / 16;  // k-steps of S = Q K^T
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 tiles of S
@@ -454,10 +458,13 @@ struct AttentionForward {
       }
     }
 
-    apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
+    const float score_scale =
+        apply_scores<kFoldScale>(acc_s, tile, tile_class, warp, lane, row_values);
 
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) softmax[mt].update(acc_s[mt], acc_o[mt]);
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      softmax[mt].template update<kFoldScale>(acc_s[mt], acc_o[mt], score_scale);
+    }
 
     // ---- O += P V. The S accumulators of n-tiles 2kk, 2kk+1 are exactly the A fragment of
     // key-step kk (Layout::p_tile, p_elem); B fragments from V with ldmatrix.trans
@@ -492,17 +499,31 @@ struct AttentionForward {
     }
   }
 
-  // The tile's raw Q K^T products in `acc_s` become scores in log2 units: scaled, the score hook
-  // applied, elements outside the bounds or the mask -inf. Element e of n-tile j of m-tile mt is
-  // (Layout::acc_row, Layout::acc_col).
-  ATTNJIT_DEVICE void apply_scores(float (&acc_s)[kMTiles][kNTiles][4], int tile, int tile_class,
-                                   int warp, int lane, const RowValues& row_values) const {
+  // The tile's raw Q K^T products in `acc_s` become scores: the score hook applied, elements
+  // outside the bounds or the mask -inf. Returns the factor that still turns them into log2
+  // units, for OnlineSoftmax::exponentiate to fold into its exponent: with FOLD_SCALE, without a
+  // score hook and with a positive softmax scale, the products stay raw and it is
+  // scale * log2(e) (no multiply here at all in a fully kept tile); otherwise they are scaled
+  // here and it is 1. Element e of n-tile j of m-tile mt is (Layout::acc_row, Layout::acc_col).
+  // Note: FOLD_SCALE is off where registers are tightest (kFoldScale; the sm90 kernel's
+  // three-consumer blocks of 160 registers, where the fold's extra live value made ptxas spill
+  // 68-92 bytes in the window, prefix and document kernels, block_m 192 with the overlap at D=64
+  // and with P in shared memory at D=128), while the 240-register sm90 kernels and the SM80
+  // kernel lost spills or stayed clean with it.
+  template <bool FOLD_SCALE>
+  ATTNJIT_DEVICE float apply_scores(float (&acc_s)[kMTiles][kNTiles][4], int tile, int tile_class,
+                                    int warp, int lane, const RowValues& row_values) const {
     const int k0 = tile * BLOCK_N;
     const bool ragged = k0 + BLOCK_N > params.kv_len || q0 + BLOCK_M > params.q_len;
     const bool partial = VARIANT::kHasMask && tile_class != kTileFull;
     const float scale = params.scale;
+    const float scale_log2 = scale * kLog2e;
+    // Note: uniform across the block; a scale of 0 or below (allowed, if odd) is applied here,
+    // since the raw row max times it would not be the scaled row max.
+    const bool fold_scale = FOLD_SCALE && !VARIANT::kHasScore && scale > 0.0f;
+    const float unfolded_scale = fold_scale ? 1.0f : scale_log2;
     if (!VARIANT::kHasScore && !partial && !ragged) {
-      const float scale_log2 = scale * kLog2e;
+      if (fold_scale) return scale_log2;
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -551,18 +572,23 @@ struct AttentionForward {
                                      params.q_len, params.kv_len, params.num_heads_q);
               }
             }
-            float s = acc_s[mt][j][e] * scale;
-            if constexpr (VARIANT::kHasScore) {
-              if (keep) {
-                s = VARIANT::score(block_values, row, col, params.args, s, b, h, q_idx, kv_idx,
-                                   params.q_len, params.kv_len, params.num_heads_q);
+            if constexpr (!VARIANT::kHasScore && FOLD_SCALE) {
+              acc_s[mt][j][e] = keep ? acc_s[mt][j][e] * unfolded_scale : neg_infinity();
+            } else {
+              float s = acc_s[mt][j][e] * scale;
+              if constexpr (VARIANT::kHasScore) {
+                if (keep) {
+                  s = VARIANT::score(block_values, row, col, params.args, s, b, h, q_idx, kv_idx,
+                                     params.q_len, params.kv_len, params.num_heads_q);
+                }
               }
+              acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
             }
-            acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
           }
         }
       }
     }
+    return fold_scale ? scale_log2 : 1.0f;
   }
 
   // The variant's hoisted values of the two columns c = 0, 1 that this thread holds in n-tile j

@@ -82,6 +82,9 @@ struct AttentionForwardSm90 {
   static constexpr bool kOutputApart =
       sm90_output_staged_apart(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent, kPInSmem);
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
+  // Whether the softmax scale is folded into the exponent (RowMath::apply_scores says why not
+  // at 160 registers).
+  static constexpr bool kFoldScale = kConsumerWarpgroups == 2;
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
   using RowMath =
       AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps, NUM_STAGES>;
@@ -576,8 +579,9 @@ struct AttentionForwardSm90 {
     score_turn(acc_s, ring.stage, q_rows, turns);
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
-    math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
-    softmax[0].update(acc_s[0], acc_o[0]);
+    const float score_scale = math.template apply_scores<kFoldScale>(acc_s, tile, tile_class, warp,
+                                                                     lane, row_values);
+    softmax[0].template update<kFoldScale>(acc_s[0], acc_o[0], score_scale);
     POperand p = p_operand(warp / 4);
     make_p(acc_s, p, warp, lane);
     // Note: waited for before the turn, so that a late V never holds up the other consumers.
@@ -603,8 +607,10 @@ struct AttentionForwardSm90 {
     mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity(), "K full");
     score_turn(acc_s, ring.stage, q_rows, turns);
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
-    math.apply_scores(acc_s, first, first_class, warp, lane, row_values);
-    softmax[0].update(acc_s[0], acc_o[0]);  // O is still zero: its rescale is a no-op
+    const float first_scale = math.template apply_scores<kFoldScale>(acc_s, first, first_class,
+                                                                     warp, lane, row_values);
+    // O is still zero: its rescale is a no-op.
+    softmax[0].template update<kFoldScale>(acc_s[0], acc_o[0], first_scale);
     make_p(acc_s, p, warp, lane);
 
     int tile_class = kTileEmpty;
@@ -625,9 +631,10 @@ struct AttentionForwardSm90 {
       wgmma_wait_group<1>();  // S is complete; P V may still be running
       wgmma_fence_accumulators(flat(acc_s));
       mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
-      math.apply_scores(acc_s, tile, tile_class, warp, lane, row_values);
+      const float score_scale = math.template apply_scores<kFoldScale>(acc_s, tile, tile_class,
+                                                                       warp, lane, row_values);
       float rescale[2];
-      softmax[0].exponentiate(acc_s[0], rescale);
+      softmax[0].template exponentiate<kFoldScale>(acc_s[0], rescale, score_scale);
       wgmma_wait_group<0>();
       wgmma_fence_accumulators(flat(acc_o));
       mbarrier_arrive(stage_barrier(kEmptyV, previous.stage));

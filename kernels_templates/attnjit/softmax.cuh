@@ -33,30 +33,46 @@ struct OnlineSoftmax {
     row_sum[0] = row_sum[1] = 0.0f;
   }
 
-  // `scores` holds one kv tile in log2 units (masked entries are -inf). Replaces them with
-  // exp2(score - max), advances the running max and sum, and returns in `rescale` the factor the
-  // output accumulated so far must be multiplied by (rescale_output); split from it so that the
-  // sm90 kernel can do this while its previous P V product still owns the accumulators.
+  // `scores` holds one kv tile in log2 units (masked entries are -inf), or, with FOLDED, one
+  // that `score_scale` (> 0) turns into log2 units: the raw Q K^T products with the softmax
+  // scale * log2(e) still to apply (score_scale 1 when they are already in log2 units).
+  // Replaces them with exp2(score - max), advances the running max (in log2 units) and sum, and
+  // returns in `rescale` the factor the output accumulated so far must be multiplied by
+  // (rescale_output); split from it so that the sm90 kernel can do this while its previous P V
+  // product still owns the accumulators.
+  // Note: FOLDED puts the scale into the exponent's FFMA (FlashAttention-2's scale_apply_exp2):
+  // one FFMA and one MUFU per element instead of an FMUL, an FADD and the MUFU. The row max of
+  // the raw values, times the scale, is the max of the scaled values because rounding is
+  // monotonic and the scale positive. Without it, the code is what it was before the fold (the
+  // three-consumer sm90 kernels, where ptxas spilled more with it: AttentionForward::apply_scores).
   // Note: a row whose max is still -inf (all masked so far) uses 0 as the exponent offset, so
   // exp2(-inf - 0) = 0 everywhere and no -inf - -inf = NaN appears.
-  template <int N_TILES>
-  ATTNJIT_DEVICE void exponentiate(float (&scores)[N_TILES][4], float (&rescale)[2]) {
+  template <bool FOLDED, int N_TILES>
+  ATTNJIT_DEVICE void exponentiate(float (&scores)[N_TILES][4], float (&rescale)[2],
+                                   float score_scale) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float tile_max = row_max[r];
+      float tile_max = FOLDED ? neg_infinity() : row_max[r];
 #pragma unroll
       for (int j = 0; j < N_TILES; ++j) {
         tile_max = fmaxf(tile_max, fmaxf(scores[j][2 * r], scores[j][2 * r + 1]));
       }
-      tile_max = quad_max(tile_max);
+      if constexpr (FOLDED) {
+        tile_max = fmaxf(row_max[r], quad_max(tile_max) * score_scale);
+      } else {
+        tile_max = quad_max(tile_max);
+      }
       const float offset = tile_max == neg_infinity() ? 0.0f : tile_max;
       rescale[r] = fast_exp2(row_max[r] - offset);
       row_max[r] = tile_max;
       float tile_sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < N_TILES; ++j) {
-        scores[j][2 * r] = fast_exp2(scores[j][2 * r] - offset);
-        scores[j][2 * r + 1] = fast_exp2(scores[j][2 * r + 1] - offset);
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          float& score = scores[j][2 * r + c];
+          score = fast_exp2(FOLDED ? fmaf(score, score_scale, -offset) : score - offset);
+        }
         tile_sum += scores[j][2 * r] + scores[j][2 * r + 1];
       }
       row_sum[r] = row_sum[r] * rescale[r] + tile_sum;
@@ -76,10 +92,11 @@ struct OnlineSoftmax {
   }
 
   // Both steps at once: the scores become probabilities and `acc_o` is rescaled.
-  template <int N_TILES, int D_TILES>
-  ATTNJIT_DEVICE void update(float (&scores)[N_TILES][4], float (&acc_o)[D_TILES][4]) {
+  template <bool FOLDED, int N_TILES, int D_TILES>
+  ATTNJIT_DEVICE void update(float (&scores)[N_TILES][4], float (&acc_o)[D_TILES][4],
+                             float score_scale) {
     float rescale[2];
-    exponentiate(scores, rescale);
+    exponentiate<FOLDED>(scores, rescale, score_scale);
     rescale_output(acc_o, rescale);
   }
 };

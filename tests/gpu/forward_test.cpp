@@ -93,6 +93,14 @@ TEST_CASE("padded rows, explicit scale and lse on/off match the reference", "[gp
   }
 }
 
+// A positive scale is folded into the softmax's exponent; a negative one is applied first
+// (fully kept tiles and the causal diagonal's partial ones).
+TEST_CASE("a negative scale matches the reference", "[gpu]") {
+  std::vector<KernelCase> cases = negative_scale_cases(shape(1, 2, 2, 256, 384));
+  cases.push_back(with(cases[1], DType::fp16, Layout::blhd, 128));
+  check_cases(cases);
+}
+
 TEST_CASE("fully masked rows give zeros and an lse of -inf", "[gpu]") {
   KernelCase c;
   c.mask = "kv_idx + 20 <= q_idx";  // rows 0..19 keep nothing

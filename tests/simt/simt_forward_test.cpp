@@ -99,6 +99,13 @@ TEST_CASE("emulated: padded rows, explicit scale and lse on/off match the refere
   check_simt(cases, 86);
 }
 
+// A positive scale is folded into the softmax's exponent (the raw row max times the scale); a
+// negative one takes the path that scales first, in fully kept tiles (noop) and partial ones
+// (the causal diagonal), since the raw max times a negative scale is not the scaled max.
+TEST_CASE("emulated: a negative scale matches the reference", "[simt]") {
+  check_simt(negative_scale_cases(shape(1, 1, 1, 128, 192)), 80);
+}
+
 TEST_CASE("emulated: fully masked rows give zeros and an lse of -inf", "[simt]") {
   KernelCase c;
   c.mask = "kv_idx + 20 <= q_idx";  // rows 0..19 keep nothing

@@ -80,6 +80,12 @@ TEST_CASE("emulated sm90: head dim 256, an explicit scale and the lse off", "[si
   check_sm90({with(c, DType::bf16, Layout::bhld, 256)});
 }
 
+// As for the SM80 kernel: a negative scale is applied before the softmax instead of folded
+// into its exponent (fully kept tiles: noop; partial ones: the causal diagonal).
+TEST_CASE("emulated sm90: a negative scale matches the reference", "[simt][sm90]") {
+  check_sm90(negative_scale_cases(shape(1, 1, 1, 128, 256)));
+}
+
 TEST_CASE("emulated sm90: the standard variants' masks and scores match the reference",
           "[simt][sm90]") {
   std::vector<KernelCase> cases;

@@ -141,4 +141,13 @@ std::vector<KernelCase> non_finite_inputs(int head_dim) {
   return cases;
 }
 
+std::vector<KernelCase> negative_scale_cases(const AttentionShape& s) {
+  KernelCase noop;
+  noop.shape = s;
+  noop.scale = -0.3f;
+  KernelCase causal = noop;
+  causal.mask = "q_idx >= kv_idx";
+  return {noop, causal};
+}
+
 }  // namespace attnjit::kernel_test

@@ -30,4 +30,9 @@ std::vector<KernelCase> non_finite_inputs(int head_dim);
 // at the ragged end, everything between skipped.
 KernelCase window_crossing_case();
 
+// A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
+// scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no
+// mask) and in partial ones (the causal diagonal). Use whole tiles of queries and keys.
+std::vector<KernelCase> negative_scale_cases(const AttentionShape& s);
+
 }  // namespace attnjit::kernel_test
