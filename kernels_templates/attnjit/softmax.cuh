@@ -79,8 +79,15 @@ struct OnlineSoftmax {
     }
   }
 
+  // Called by the whole warp. Skipped when the running max of none of the warp's rows moved:
+  // every factor is then exactly 1, and x * 1 == x, so only the multiplies go (a NaN factor is
+  // not 1 and still reaches O). With keys in random order a row's max moves at tile i with
+  // probability about 1/i, so after the first few tiles most are skipped; a max that appears
+  // early (an attention sink at key 0) skips nearly all of them.
   template <int D_TILES>
   ATTNJIT_DEVICE static void rescale_output(float (&acc_o)[D_TILES][4], const float (&rescale)[2]) {
+    const bool moved = rescale[0] != 1.0f || rescale[1] != 1.0f;
+    if (__ballot_sync(0xffffffffu, moved) == 0u) return;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
 #pragma unroll
