@@ -64,6 +64,21 @@ Tolerance output_tolerance(attnjit_dtype dtype) {
 
 Tolerance lse_tolerance() { return {1e-3, 1e-8}; }
 
+std::vector<double> strided_values(const void* actual, attnjit_dtype dtype, const Strides& strides,
+                                   int batch, int heads, int len, int head_dim) {
+  std::vector<double> values;
+  values.reserve(static_cast<std::size_t>(batch) * heads * len * head_dim);
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      for (int row = 0; row < len; ++row) {
+        const std::int64_t offset = b * strides.batch + h * strides.head + row * strides.row;
+        for (int d = 0; d < head_dim; ++d) values.push_back(load_as_float(actual, dtype, offset + d));
+      }
+    }
+  }
+  return values;
+}
+
 ErrorStats compare_strided(const void* actual, attnjit_dtype dtype, const Strides& strides,
                            int batch, int heads, int len, int head_dim,
                            std::span<const double> expected) {
@@ -74,19 +89,8 @@ ErrorStats compare_strided(const void* actual, attnjit_dtype dtype, const Stride
                                "has {}",
                                expected.size(), batch, heads, len, head_dim, count));
   }
-  ErrorAccumulator accumulator;
-  std::size_t flat = 0;
-  for (int b = 0; b < batch; ++b) {
-    for (int h = 0; h < heads; ++h) {
-      for (int row = 0; row < len; ++row) {
-        const std::int64_t offset = b * strides.batch + h * strides.head + row * strides.row;
-        for (int d = 0; d < head_dim; ++d) {
-          accumulator.add(load_as_float(actual, dtype, offset + d), expected[flat++]);
-        }
-      }
-    }
-  }
-  return accumulator.finish();
+  return compare_values(strided_values(actual, dtype, strides, batch, heads, len, head_dim),
+                        expected);
 }
 
 ErrorStats compare_lse(int batch, int heads, int q_len, const float* lse,

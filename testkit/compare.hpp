@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "attnjit/attnjit.h"
 #include "testkit/host_data.hpp"
@@ -52,6 +53,11 @@ Tolerance lse_tolerance();
 ErrorStats compare_strided(const void* actual, attnjit_dtype dtype, const Strides& strides,
                            int batch, int heads, int len, int head_dim,
                            std::span<const double> expected);
+
+// The values of a strided tensor, as compare_strided reads them, in [batch, heads, len, head_dim]
+// order (for error_anatomy.hpp).
+std::vector<double> strided_values(const void* actual, attnjit_dtype dtype, const Strides& strides,
+                                   int batch, int heads, int len, int head_dim);
 
 // An lse buffer ([batch, heads, q_len] contiguous fp32) against a reference's lse.
 ErrorStats compare_lse(int batch, int heads, int q_len, const float* lse,

@@ -19,6 +19,13 @@ ErrorStats compare_output(const AttentionShape& shape, const AttentionBuffers& b
                          shape.num_heads_q, shape.q_len, shape.head_dim, expected);
 }
 
+std::vector<double> output_values(const AttentionShape& shape, const AttentionBuffers& buffers) {
+  const Strides& strides = buffers.out_strides;
+  return testkit::strided_values(buffers.out, c_dtype(buffers.q_dtype),
+                                 {strides.batch, strides.head, strides.row}, shape.batch,
+                                 shape.num_heads_q, shape.q_len, shape.head_dim);
+}
+
 ErrorStats compare_lse(const AttentionShape& shape, const float* lse,
                        std::span<const double> expected) {
   return testkit::compare_lse(shape.batch, shape.num_heads_q, shape.q_len, lse, expected);

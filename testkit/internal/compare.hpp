@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "common/attention_problem.hpp"
 #include "testkit/compare.hpp"
@@ -24,6 +25,10 @@ ErrorStats compare_strided(const void* actual, DType dtype, const Strides& strid
 // An attention output (dtype of q, buffers.out_strides) against naive_attention's `out`.
 ErrorStats compare_output(const AttentionShape& shape, const AttentionBuffers& buffers,
                           std::span<const double> expected);
+
+// An attention output's values in [batch, num_heads_q, q_len, head_dim] order, as
+// compare_output reads them.
+std::vector<double> output_values(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 // An lse buffer ([batch, num_heads_q, q_len] contiguous) against naive_attention's `lse`.
 ErrorStats compare_lse(const AttentionShape& shape, const float* lse,

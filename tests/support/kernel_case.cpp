@@ -82,9 +82,10 @@ bool CaseResult::passed() const {
 std::string CaseResult::describe() const {
   return fmt::format(
       "out: {} (limit max_abs {:.1e} nmse {:.1e}); lse: {}; writes outside the "
-      "output view: {}",
+      "output view: {}{}",
       reference::describe(out), out_limit.max_abs_error, out_limit.nmse,
-      lse.count == 0 ? std::string("off") : reference::describe(lse), padding_writes);
+      lse.count == 0 ? std::string("off") : reference::describe(lse), padding_writes,
+      anatomy.empty() ? std::string() : "\nwhere the output is wrong:\n" + anatomy);
 }
 
 VariantSpec make_spec(const KernelCase& c) {
@@ -149,6 +150,23 @@ CaseResult PreparedCase::check(const std::vector<float>& lse) {
   if (test_case.with_lse) result.lse = reference::compare_lse(shape, lse.data(), expected_lse);
   result.padding_writes =
       writes_outside_view(problem.out, poisoned_out, shape, shape.num_heads_q, shape.q_len);
+  if (!result.passed()) {
+    const std::vector<double> actual_out = reference::output_values(shape, host);
+    const std::vector<double> actual_lse(lse.begin(), lse.end());
+    const std::span<const double> no_lse;
+    const testkit::AnatomyInput anatomy{
+        .batch = shape.batch,
+        .heads = shape.num_heads_q,
+        .len = shape.q_len,
+        .head_dim = shape.head_dim,
+        .actual = actual_out,
+        .expected = expected_out,
+        .actual_lse = test_case.with_lse ? std::span<const double>(actual_lse) : no_lse,
+        .expected_lse = test_case.with_lse ? std::span<const double>(expected_lse) : no_lse,
+        .tolerance = result.out_limit.max_abs_error,
+        .lse_tolerance = result.lse_limit.max_abs_error};
+    result.anatomy = testkit::describe_error_anatomy(anatomy);
+  }
   return result;
 }
 

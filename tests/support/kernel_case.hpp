@@ -11,6 +11,7 @@
 #include "common/attention_problem.hpp"
 #include "jit/variant_compiler.hpp"
 #include "expr/expression.hpp"
+#include "testkit/error_anatomy.hpp"
 #include "testkit/internal/compare.hpp"
 #include "testkit/internal/random_inputs.hpp"
 
@@ -59,6 +60,8 @@ struct CaseResult {
   reference::Tolerance lse_limit{};
   std::int64_t padding_writes = 0;  // output elements outside the view that changed (must be 0)
   KernelOrigin origin = KernelOrigin::compiled;
+  // Only for a failed case: where its wrong elements are (testkit/error_anatomy.hpp).
+  std::string anatomy;
   bool passed() const;
   std::string describe() const;
 };
