@@ -7,7 +7,9 @@
 // their results: through the launcher a test installed (attnjit_fake_cuda_set_launcher), or else
 // by the fake itself, which finds the loaded cubin in the kernel cache ($ATTNJIT_CACHE_DIR),
 // regenerates its source from the sidecar's variant and builds it for the host. So any program
-// (the CLI, the C API) runs on the fake device with real results. The device it pretends to be is set by
+// (the CLI, the C API) runs on the fake device with real results. The one other module it runs
+// is the Hopper probes' (tests/support/hopper_probe_kernels.hpp), so that test_gpu's probe runner
+// is exercised here too. The device it pretends to be is set by
 // ATTNJIT_FAKE_CUDA_SM (default 90; e.g. 75 for a device attnjit must refuse) and
 // ATTNJIT_FAKE_CUDA_DEVICES (default 1; 0 makes cuInit answer CUDA_ERROR_NO_DEVICE).
 #include "fake_cuda.h"
@@ -38,6 +40,7 @@
 #include "attnjit_simt/fake_tensor_map.hpp"
 #include "codegen/variant_source.hpp"
 #include "expr/expression.hpp"
+#include "support/hopper_probe_kernels.hpp"
 #include "expr/signature.hpp"
 #include "simt_module.hpp"
 
@@ -63,6 +66,7 @@ struct Function {
 struct Module {
   std::vector<std::unique_ptr<Function>> functions;  // handed out by cuModuleGetFunction
   std::string source;  // the generated kernel source, when found in the cache
+  bool probes = false;  // the Hopper probes: any entry name, each taking FwdParams
   std::unique_ptr<attnjit::simt::SimtModule> emulated;  // built at the first launch
   bool has_watchdog_global = false;  // the image names ATTNJIT_SM90_WATCHDOG_SYMBOL
   std::map<std::string, CUdeviceptr> globals;  // handed out by cuModuleGetGlobal
@@ -233,7 +237,13 @@ CUresult emulate(Function& function, const attnjit::LaunchGrid& grid, void** par
               ("attnjit-fake-cuda-" + std::to_string(::getpid()) + "-" +
                std::to_string(counter++)));
     }
-    module.emulated->run_launch(0, function.name.c_str(), grid, params, device_regions());
+    if (module.probes) {
+      module.emulated->run_forward(module.emulated->symbol(function.name),
+                                   *static_cast<const attnjit::FwdParams*>(params[0]), grid,
+                                   device_regions());
+    } else {
+      module.emulated->run_launch(0, function.name.c_str(), grid, params, device_regions());
+    }
     return CUDA_SUCCESS;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "fake CUDA driver: %s failed: %s\n", function.name.c_str(), error.what());
@@ -372,6 +382,13 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   }
   auto loaded = std::make_unique<Module>();
   loaded->has_watchdog_global = image_contains(bytes, ATTNJIT_SM90_WATCHDOG_SYMBOL_NAME);
+  // Note: recognised by an entry no attnjit variant has.
+  if (image_contains(bytes, "producer_consumer_ring")) {
+    loaded->probes = true;
+    loaded->source = attnjit::hopper_probe::kProbeKernels;
+    *module = reinterpret_cast<CUmodule>(loaded.release());
+    return CUDA_SUCCESS;
+  }
   try {
     loaded->source = find_source(static_cast<const unsigned char*>(image));
   } catch (const std::exception& error) {
@@ -411,7 +428,8 @@ CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* address, size_t* bytes, CUmodule
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
-  if (std::strcmp(name, "attnjit_fwd") != 0 && std::strcmp(name, "attnjit_tensor_summary") != 0) {
+  if (std::strcmp(name, "attnjit_fwd") != 0 && std::strcmp(name, "attnjit_tensor_summary") != 0 &&
+      !reinterpret_cast<Module*>(module)->probes) {
     return CUDA_ERROR_NOT_FOUND;
   }
   auto& functions = reinterpret_cast<Module*>(module)->functions;
@@ -435,7 +453,8 @@ CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, 
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset,
                                     size_t* size) {
   static const std::size_t summary[][2] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
-  const bool forward = reinterpret_cast<Function*>(function)->name == "attnjit_fwd";
+  const bool forward = reinterpret_cast<Function*>(function)->name == "attnjit_fwd" ||
+                       reinterpret_cast<Function*>(function)->module->probes;
   if (index >= (forward ? 1u : std::size(summary))) {
     ++state().param_info_past_end;
     return CUDA_ERROR_INVALID_VALUE;

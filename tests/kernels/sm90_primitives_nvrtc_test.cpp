@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "compile/nvrtc_compiler.hpp"
+#include "support/hopper_probe_kernels.hpp"
+#include "support/hopper_probes.hpp"
 
 namespace {
 
@@ -202,4 +204,24 @@ TEST_CASE("sm90 primitives: ptxas accepts them and the SASS has HGMMA and UTMALD
     INFO(needle);
     CHECK(sass.find(needle) != std::string::npos);
   }
+}
+
+// The probes test_gpu runs on an H100 (tests/gpu/hopper_probe_test.cpp) must compile there; this
+// is where a mistake in them shows without a GPU.
+TEST_CASE("sm90 primitives: the GPU probe kernels compile for sm_90a, spill-free",
+          "[kernels][nvrtc]") {
+  using namespace attnjit::hopper_probe;
+  const auto compiled = attnjit::nvrtc::compile_program(kProbeKernels, "sm_90a", false);
+  std::vector<std::string> entries = {"tma_box",          "wgmma_rs_bf16",    "wgmma_rs_fp16",
+                                      "wgmma_ss_mn_bf16", "wgmma_ss_mn_fp16", Ring::kernel()};
+  for (const WgmmaShape& shape : wgmma_ss_shapes()) entries.emplace_back(shape.kernel);
+  for (const std::string& entry : entries) {
+    INFO(entry << "\n" << compiled.log);
+    REQUIRE(compiled.resources.count(entry) == 1);
+    const attnjit::ResourceUsage& usage = compiled.resources.find(entry)->second;
+    CHECK(usage.spill_store_bytes == 0);
+    CHECK(usage.spill_load_bytes == 0);
+  }
+  INFO(compiled.log);
+  CHECK(compiled.log.find("'setmaxnreg' ignored") == std::string::npos);
 }

@@ -32,20 +32,6 @@ SimtRegion region(const void* data, std::size_t bytes, bool writable) {
   return SimtRegion{data, bytes, writable ? 1 : 0};
 }
 
-// cuTensorMapEncodeTiled of the fake driver (tests/fake_driver), whose maps the emulated TMA
-// reads; a map the real driver would refuse fails the case.
-CUresult encode_fake(CUtensorMap* map, CUtensorMapDataType data_type, cuuint32_t rank,
-                     void* address, const cuuint64_t* dims, const cuuint64_t* strides,
-                     const cuuint32_t* box, const cuuint32_t* element_strides,
-                     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
-                     CUtensorMapL2promotion l2_promotion, CUtensorMapFloatOOBfill oob_fill) {
-  const std::string why =
-      encode_fake_tensor_map(map, data_type, rank, address, dims, strides, box, element_strides,
-                             interleave, swizzle, l2_promotion, oob_fill);
-  if (!why.empty()) throw std::runtime_error("cuTensorMapEncodeTiled: " + why);
-  return CUDA_SUCCESS;
-}
-
 // The sm90 kernel's parameter block, as the CUDA backend builds it (cuda_backend.cpp).
 Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
                           const AttentionBuffers& buffers, const codegen::KernelConfig& config) {
@@ -100,6 +86,18 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
 }
 
 }  // namespace
+
+CUresult encode_fake(CUtensorMap* map, CUtensorMapDataType data_type, cuuint32_t rank,
+                     void* address, const cuuint64_t* dims, const cuuint64_t* strides,
+                     const cuuint32_t* box, const cuuint32_t* element_strides,
+                     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                     CUtensorMapL2promotion l2_promotion, CUtensorMapFloatOOBfill oob_fill) {
+  const std::string why =
+      encode_fake_tensor_map(map, data_type, rank, address, dims, strides, box, element_strides,
+                             interleave, swizzle, l2_promotion, oob_fill);
+  if (!why.empty()) throw std::runtime_error("cuTensorMapEncodeTiled: " + why);
+  return CUDA_SUCCESS;
+}
 
 std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
                                         codegen::Target target, codegen::FamilyRequest family,

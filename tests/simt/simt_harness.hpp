@@ -3,6 +3,8 @@
 // plan as the CUDA backend (runtime/forward_plan.hpp), checked against the CPU reference.
 #pragma once
 
+#include <cuda.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,14 @@
 #include "support/kernel_case.hpp"
 
 namespace attnjit::simt {
+
+// cuTensorMapEncodeTiled of the fake driver (tests/fake_driver), whose maps the emulated TMA
+// reads. Throws std::runtime_error naming the reason for a map the real driver would refuse.
+CUresult encode_fake(CUtensorMap* map, CUtensorMapDataType data_type, cuuint32_t rank,
+                     void* address, const cuuint64_t* dims, const cuuint64_t* strides,
+                     const cuuint32_t* box, const cuuint32_t* element_strides,
+                     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                     CUtensorMapL2promotion l2_promotion, CUtensorMapFloatOOBfill oob_fill);
 
 struct SimtOutcome {
   std::string name;   // the case's name and the arch
