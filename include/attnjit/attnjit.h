@@ -462,6 +462,27 @@ ATTNJIT_API attnjit_status attnjit_variant_tile_census(attnjit_tile_census* out,
                                                        const attnjit_forward_args* args,
                                                        const attnjit_tile_census_options* options);
 
+/* The class of a tile in attnjit_variant_tile_map. */
+typedef enum attnjit_tile_class {
+  ATTNJIT_TILE_EMPTY = 0,  /* every pair masked out: the kernel never loads the tile */
+  ATTNJIT_TILE_FULL = 1,   /* every pair kept: the kernel skips the mask */
+  ATTNJIT_TILE_PARTIAL = 2 /* mixed, or not provably either: the mask per element */
+} attnjit_tile_class;
+
+/* The block sparsity of one (batch, query head) of a call: the class of each of its tiles, as
+ * the census classifies them (same tiles, same options), row-major in map[rows * cols]: rows =
+ * ceil(q_len / tile_q) query tiles of cols = ceil(kv_len / tile_kv) key tiles, one
+ * attnjit_tile_class per byte. *rows and *cols are always set; with map NULL nothing else is
+ * written (ask for the size first), and a capacity below rows * cols is
+ * ATTNJIT_ERROR_INVALID_ARGUMENT, as is a batch or head out of range. tile_q and tile_kv may be
+ * NULL; when not, they receive the tile size. */
+ATTNJIT_API attnjit_status attnjit_variant_tile_map(unsigned char* map, size_t capacity,
+                                                    int* rows, int* cols, int* tile_q,
+                                                    int* tile_kv, attnjit_variant* variant,
+                                                    const attnjit_forward_args* args, int batch,
+                                                    int head,
+                                                    const attnjit_tile_census_options* options);
+
 /* The naive reference: every element evaluated directly, in double precision (the score
  * expression in fp32, as the kernels evaluate it), single-threaded; for checking a result.
  * out receives [batch, num_heads_q, q_len, head_dim] doubles, contiguous; lse (optional)

@@ -1,5 +1,5 @@
-// attnjit_variant_tile_census and attnjit_variant_reference: a forward call examined on the host
-// (its tiles, its exact result) rather than run, so a tool can report and check what a kernel
+// attnjit_variant_tile_census, attnjit_variant_tile_map and attnjit_variant_reference: a forward
+// call examined on the host (its tiles, its exact result) rather than run, so a tool can report and check what a kernel
 // did through the same API that ran it.
 #include <algorithm>
 #include <cstring>
@@ -49,6 +49,35 @@ const attnjit_forward_args& checked_args(const attnjit_forward_args* args) {
   return *args;
 }
 
+static_assert(int{ATTNJIT_TILE_EMPTY} == int{attnjit::kTileEmpty} &&
+                  int{ATTNJIT_TILE_FULL} == int{attnjit::kTileFull} &&
+                  int{ATTNJIT_TILE_PARTIAL} == int{attnjit::kTilePartial},
+              "attnjit_tile_class is the kernels' TileClass");
+
+// A call examined on the host: the tiles of the kernel that runs it (the options' arch), its
+// shape and packed arguments, checked as a forward call on the CPU backend would be, so that
+// neither a census nor a map reads through a pointer or shape that forward would refuse.
+struct HostCall {
+  Tiles tiles;
+  attnjit::ForwardCall call;
+  attnjit::VariantArgs packed;
+};
+
+HostCall examine_call(attnjit_variant& variant, const attnjit_forward_args* args,
+                      const attnjit_tile_census_options* options) {
+  const attnjit_forward_args& a = checked_args(args);
+  attnjit_tile_census_options defaults;
+  attnjit_tile_census_options_init(&defaults);
+  const attnjit_tile_census_options& o = options != nullptr ? *options : defaults;
+  require_version(o.version, ATTNJIT_TILE_CENSUS_OPTIONS_VERSION, "attnjit_tile_census_options");
+  HostCall host{tiles_for(variant, o.arch),
+                attnjit::capi::to_call(a, variant.impl.spec().head_dim), {}};
+  host.packed = variant.impl.pack_args(host.call);
+  attnjit::reference::validate_variant_call(variant.impl.mask(), variant.impl.score(),
+                                            host.packed, host.call.shape, host.call.buffers);
+  return host;
+}
+
 }  // namespace
 
 extern "C" {
@@ -65,22 +94,41 @@ attnjit_status attnjit_variant_tile_census(attnjit_tile_census* out, attnjit_var
   return guarded([&] {
     require(out, "out");
     require(variant, "variant");
-    const attnjit_forward_args& a = checked_args(args);
-    attnjit_tile_census_options defaults;
-    attnjit_tile_census_options_init(&defaults);
-    const attnjit_tile_census_options& o = options != nullptr ? *options : defaults;
-    require_version(o.version, ATTNJIT_TILE_CENSUS_OPTIONS_VERSION, "attnjit_tile_census_options");
-    const Tiles tiles = tiles_for(*variant, o.arch);
-    const attnjit::ForwardCall call = attnjit::capi::to_call(a, variant->impl.spec().head_dim);
-    // Note: the same checks as a forward call on the CPU backend, so a census never reads
-    // through a pointer or shape that forward would refuse.
-    const attnjit::VariantArgs packed = variant->impl.pack_args(call);
-    attnjit::reference::validate_variant_call(variant->impl.mask(), variant->impl.score(), packed,
-                                              call.shape, call.buffers);
+    const HostCall host = examine_call(*variant, args, options);
     const attnjit::reference::TileCensus census = attnjit::reference::count_tiles(
-        variant->impl.mask(), packed, call.shape, tiles.q, tiles.kv);
-    *out = attnjit_tile_census{tiles.q,        tiles.kv,    census.tiles,      census.empty,
-                               census.partial, census.full, census.kept_pairs, census.total_pairs};
+        variant->impl.mask(), host.packed, host.call.shape, host.tiles.q, host.tiles.kv);
+    *out = attnjit_tile_census{host.tiles.q,   host.tiles.kv, census.tiles,      census.empty,
+                               census.partial, census.full,   census.kept_pairs, census.total_pairs};
+  });
+}
+
+attnjit_status attnjit_variant_tile_map(unsigned char* map, size_t capacity, int* rows, int* cols,
+                                        int* tile_q, int* tile_kv, attnjit_variant* variant,
+                                        const attnjit_forward_args* args, int batch, int head,
+                                        const attnjit_tile_census_options* options) {
+  return guarded([&] {
+    require(rows, "rows");
+    require(cols, "cols");
+    require(variant, "variant");
+    const HostCall host = examine_call(*variant, args, options);
+    const attnjit::AttentionShape& shape = host.call.shape;
+    const std::int64_t q_tiles = (std::int64_t{shape.q_len} + host.tiles.q - 1) / host.tiles.q;
+    const std::int64_t kv_tiles = (std::int64_t{shape.kv_len} + host.tiles.kv - 1) / host.tiles.kv;
+    *rows = static_cast<int>(q_tiles);
+    *cols = static_cast<int>(kv_tiles);
+    if (tile_q != nullptr) *tile_q = host.tiles.q;
+    if (tile_kv != nullptr) *tile_kv = host.tiles.kv;
+    if (map == nullptr) return;
+    const std::uint64_t needed = static_cast<std::uint64_t>(q_tiles * kv_tiles);
+    if (capacity < needed) {
+      attnjit::throw_error(attnjit::Status::invalid_argument,
+                           "map holds {} bytes; the tile map of this call needs {} ({} x {} tiles)",
+                           capacity, needed, q_tiles, kv_tiles);
+    }
+    const std::vector<attnjit::TileClass> classes = attnjit::reference::tile_map(
+        variant->impl.mask(), host.packed, shape, host.tiles.q, host.tiles.kv, batch, head);
+    std::transform(classes.begin(), classes.end(), map,
+                   [](attnjit::TileClass c) { return static_cast<unsigned char>(c); });
   });
 }
 

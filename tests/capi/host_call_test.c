@@ -1,5 +1,5 @@
-/* attnjit_variant_tile_census and attnjit_variant_reference from C, on the CPU backend: exact
- * tile counts for masks whose tiles are known, the tiles of a GPU arch's kernel, the reference's
+/* attnjit_variant_tile_census, attnjit_variant_tile_map and attnjit_variant_reference from C, on
+ * the CPU backend: exact tile counts and tile maps for masks whose tiles are known, the tiles of a GPU arch's kernel, the reference's
  * exact answers, and their bad-input statuses. Exits 0 on success. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
 #include <math.h>
@@ -195,6 +195,50 @@ static void test_census_bad_input(void) {
   attnjit_variant_destroy(causal);
 }
 
+/* Causal on the CPU's 64 x 64 tiles, 2 x 2 per head: the diagonal partial, the upper right
+ * empty, the lower left full; a mask that differs by head gives each head its own map. */
+static void test_tile_map_of_one_head(void) {
+  attnjit_variant* mask = make_variant("h == 0 ? q_idx >= kv_idx : kv_idx < 64", NULL, 0);
+  const attnjit_forward_args args = host_args();
+  int rows = 0, cols = 0, tile_q = 0, tile_kv = 0;
+  CHECK(attnjit_variant_tile_map(NULL, 0, &rows, &cols, &tile_q, &tile_kv, mask, &args, 0, 0,
+                                 NULL) == ATTNJIT_OK);
+  CHECK(rows == 2 && cols == 2 && tile_q == 64 && tile_kv == 64);
+  unsigned char map[4] = {9, 9, 9, 9};
+  CHECK(attnjit_variant_tile_map(map, sizeof map, &rows, &cols, NULL, NULL, mask, &args, 0, 0,
+                                 NULL) == ATTNJIT_OK);
+  CHECK(map[0] == ATTNJIT_TILE_PARTIAL && map[1] == ATTNJIT_TILE_EMPTY);
+  CHECK(map[2] == ATTNJIT_TILE_FULL && map[3] == ATTNJIT_TILE_PARTIAL);
+  CHECK(attnjit_variant_tile_map(map, sizeof map, &rows, &cols, NULL, NULL, mask, &args, 0, 1,
+                                 NULL) == ATTNJIT_OK);
+  CHECK(map[0] == ATTNJIT_TILE_FULL && map[1] == ATTNJIT_TILE_EMPTY);
+  CHECK(map[2] == ATTNJIT_TILE_FULL && map[3] == ATTNJIT_TILE_EMPTY);
+  attnjit_variant_destroy(mask);
+}
+
+static void test_tile_map_bad_input(void) {
+  attnjit_variant* causal = make_variant("q_idx >= kv_idx", NULL, 0);
+  const attnjit_forward_args args = host_args();
+  unsigned char map[4] = {9, 9, 9, 9};
+  int rows = 0, cols = 0;
+  CHECK(attnjit_variant_tile_map(map, 3, &rows, &cols, NULL, NULL, causal, &args, 0, 0, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "needs 4 (2 x 2 tiles)"));
+  CHECK(rows == 2 && cols == 2 && map[0] == 9); /* the size is told, nothing else written */
+  CHECK(attnjit_variant_tile_map(map, 4, &rows, &cols, NULL, NULL, causal, &args, 0, kHeads,
+                                 NULL) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "query heads 0..1"));
+  CHECK(attnjit_variant_tile_map(map, 4, &rows, &cols, NULL, NULL, causal, &args, 1, 0, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_tile_map(map, 4, NULL, &cols, NULL, NULL, causal, &args, 0, 0, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_tile_map(map, 4, &rows, &cols, NULL, NULL, NULL, &args, 0, 0, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_tile_map(map, 4, &rows, &cols, NULL, NULL, causal, NULL, 0, 0, NULL) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  attnjit_variant_destroy(causal);
+}
+
 static void fill_inputs(void) {
   unsigned state = 7;
   for (int i = 0; i < kHeads * kLen * kDim; ++i) {
@@ -284,6 +328,8 @@ int main(void) {
   test_census_reads_the_tensors_of_the_call();
   test_census_reads_no_attention_inputs();
   test_census_bad_input();
+  test_tile_map_of_one_head();
+  test_tile_map_bad_input();
   test_reference_when_one_key_is_kept();
   test_reference_of_a_mask_that_keeps_nothing();
   test_reference_bad_input();

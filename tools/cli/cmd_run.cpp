@@ -19,6 +19,7 @@
 #include "testkit/host_problem.hpp"
 #include "testkit/placement.hpp"
 #include "testkit/tile_census.hpp"
+#include "tile_map.hpp"
 #include "variant_options.hpp"
 
 namespace attnjit::cli {
@@ -32,7 +33,29 @@ struct RunOptions {
   int repeat = 3;
   std::uint64_t seed = 1;
   bool check = true;
+  bool tile_map = false;
 };
+
+// The tiles of batch 0, head 0 as a picture, under the forward line: the mask's block sparsity
+// as the kernel that ran sees it.
+void print_tile_map(attnjit_variant* variant, const attnjit_forward_args& host_args) {
+  constexpr int kMaxCells = 64;
+  int rows = 0, cols = 0, tile_q = 0, tile_kv = 0;
+  c::check(attnjit_variant_tile_map(nullptr, 0, &rows, &cols, &tile_q, &tile_kv, variant,
+                                    &host_args, 0, 0, nullptr));
+  std::vector<unsigned char> map(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+  c::check(attnjit_variant_tile_map(map.data(), map.size(), &rows, &cols, nullptr, nullptr,
+                                    variant, &host_args, 0, 0, nullptr));
+  const TileMapPicture picture = draw_tile_map(map, rows, cols, kMaxCells);
+  const std::string cell =
+      picture.tiles_per_cell == 1
+          ? std::string("a character per tile")
+          : fmt::format("a character per {0}x{0} tiles", picture.tiles_per_cell);
+  fmt::print("  tiles    batch 0, head 0: {} x {} tiles of {}x{}, {}: '#' full, '.' empty, "
+             "'+' partial or mixed\n",
+             rows, cols, tile_q, tile_kv, cell);
+  for (const std::string& line : picture.lines) fmt::print("           {}\n", line);
+}
 
 // Host data for each declared tensor: rank-1 int32 tensors hold sorted document ids (four
 // documents), other int32 tensors random ids in [0, 4), float32 tensors uniform [-1, 1).
@@ -183,6 +206,7 @@ void run(const RunOptions& o) {
       "pairs kept\n",
       times[times.size() / 2], times.size(), 100.0 * testkit::skipped_fraction(census),
       census.tile_q, census.tile_kv, 100.0 * testkit::kept_fraction(census));
+  if (o.tile_map) print_tile_map(variant.get(), host_args);
 
   const double work = static_cast<double>(shape.batch) * shape.num_heads_q * shape.q_len *
                       static_cast<double>(shape.kv_len) * shape.head_dim;
@@ -228,6 +252,8 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str()
       ->check(unsigned_64());
   command->add_flag("!--no-check", o->check, "skip the check against the naive reference");
+  command->add_flag("--tile-map", o->tile_map,
+                    "draw the tiles of batch 0, head 0: full, empty or partial (block sparsity)");
   command->callback([o] { run(*o); });
 }
 
