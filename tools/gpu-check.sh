@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU verification on a lent machine (H100/H200, CUDA 13, driver 580, PyTorch, no
-# network): GPU tests, compute-sanitizer memcheck and racecheck, `attnjit bench` and the
-# FlexAttention comparison. Uses a build made elsewhere (see tools/bench/README.md).
+# network): GPU tests (the Hopper probes first where sm90 is among the families), compute-sanitizer
+# memcheck and racecheck, `attnjit bench` and the FlexAttention comparison. Uses a build made elsewhere (see tools/bench/README.md).
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
 #                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
@@ -35,13 +35,13 @@
 # COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
 # bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling and sweep append their
-# rows to compare-flex.txt and write scaling.json / sweep.json only when they run alone). The summary is
-# printed last. Every stage prints as it goes.
+# rows to compare-flex.txt and write scaling.json / sweep.json only when they run alone). The
+# summary is printed last. Every stage prints as it goes.
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
-# each step has its own timeout when several stages run (test_gpu 300, memcheck 120 and racecheck
-# 120, each shared by the families, synccheck 60 for sm90, ctypes 30, compare_flex 150, scaling
-# 200, sweep 300, then bench 6 x 60), all cut to what is left: `--only test,sanitize` verifies both families
-# in one call.
+# each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300,
+# memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
+# compare_flex 150, scaling 200, sweep 300, then bench 6 x 60), all cut to what is left:
+# `--only test,sanitize` verifies both families in one call.
 set -uo pipefail
 
 build_dir=build
@@ -65,7 +65,7 @@ while [[ $# -gt 0 ]]; do
     --sweep-args) sweep_args="$2"; shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
-    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
@@ -191,9 +191,21 @@ if wants test && [[ -n "$test_gpu" ]]; then
   # Budget (H100): ~110 kernels at ~0.4 s of NVRTC each plus the CPU reference: about 2 min per
   # family.
   : > "$out_dir/test-gpu.log"
+  family_filter="[gpu]"
+  if [[ ",$families," == *",sm90,"* ]]; then
+    # Note: the Hopper probes first (tests/support/hopper_probes.hpp): each checks one primitive
+    # the emulator models (TMA box and swizzle, wgmma descriptors, the register-A fragment, the
+    # MN-major B, the mbarrier ring) against the same expectation on hardware, so when the sm90
+    # kernel fails below, this step says which encoding is wrong. Their watchdog is compiled in
+    # (2 s), so they need no ATTNJIT_TUNE; the family runs leave them out.
+    run_step "$(cap 120 60)" "$out_dir/test-gpu.log" "" "$test_gpu" "[sm90_probe]" --durations yes
+    rc=$?
+    record hopper_probes "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
+    family_filter="[gpu]~[sm90_probe]"
+  fi
   for family in ${families//,/ }; do
     run_step "$(cap "$budget" $((300 / num_families)))" \
-      "$out_dir/test-gpu.log" "$test_tune" env ATTNJIT_KERNEL_FAMILY="$family" "$test_gpu" "[gpu]" --durations yes
+      "$out_dir/test-gpu.log" "$test_tune" env ATTNJIT_KERNEL_FAMILY="$family" "$test_gpu" "$family_filter" --durations yes
     rc=$?
     record "test_gpu[$family]" "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
   done

@@ -2,7 +2,8 @@
 # tools/gpu-check.sh without a GPU: fake test_gpu, compute-sanitizer, nvidia-smi and attnjit
 # binaries print the ATTNJIT_TUNE they were started with, so the test checks which steps get the
 # sm90 mbarrier watchdog (test: --watchdog-ms, sanitize: at least 60000 ms, bench: never) and that
-# each step's header names its ATTNJIT_TUNE. Usage: gpu_check_test.sh PATH/TO/gpu-check.sh
+# each step's header names its ATTNJIT_TUNE, and that the Hopper probes run before the sm90
+# family (and only when it is asked for). Usage: gpu_check_test.sh PATH/TO/gpu-check.sh
 set -u
 script=$1
 scratch=$(mktemp -d /tmp/attnjit-gpu-check-test.XXXXXX)
@@ -49,6 +50,20 @@ check "$out" '^FAKE_SANITIZER ran with ATTNJIT_TUNE=sm90_watchdog_ms=60000 args:
 check "$out" '^FAKE_CLI ran with ATTNJIT_TUNE=<unset> args: bench' "bench runs without a watchdog"
 check "$out" '^== .*attnjit bench .*\(ATTNJIT_TUNE=<unset>, timeout' "the bench header says so"
 refute "$out" '^FAKE_CLI .*watchdog' "bench never gets the watchdog"
+
+check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=<unset> args: \[sm90_probe\]' \
+  "the Hopper probes run first, on their own compiled-in watchdog"
+check "$out" '^hopper_probes +PASS' "the summary has a line for the probes"
+check "$out" 'args: \[gpu\]~\[sm90_probe\] --durations' "the family runs leave the probes out"
+probe_line=$(grep -nE '^FAKE_TEST_GPU .*\[sm90_probe\]' <<< "$out" | head -n1 | cut -d: -f1)
+family_line=$(grep -nE '^FAKE_TEST_GPU .*\[gpu\]' <<< "$out" | head -n1 | cut -d: -f1)
+if [[ -z "$probe_line" || -z "$family_line" ]] || (( probe_line > family_line )); then
+  echo "FAIL: the probes run before the sm90 family (lines ${probe_line:-none}, ${family_line:-none})"
+  failures=$((failures + 1))
+fi
+out=$(run --families sm80)
+refute "$out" 'sm90_probe' "no probes when sm90 is not among the families"
+check "$out" 'args: \[gpu\] --durations' "sm80 alone runs every [gpu] case"
 
 out=$(run --tune sm90_overlap=1 --watchdog-ms 90000)
 check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=sm90_overlap=1,sm90_watchdog_ms=90000 ' \
