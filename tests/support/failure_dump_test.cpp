@@ -347,3 +347,12 @@ TEST_CASE("dump file names keep safe characters and stay short and distinct", "[
   CHECK(dump_file_stem(long_a).size() <= 160);
   CHECK(dump_file_stem(long_a) != dump_file_stem(long_b));
 }
+
+// Hidden ([.]): tests/tools/read_failure_dump_test.sh runs it by name to get a dump from the real
+// writer, then checks what tools/read_failure_dump.py reads in it against run_wrong_kernel.
+TEST_CASE("an example dump for the reader's test", "[.][dump_example]") {
+  REQUIRE(std::getenv("ATTNJIT_TEST_DUMP_DIR") != nullptr);
+  PreparedCase prepared(sliding_window_case());
+  const CaseResult result = prepared.check(run_wrong_kernel(prepared));
+  REQUIRE(!result.dump_path.empty());
+}
