@@ -60,6 +60,11 @@ def load_arrays(header, data):
     return {entry["name"]: decode(entry, data) for entry in header["arrays"]}
 
 
+def number(value):
+    """A header number; JSON has no NaN or inf, so the writer stores them as null."""
+    return "nan" if value is None else f"{value:.3e}"
+
+
 def print_header(header):
     shape = header["shape"]
     print(f"case: {header['case']}")
@@ -82,9 +87,10 @@ def print_header(header):
         stats, limit = errors[name], errors[name + "_limit"]
         if stats is None:
             continue
-        print(f"  {name}: max_abs_error {stats['max_abs_error']:.3e} (at {stats['worst_index']}, "
-              f"limit {limit['max_abs_error']:.1e}) nmse {stats['nmse']} "
-              f"(limit {limit['nmse']:.1e}) non_finite {stats['non_finite']} of {stats['count']}")
+        print(f"  {name}: max_abs_error {number(stats['max_abs_error'])} (at "
+              f"{stats['worst_index']}, limit {limit['max_abs_error']:.1e}) nmse "
+              f"{number(stats['nmse'])} (limit {limit['nmse']:.1e}) non_finite "
+              f"{stats['non_finite']} of {stats['count']}")
     print(f"  writes outside the output view: {errors['padding_writes']}")
     if "dropped" in header:
         dropped = header["dropped"]

@@ -242,7 +242,7 @@ TEST_CASE("without ATTNJIT_TEST_DUMP_DIR, or for a passing case, nothing is writ
   CHECK(dir.files().empty());
 }
 
-TEST_CASE("a dump that cannot be written is a warning; the result is unchanged", "[support]") {
+TEST_CASE("a dump that cannot be written is a warning and leaves the result as it was", "[support]") {
   TempDir dir;
   // Note: a regular file where the directory should be fails even for root, unlike a mode.
   const fs::path not_a_dir = dir.path() / "file";
@@ -339,7 +339,7 @@ TEST_CASE("a dumper writes at most 6 files and says once when it stops", "[suppo
 }
 
 TEST_CASE("dump file names keep safe characters and stay short and distinct", "[support]") {
-  CHECK(dump_file_stem("mask='q_idx >= kv_idx' bf16 D=64") == "mask=_q_idx_kv_idx_bf16_D=64");
+  CHECK(dump_file_stem("mask='q_idx >= kv_idx' bf16 D=64") == "mask=_q_idx_=_kv_idx_bf16_D=64");
   CHECK(dump_file_stem("../etc/passwd") == "case.._etc_passwd");
   CHECK(dump_file_stem("") == "case");
   const std::string long_a(300, 'a');
@@ -352,7 +352,8 @@ TEST_CASE("dump file names keep safe characters and stay short and distinct", "[
 // writer, then checks what tools/read_failure_dump.py reads in it against run_wrong_kernel.
 TEST_CASE("an example dump for the reader's test", "[.][dump_example]") {
   REQUIRE(std::getenv("ATTNJIT_TEST_DUMP_DIR") != nullptr);
-  PreparedCase prepared(sliding_window_case());
+  const KernelCase c = sliding_window_case();  // PreparedCase keeps a reference to it
+  PreparedCase prepared(c);
   const CaseResult result = prepared.check(run_wrong_kernel(prepared));
   REQUIRE(!result.dump_path.empty());
 }

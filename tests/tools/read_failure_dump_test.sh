@@ -31,7 +31,7 @@ check "$out" '^  param W:int = 5$' "the parameter"
 check "$out" '^  bf16 blhd D=32 B=1 Hq=2 Hkv=1 Lq=24 Lkv=40 pad=8 seed=17 ' "the shape line"
 check "$out" '^where the output is wrong:$' "the anatomy"
 check "$out" '^worst 3 elements \(b, h, row, col\)' "the worst elements"
-check "$out" '^  b1 h0 rows      0: [.xN]{24}$' "one character per row"
+check "$out" '^  b0 h1 rows      0: [.xN]{24}$' "one character per row"
 check "$out" '^lse differs in [0-9]+ of 48 rows' "the LSE verdict"
 check "$out" '^saved k, lse, out, q, ref_lse, ref_out, v and header to ' "--npz"
 
