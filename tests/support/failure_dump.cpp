@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "failure_dump_header.hpp"
+
 namespace attnjit::kernel_test {
 namespace {
 
@@ -50,88 +52,6 @@ DumpArray contiguous_array(std::string name, std::string dtype, std::vector<std:
                            std::span<const std::byte> bytes, bool input) {
   std::vector<std::int64_t> strides = contiguous_strides(shape);
   return {std::move(name), std::move(dtype), std::move(shape), std::move(strides), bytes, input};
-}
-
-json stats_json(const reference::ErrorStats& stats) {
-  return {{"count", stats.count},
-          {"non_finite", stats.non_finite},
-          {"max_abs_error", stats.max_abs_error},
-          {"worst_index", stats.worst_index},
-          {"nmse", stats.nmse}};
-}
-
-json limit_json(const reference::Tolerance& limit) {
-  return {{"max_abs_error", limit.max_abs_error}, {"nmse", limit.nmse}};
-}
-
-json env_or_null(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? json(value) : json(nullptr);
-}
-
-// Everything but `arrays` and `dropped`. Float values that JSON cannot hold (NaN, inf: planted
-// inputs, float params) are written as text, as fmt prints them.
-json case_header(const FailureRecord& record) {
-  const PreparedCase& prepared = record.prepared;
-  const KernelCase& c = prepared.test_case;
-  const AttentionShape& shape = prepared.shape;
-  json params = json::array();
-  for (std::size_t i = 0; i < c.params.size() && i < c.scalars.size(); ++i) {
-    const bool is_float = prepared.spec.signature.params[i].type == expr::ValueType::floating;
-    params.push_back({{"decl", c.params[i]},
-                      {"bits", c.scalars[i]},
-                      {"value", is_float ? fmt::format("{}", std::bit_cast<float>(c.scalars[i]))
-                                         : fmt::format("{}", c.scalars[i])}});
-  }
-  json tensors = json::array();
-  for (const TensorInput& tensor : c.tensors) {
-    tensors.push_back({{"decl", tensor.decl}, {"dims", {tensor.dims[0], tensor.dims[1]}}});
-  }
-  json planted = json::array();
-  for (const PlantedValue& p : c.planted) {
-    planted.push_back({{"tensor", std::string(1, p.tensor)},
-                       {"b", p.b},
-                       {"h", p.h},
-                       {"row", p.row},
-                       {"d", p.d},
-                       {"value", fmt::format("{}", p.value)}});
-  }
-  AttentionBuffers scale_only;
-  scale_only.scale = c.scale;
-  const CaseResult& result = record.result;
-  return {
-      {"format", "attnjit-failure-dump"},
-      {"version", 1},
-      {"case", c.name()},
-      {"mask", c.mask.empty() ? "true" : c.mask},
-      {"score", c.score.empty() ? "score" : c.score},
-      {"params", params},
-      {"tensors", tensors},
-      {"planted", planted},
-      {"dtype", dtype_short_name(c.dtype)},
-      {"layout", c.layout == Layout::bhld ? "bhld" : "blhd"},
-      {"head_dim", c.head_dim},
-      {"shape",
-       {{"batch", shape.batch},
-        {"heads_q", shape.num_heads_q},
-        {"heads_kv", shape.num_heads_kv},
-        {"q_len", shape.q_len},
-        {"kv_len", shape.kv_len},
-        {"row_padding", c.row_padding}}},
-      {"seed", c.seed},
-      {"scale", c.scale},
-      {"effective_scale", effective_scale(shape, scale_only)},
-      {"with_lse", c.with_lse},
-      {"errors",
-       {{"out", stats_json(result.out)},
-        {"out_limit", limit_json(result.out_limit)},
-        {"lse", c.with_lse ? stats_json(result.lse) : json(nullptr)},
-        {"lse_limit", limit_json(result.lse_limit)},
-        {"padding_writes", result.padding_writes}}},
-      {"anatomy", result.anatomy},
-      {"kernel_family", env_or_null("ATTNJIT_KERNEL_FAMILY")},
-      {"tune", env_or_null("ATTNJIT_TUNE")},
-  };
 }
 
 // The header line for `arrays` (offsets assigned in order), newline included.
@@ -298,7 +218,7 @@ std::optional<std::string> FailureDumper::write(const std::string& dir,
     const std::vector<float> ref_out(record.expected_out.begin(), record.expected_out.end());
     const std::vector<float> ref_lse(record.expected_lse.begin(), record.expected_lse.end());
     std::vector<DumpArray> arrays = case_arrays(record, ref_out, ref_lse);
-    const std::string line = fit_to_limit(case_header(record), arrays, limits_.max_bytes);
+    const std::string line = fit_to_limit(failure_dump_header(record), arrays, limits_.max_bytes);
     std::filesystem::path path;
     write_file(dir, dump_file_stem(record.prepared.test_case.name()), line, arrays, path);
     return path.string();

@@ -242,7 +242,8 @@ TEST_CASE("without ATTNJIT_TEST_DUMP_DIR, or for a passing case, nothing is writ
   CHECK(dir.files().empty());
 }
 
-TEST_CASE("a dump that cannot be written is a warning and leaves the result as it was", "[support]") {
+TEST_CASE("a dump that cannot be written is a warning and leaves the result as it was",
+          "[support]") {
   TempDir dir;
   // Note: a regular file where the directory should be fails even for root, unlike a mode.
   const fs::path not_a_dir = dir.path() / "file";
