@@ -173,6 +173,11 @@ std::string fit_to_limit(json header, std::vector<DumpArray>& arrays, std::size_
   return header_line(header, arrays);
 }
 
+// Note: fputs, not fmt::print, which can throw: a warning must not turn into an exception.
+void warn(const std::string& message) {
+  std::fputs(("warning: " + message + "\n").c_str(), stderr);
+}
+
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t hash = 14695981039346656037ull;
   for (const char ch : text) hash = (hash ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
@@ -206,10 +211,10 @@ std::optional<std::string> FailureDumper::write(const std::string& dir,
   const int attempt = ++attempts_;
   if (attempt > limits_.max_dumps) {
     if (attempt == limits_.max_dumps + 1) {
-      fmt::print(stderr,
-                 "warning: failure dumps: the limit of {} per process is reached, later "
-                 "failures are not dumped\n",
-                 limits_.max_dumps);
+      warn(
+          fmt::format("failure dumps: the limit of {} per process is reached, later failures "
+                      "are not dumped",
+                      limits_.max_dumps));
     }
     return std::nullopt;
   }
@@ -223,9 +228,9 @@ std::optional<std::string> FailureDumper::write(const std::string& dir,
     write_file(dir, dump_file_stem(record.prepared.test_case.name()), line, arrays, path);
     return path.string();
   } catch (const std::exception& error) {
-    fmt::print(stderr, "warning: failure dump not written: {}\n", error.what());
+    warn(std::string("failure dump not written: ") + error.what());
   } catch (...) {
-    fmt::print(stderr, "warning: failure dump not written: unknown error\n");
+    warn("failure dump not written: unknown error");
   }
   return std::nullopt;
 }
