@@ -35,8 +35,13 @@
 # COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
 # bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling and sweep append their
-# rows to compare-flex.txt and write scaling.json / sweep.json only when they run alone). The
-# summary is printed last. Every stage prints as it goes.
+# rows to compare-flex.txt and write scaling.json / sweep.json only when they run alone), and
+# failures.tar.gz when a test case failed: the test stage runs with ATTNJIT_TEST_DUMP_DIR, so each
+# failing case leaves a dump (tests/support/failure_dump.hpp; read it with
+# tools/read_failure_dump.py), packed as FAMILY/CASE.dump into a tarball of at most
+# GPU_CHECK_TARBALL_LIMIT bytes (default 16 MiB: the first files in name order that fit). When
+# the tarball would be a 9th file, nvidia-smi.txt moves into it. The summary is printed last.
+# Every stage prints as it goes.
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
 # each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300,
 # memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
@@ -65,7 +70,7 @@ while [[ $# -gt 0 ]]; do
     --sweep-args) sweep_args="$2"; shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
@@ -90,6 +95,11 @@ for family in ${families//,/ }; do
     *) echo "gpu-check: unknown kernel family '$family' (families: sm80,sm90)" >&2; exit 2 ;;
   esac
 done
+tarball_limit=${GPU_CHECK_TARBALL_LIMIT:-16777216}
+if ! [[ "$tarball_limit" =~ ^[0-9]+$ ]]; then
+  echo "gpu-check: GPU_CHECK_TARBALL_LIMIT=$tarball_limit is not a number of bytes" >&2
+  exit 2
+fi
 # wants STAGE: whether STAGE was asked for.
 wants() { [[ ",$stages," == *",$1,"* ]]; }
 # A stage alone gets the whole budget instead of its share.
@@ -97,6 +107,8 @@ single_stage=0
 [[ "$stages" != *,* ]] && single_stage=1
 mkdir -p "$out_dir"
 out_dir=$(cd "$out_dir" && pwd)
+# Note: a tarball left by an earlier run would pass for this run's failures.
+rm -f "$out_dir/failures.tar.gz"
 build_dir=$(cd "$build_dir" && pwd) || { echo "gpu-check: no build dir" >&2; exit 2; }
 repo_dir=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -203,9 +215,12 @@ if wants test && [[ -n "$test_gpu" ]]; then
     record hopper_probes "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
     family_filter="[gpu]~[sm90_probe]"
   fi
+  # A failing case writes a dump here, one folder per family (the same case may fail in both).
+  dump_root=$(mktemp -d /tmp/attnjit-dumps.XXXXXX)
   for family in ${families//,/ }; do
     run_step "$(cap "$budget" $((300 / num_families)))" \
-      "$out_dir/test-gpu.log" "$test_tune" env ATTNJIT_KERNEL_FAMILY="$family" "$test_gpu" "$family_filter" --durations yes
+      "$out_dir/test-gpu.log" "$test_tune" env ATTNJIT_KERNEL_FAMILY="$family" \
+      ATTNJIT_TEST_DUMP_DIR="$dump_root/$family" "$test_gpu" "$family_filter" --durations yes
     rc=$?
     record "test_gpu[$family]" "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
   done
@@ -301,6 +316,53 @@ elif wants bench; then
     fi
   done
   record bench "$bench_rc" "$(grep -c '^== ' "$out_dir/bench.txt") runs"
+fi
+
+# pack_failure_dumps: the test stage's dumps into OUTDIR/failures.tar.gz and a summary line.
+pack_failure_dumps() {
+  local dumps=() members=() staging size kept dumps_kept note=""
+  mapfile -t dumps < <(cd "$dump_root" && find . -type f -name '*.dump' | sed 's|^\./||' |
+                       LC_ALL=C sort)
+  if ((${#dumps[@]} == 0)); then
+    printf '%-22s none\n' failure_dumps >> "$summary"
+    return
+  fi
+  members=("${dumps[@]}")
+  # Note: the device tool brings back at most 8 files; nvidia-smi.txt goes first into the
+  # tarball, so it is kept whatever the limit leaves out.
+  if (( $(find "$out_dir" -maxdepth 1 -type f | wc -l) >= 8 )) && [[ -f "$out_dir/nvidia-smi.txt" ]]; then
+    cp "$out_dir/nvidia-smi.txt" "$dump_root/nvidia-smi.txt"
+    members=(nvidia-smi.txt "${dumps[@]}")
+  fi
+  staging=$(mktemp -d /tmp/attnjit-dumps-tar.XXXXXX)
+  # The largest prefix whose compressed tarball fits the limit.
+  for ((kept = ${#members[@]}; kept > 0; kept--)); do
+    tar -czf "$staging/failures.tar.gz" -C "$dump_root" "${members[@]:0:kept}" || continue
+    size=$(stat -c %s "$staging/failures.tar.gz")
+    (( size <= tarball_limit )) && break
+  done
+  dumps_kept=$((kept - (${#members[@]} - ${#dumps[@]})))
+  if (( dumps_kept <= 0 )); then
+    printf '%-22s %s dumps, none packed: over GPU_CHECK_TARBALL_LIMIT (%s bytes)\n' \
+      failure_dumps "${#dumps[@]}" "$tarball_limit" >> "$summary"
+    rm -rf "$staging"
+    return
+  fi
+  mv "$staging/failures.tar.gz" "$out_dir/failures.tar.gz"
+  rm -rf "$staging"
+  if [[ "${members[0]}" == nvidia-smi.txt ]]; then
+    rm -f "$out_dir/nvidia-smi.txt"
+    note=", nvidia-smi.txt inside (OUTDIR keeps to 8 files)"
+  fi
+  if (( dumps_kept < ${#dumps[@]} )); then
+    note="$note; only the first $dumps_kept of ${#dumps[@]} fit GPU_CHECK_TARBALL_LIMIT ($tarball_limit bytes)"
+  fi
+  printf '%-22s %s files, %s KiB in failures.tar.gz%s\n' failure_dumps "$dumps_kept" \
+    "$(( ($(stat -c %s "$out_dir/failures.tar.gz") + 1023) / 1024 ))" "$note" >> "$summary"
+}
+if [[ -n "${dump_root:-}" ]]; then
+  pack_failure_dumps
+  rm -rf "$dump_root"
 fi
 
 echo "== logs in $out_dir"

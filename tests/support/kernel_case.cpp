@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "expr/signature.hpp"
+#include "failure_dump.hpp"
 #include "reference/naive.hpp"
 
 namespace attnjit::kernel_test {
@@ -82,10 +83,11 @@ bool CaseResult::passed() const {
 std::string CaseResult::describe() const {
   return fmt::format(
       "out: {} (limit max_abs {:.1e} nmse {:.1e}); lse: {}; writes outside the "
-      "output view: {}{}",
+      "output view: {}{}{}",
       reference::describe(out), out_limit.max_abs_error, out_limit.nmse,
       lse.count == 0 ? std::string("off") : reference::describe(lse), padding_writes,
-      anatomy.empty() ? std::string() : "\nwhere the output is wrong:\n" + anatomy);
+      anatomy.empty() ? std::string() : "\nwhere the output is wrong:\n" + anatomy,
+      dump_path.empty() ? std::string() : "\ndump: " + dump_path);
 }
 
 VariantSpec make_spec(const KernelCase& c) {
@@ -166,6 +168,10 @@ CaseResult PreparedCase::check(const std::vector<float>& lse) {
         .tolerance = result.out_limit.max_abs_error,
         .lse_tolerance = result.lse_limit.max_abs_error};
     result.anatomy = testkit::describe_error_anatomy(anatomy);
+    const FailureRecord record{
+        *this, result, test_case.with_lse ? std::span<const float>(lse) : std::span<const float>(),
+        expected_out, test_case.with_lse ? std::span<const double>(expected_lse) : no_lse};
+    if (std::optional<std::string> path = dump_failure(record)) result.dump_path = *path;
   }
   return result;
 }

@@ -9,8 +9,8 @@
 
 #include "attnjit/variant_args.cuh"
 #include "common/attention_problem.hpp"
-#include "jit/variant_compiler.hpp"
 #include "expr/expression.hpp"
+#include "jit/variant_compiler.hpp"
 #include "testkit/error_anatomy.hpp"
 #include "testkit/internal/compare.hpp"
 #include "testkit/internal/random_inputs.hpp"
@@ -46,9 +46,9 @@ struct KernelCase {
   std::uint64_t seed = 1;
   float scale = 0.0f;
   std::vector<PlantedValue> planted;  // applied to the inputs after the random fill
-  double tolerance_factor = 1.0;  // multiplies output_tolerance(dtype)
-  bool managed = false;           // GPU only: buffers in managed memory
-  void* stream = nullptr;         // GPU only: CUstream of the launch; null: legacy default
+  double tolerance_factor = 1.0;      // multiplies output_tolerance(dtype)
+  bool managed = false;               // GPU only: buffers in managed memory
+  void* stream = nullptr;             // GPU only: CUstream of the launch; null: legacy default
 
   std::string name() const;  // every parameter spelled out, for test output
 };
@@ -62,6 +62,8 @@ struct CaseResult {
   KernelOrigin origin = KernelOrigin::compiled;
   // Only for a failed case: where its wrong elements are (testkit/error_anatomy.hpp).
   std::string anatomy;
+  // Only for a failed case with ATTNJIT_TEST_DUMP_DIR set: the dump written (failure_dump.hpp).
+  std::string dump_path;
   bool passed() const;
   std::string describe() const;
 };

@@ -3,7 +3,10 @@
 # binaries print the ATTNJIT_TUNE they were started with, so the test checks which steps get the
 # sm90 mbarrier watchdog (test: --watchdog-ms, sanitize: at least 60000 ms, bench: never) and that
 # each step's header names its ATTNJIT_TUNE, and that the Hopper probes run before the sm90
-# family (and only when it is asked for). Usage: gpu_check_test.sh PATH/TO/gpu-check.sh
+# family (and only when it is asked for). The fake test_gpu also writes FAKE_DUMPS dumps of
+# FAKE_DUMP_KB KiB (random, so they do not compress) into ATTNJIT_TEST_DUMP_DIR, to check
+# failures.tar.gz: what it holds, the tarball limit, nvidia-smi.txt moving into it when OUTDIR
+# would hold a 9th file. Usage: gpu_check_test.sh PATH/TO/gpu-check.sh
 set -u
 script=$1
 scratch=$(mktemp -d /tmp/attnjit-gpu-check-test.XXXXXX)
@@ -14,6 +17,16 @@ fake() {  # fake PATH NAME: an executable printing NAME, its ATTNJIT_TUNE and it
   chmod +x "$1"
 }
 fake "$scratch/build/test_gpu" FAKE_TEST_GPU
+cat >> "$scratch/build/test_gpu" <<'SH'
+if [ -n "${ATTNJIT_TEST_DUMP_DIR:-}" ]; then
+  mkdir -p "$ATTNJIT_TEST_DUMP_DIR"
+  i=1
+  while [ "$i" -le "${FAKE_DUMPS:-0}" ]; do
+    head -c "$((${FAKE_DUMP_KB:-1} * 1024))" /dev/urandom > "$ATTNJIT_TEST_DUMP_DIR/case-$i.dump"
+    i=$((i + 1))
+  done
+fi
+SH
 fake "$scratch/build/attnjit" FAKE_CLI
 fake "$scratch/bin/nvidia-smi" FAKE_SMI
 fake "$scratch/bin/sanitizer" FAKE_SANITIZER
@@ -79,6 +92,43 @@ refute "$out" 'watchdog_ms' "--watchdog-ms 0 leaves it out everywhere"
 
 out=$(run --watchdog-ms 5s)
 check "$out" '--watchdog-ms 5s is not an integer in \[0, 600000\]' "a bad --watchdog-ms is refused"
+
+# Failure dumps. tarball_list: the members of OUTDIR/failures.tar.gz, one a line.
+tarball_list() { tar -tzf "$scratch/out/failures.tar.gz" 2>/dev/null | LC_ALL=C sort | tr '\n' ' '; }
+rm -rf "$scratch/out"
+out=$(run)
+check "$out" '^failure_dumps +none$' "no failing case: no dumps"
+[[ -e "$scratch/out/failures.tar.gz" ]] && { echo "FAIL: a tarball without dumps"; failures=$((failures + 1)); }
+
+out=$(FAKE_DUMPS=2 FAKE_DUMP_KB=10 run --families sm80,sm90)
+check "$out" '^FAKE_TEST_GPU ran .*args: \[gpu\]~\[sm90_probe\]' "the family runs ran"
+check "$out" '^failure_dumps +4 files, [0-9]+ KiB in failures.tar.gz$' "the summary counts the dumps"
+check "$(tarball_list)" '^sm80/case-1.dump sm80/case-2.dump sm90/case-1.dump sm90/case-2.dump $' \
+  "the tarball holds each family's dumps"
+check "$(tar -xzOf "$scratch/out/failures.tar.gz" sm90/case-2.dump | wc -c)" '^10240$' \
+  "a dump is packed whole"
+check "$(ls "$scratch/out")" '^nvidia-smi.txt$' "nvidia-smi.txt stays when OUTDIR has room"
+
+# Two files more in OUTDIR (as compare and sweep leave): the tarball would be the 9th file.
+rm -rf "$scratch/out" && mkdir -p "$scratch/out" && touch "$scratch/out/extra1" "$scratch/out/extra2"
+out=$(FAKE_DUMPS=1 run)
+check "$(tarball_list)" '^nvidia-smi.txt sm90/case-1.dump $' "nvidia-smi.txt moves into the tarball"
+check "$out" '^failure_dumps +1 files, .*nvidia-smi.txt inside' "the summary says so"
+check "$(ls "$scratch/out" | wc -l)" '^8$' "OUTDIR keeps to 8 files"
+
+# Three incompressible 10 KiB dumps under a 25000-byte limit: the first two fit.
+rm -rf "$scratch/out"
+out=$(FAKE_DUMPS=3 FAKE_DUMP_KB=10 GPU_CHECK_TARBALL_LIMIT=25000 run)
+check "$(tarball_list)" '^sm90/case-1.dump sm90/case-2.dump $' "the largest prefix that fits"
+check "$out" '^failure_dumps +2 files, .*only the first 2 of 3 fit GPU_CHECK_TARBALL_LIMIT \(25000 bytes\)' \
+  "the summary says what was left out"
+check "$(stat -c %s "$scratch/out/failures.tar.gz")" '^([0-9]{1,4}|1[0-9]{4}|2[0-4][0-9]{3})$' \
+  "the tarball is within the limit"
+out=$(FAKE_DUMPS=1 FAKE_DUMP_KB=10 GPU_CHECK_TARBALL_LIMIT=5000 run)
+check "$out" '^failure_dumps +1 dumps, none packed: over GPU_CHECK_TARBALL_LIMIT' "nothing fits"
+[[ -e "$scratch/out/failures.tar.gz" ]] && { echo "FAIL: a tarball over the limit"; failures=$((failures + 1)); }
+out=$(GPU_CHECK_TARBALL_LIMIT=16M run)
+check "$out" 'GPU_CHECK_TARBALL_LIMIT=16M is not a number of bytes' "a bad limit is refused"
 
 if (( failures > 0 )); then
   echo "$failures check(s) failed"
