@@ -8,7 +8,7 @@ set -euo pipefail
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${ATTNJIT_BUILD_DIR:-$ROOT_DIR/build}
 PACKAGES=(cmake ninja-build g++ pkg-config libfmt-dev libspdlog-dev nlohmann-json3-dev catch2
-          libcli11-dev libxxhash-dev clang libclang-rt-14-dev)
+          libcli11-dev libxxhash-dev clang libclang-rt-14-dev python3-numpy)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -5,8 +5,14 @@
 set -u
 test_support=$1
 reader=$2
-if ! python3 -c 'import numpy' 2>/dev/null; then
-  echo "skipped: python3 with numpy is not available"
+# Note: the first python3 on PATH may be a virtualenv's or pyenv's without numpy, while the
+# system's has it (tools/setup.sh installs python3-numpy): take the first that imports it.
+python=""
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c 'import numpy' 2>/dev/null; then python=$candidate; break; fi
+done
+if [[ -z "$python" ]]; then
+  echo "skipped: no python3 with numpy (tried python3 and /usr/bin/python3)"
   exit 77
 fi
 scratch=$(mktemp -d /tmp/attnjit-read-dump-test.XXXXXX)
@@ -22,7 +28,7 @@ check() {  # check OUTPUT PATTERN WHAT: PATTERN (grep -E) must match a line of O
 ATTNJIT_TEST_DUMP_DIR="$scratch/dumps" "$test_support" "an example dump for the reader's test" \
   > "$scratch/writer.log" 2>&1 || { cat "$scratch/writer.log"; echo "FAIL: the writer"; exit 1; }
 dump=$(ls "$scratch"/dumps/*.dump)
-out=$(python3 -B "$reader" "$dump" --worst 3 --npz "$scratch/case.npz" 2>&1)
+out=$("$python" -B "$reader" "$dump" --worst 3 --npz "$scratch/case.npz" 2>&1)
 rc=$?
 echo "$out"
 (( rc == 0 )) || { echo "FAIL: the reader exited $rc"; exit 1; }
@@ -36,7 +42,7 @@ check "$out" '^lse differs in [0-9]+ of 48 rows' "the LSE verdict"
 check "$out" '^saved k, lse, out, q, ref_lse, ref_out, v and header to ' "--npz"
 
 # The arrays as numpy sees them: strides applied (q's NaN row padding left out), bf16 decoded.
-python3 -B - "$scratch/case.npz" <<'PY' || failures=$((failures + 1))
+"$python" -B - "$scratch/case.npz" <<'PY' || failures=$((failures + 1))
 import json, sys
 import numpy as np
 z = np.load(sys.argv[1])
@@ -52,7 +58,7 @@ PY
 
 # A truncated dump is an error, not a summary of garbage.
 head -c 2000 "$dump" > "$scratch/truncated.dump"
-if python3 -B "$reader" "$scratch/truncated.dump" > /dev/null 2>&1; then
+if "$python" -B "$reader" "$scratch/truncated.dump" > /dev/null 2>&1; then
   echo "FAIL: a truncated dump was read"
   failures=$((failures + 1))
 fi
