@@ -65,4 +65,30 @@ ExampleInputs example_inputs(const attnjit_manifest_variant& variant, int seq_le
   return inputs;
 }
 
+DeviceTensors upload_tensors(const ExampleInputs& inputs) {
+  DeviceTensors device{{}, inputs.tensors};
+  for (std::size_t i = 0; i < inputs.tensor_data.size(); ++i) {
+    const std::size_t bytes = inputs.tensor_data[i].size() * sizeof(std::int32_t);
+    device.buffers.emplace_back(bytes);
+    device.buffers.back().upload(inputs.tensor_data[i].data(), bytes);
+    device.args[i].data = device.buffers.back().get();
+  }
+  return device;
+}
+
+attnjit_variant_desc manifest_variant_desc(const attnjit_manifest_variant& variant,
+                                           attnjit_dtype dtype, int head_dim) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = variant.mask;
+  desc.score = variant.score;
+  desc.params = variant.params;
+  desc.num_params = variant.num_params;
+  desc.tensors = variant.tensors;
+  desc.num_tensors = variant.num_tensors;
+  desc.dtype = dtype;
+  desc.head_dim = head_dim;
+  return desc;
+}
+
 }  // namespace attnjit::testkit

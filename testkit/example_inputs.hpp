@@ -1,14 +1,15 @@
 // Per-call values for a manifest's variant (attnjit_manifest_variant), from its "example": params
 // by name, and a rank-1 tensor given as {"documents": N} holding sorted ids of N equal documents;
 // else fixed defaults (float params 30, int params 1024, 4 documents, rank-2 tensors a small
-// [heads, seq_len] table). Used by `attnjit demo` and `attnjit bench`. Part of the test kit
-// (testkit/CMakeLists.txt).
+// [heads, seq_len] table). Used by `attnjit demo`, `attnjit bench` and tools/bench. Part of the
+// test kit (testkit/CMakeLists.txt).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "attnjit/attnjit.h"
+#include "testkit/device_memory.hpp"
 
 namespace attnjit::testkit {
 
@@ -19,5 +20,16 @@ struct ExampleInputs {
 };
 
 ExampleInputs example_inputs(const attnjit_manifest_variant& variant, int seq_len, int heads);
+
+// The example's tensors in device memory, and the tensor args that point at them.
+struct DeviceTensors {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<attnjit_tensor_arg> args;
+};
+DeviceTensors upload_tensors(const ExampleInputs& inputs);
+
+// A manifest's variant, for `dtype` and `head_dim`; its strings point into the manifest.
+attnjit_variant_desc manifest_variant_desc(const attnjit_manifest_variant& variant,
+                                           attnjit_dtype dtype, int head_dim);
 
 }  // namespace attnjit::testkit

@@ -2,7 +2,7 @@
 # Prepares, on a machine without a GPU, what tools/gpu-check.sh needs on a lent GPU machine that
 # has no network and none of fmt/spdlog/xxhash: a stripped Release build of the GPU tests, the
 # CLI and libattnjit.so, plus the shared libraries they need, in one folder small enough to carry
-# (the device tool carries at most 64 MiB).
+# (the device tool carries at most 64 MiB), and the host-overhead benchmark.
 #
 #   tools/gpu-bundle.sh [OUTDIR]      (default: .gpu-bundle, ignored by git)
 #
@@ -14,11 +14,12 @@ OUT=${1:-$ROOT_DIR/.gpu-bundle}
 BUILD=${ATTNJIT_GPU_BUILD_DIR:-$ROOT_DIR/build-gpu}
 
 cmake -S "$ROOT_DIR" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target test_gpu attnjit_cli attnjit
+cmake --build "$BUILD" -j"$(nproc)" --target test_gpu attnjit_cli attnjit attnjit_host_overhead
 
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/lib"
-cp "$BUILD/tests/gpu/test_gpu" "$BUILD/tools/cli/attnjit" "$OUT/bin/"
+cp "$BUILD/tests/gpu/test_gpu" "$BUILD/tools/cli/attnjit" "$BUILD/tools/bench/attnjit_host_overhead" \
+  "$OUT/bin/"
 cp -P "$BUILD"/src/capi/libattnjit.so* "$OUT/lib/"
 # Every shared library the binaries need that is not part of the toolkit or the C runtime.
 for binary in "$OUT"/bin/* "$OUT"/lib/libattnjit.so.*.*; do

@@ -45,8 +45,8 @@
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
 # each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300,
 # memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
-# compare_flex 150, scaling 200, sweep 300, then bench 6 x 60), all cut to what is left:
-# `--only test,sanitize` verifies both families in one call.
+# compare_flex 150, scaling 200, sweep 300, then bench 6 x 60 and the host time per call 60 per
+# family), all cut to what is left: `--only test,sanitize` verifies both families in one call.
 set -uo pipefail
 
 build_dir=build
@@ -315,6 +315,18 @@ elif wants bench; then
       done
     fi
   done
+  # The host time of one call per family (tools/bench/host_overhead.cpp): attnjit's checks and
+  # launches plus the driver's, small problems, kernels queued.
+  host_overhead=$(find_binary attnjit_host_overhead)
+  if [[ -n "$host_overhead" ]]; then
+    for family in ${families//,/ }; do
+      run_step 60 "$out_dir/bench.txt" "$tune" env ATTNJIT_KERNEL_FAMILY="$family" \
+        "$host_overhead" || bench_rc=$?
+    done
+  else
+    echo "attnjit_host_overhead not found under $build_dir: host time per call not measured" |
+      tee -a "$out_dir/bench.txt"
+  fi
   record bench "$bench_rc" "$(grep -c '^== ' "$out_dir/bench.txt") runs"
 fi
 

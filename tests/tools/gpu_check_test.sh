@@ -1,6 +1,6 @@
 #!/bin/bash
-# tools/gpu-check.sh without a GPU: fake test_gpu, compute-sanitizer, nvidia-smi and attnjit
-# binaries print the ATTNJIT_TUNE they were started with, so the test checks which steps get the
+# tools/gpu-check.sh without a GPU: fake test_gpu, compute-sanitizer, nvidia-smi, attnjit and
+# attnjit_host_overhead binaries print the ATTNJIT_TUNE they were started with, so the test checks which steps get the
 # sm90 mbarrier watchdog (test: --watchdog-ms, sanitize: at least 60000 ms, bench: never) and that
 # each step's header names its ATTNJIT_TUNE, and that the Hopper probes run before the sm90
 # family (and only when it is asked for). The fake test_gpu also writes FAKE_DUMPS dumps of
@@ -28,6 +28,9 @@ if [ -n "${ATTNJIT_TEST_DUMP_DIR:-}" ]; then
 fi
 SH
 fake "$scratch/build/attnjit" FAKE_CLI
+printf '#!/bin/sh\necho "FAKE_HOST_OVERHEAD family=${ATTNJIT_KERNEL_FAMILY-<unset>} ATTNJIT_TUNE=${ATTNJIT_TUNE-<unset>}"\n' \
+  > "$scratch/build/attnjit_host_overhead"
+chmod +x "$scratch/build/attnjit_host_overhead"
 fake "$scratch/bin/nvidia-smi" FAKE_SMI
 fake "$scratch/bin/sanitizer" FAKE_SANITIZER
 failures=0
@@ -63,6 +66,8 @@ check "$out" '^FAKE_SANITIZER ran with ATTNJIT_TUNE=sm90_watchdog_ms=60000 args:
 check "$out" '^FAKE_CLI ran with ATTNJIT_TUNE=<unset> args: bench' "bench runs without a watchdog"
 check "$out" '^== .*attnjit bench .*\(ATTNJIT_TUNE=<unset>, timeout' "the bench header says so"
 refute "$out" '^FAKE_CLI .*watchdog' "bench never gets the watchdog"
+check "$out" '^FAKE_HOST_OVERHEAD family=sm90 ATTNJIT_TUNE=<unset>$' \
+  "the bench stage measures the host time per call, per family, without the watchdog"
 
 check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=<unset> args: \[sm90_probe\]' \
   "the Hopper probes run first, on their own compiled-in watchdog"
@@ -77,6 +82,8 @@ fi
 out=$(run --families sm80)
 refute "$out" 'sm90_probe' "no probes when sm90 is not among the families"
 check "$out" 'args: \[gpu\] --durations' "sm80 alone runs every [gpu] case"
+check "$out" '^FAKE_HOST_OVERHEAD family=sm80 ' "the host time per call of the sm80 family"
+refute "$out" '^FAKE_HOST_OVERHEAD family=sm90' "and not of a family that was not asked for"
 
 out=$(run --tune sm90_overlap=1 --watchdog-ms 90000)
 check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=sm90_overlap=1,sm90_watchdog_ms=90000 ' \

@@ -1,10 +1,12 @@
 // `attnjit bench`: times the variants of a manifest on the current GPU with CUDA events and
-// reports median time, TFLOP/s over unmasked pairs only, and the fraction of tiles skipped. The
-// variants run through the public API; device memory and events come from the test kit.
+// reports median time, TFLOP/s over unmasked pairs only, the fraction of tiles skipped and the
+// host time of one call (attnjit's checks and launches plus the driver's). The variants run
+// through the public API; device memory and events come from the test kit.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -70,9 +72,21 @@ std::vector<InputSet> make_input_sets(std::size_t tensor_bytes, attnjit_dtype dt
   return sets;
 }
 
-// The median of `iterations` timed calls, after `warmup` untimed ones, rotating through `sets`.
-double median_ms(attnjit_variant* variant, attnjit_forward_args args, std::vector<InputSet>& sets,
-                 int warmup, int iterations) {
+struct BenchTimes {
+  double gpu_ms;   // median CUDA-event time of one call's kernels
+  double host_us;  // median wall time of one attnjit_forward call: checks, summaries, launch
+};
+
+template <typename T>
+T median_of(std::vector<T> values) {
+  std::nth_element(values.begin(), values.begin() + static_cast<long>(values.size() / 2),
+                   values.end());
+  return values[values.size() / 2];
+}
+
+// The medians of `iterations` timed calls, after `warmup` untimed ones, rotating through `sets`.
+BenchTimes median_times(attnjit_variant* variant, attnjit_forward_args args,
+                        std::vector<InputSet>& sets, int warmup, int iterations) {
   const auto on_set = [&](int i) {
     InputSet& set = sets[static_cast<std::size_t>(i) % sets.size()];
     args.q = set.q.get();
@@ -88,17 +102,23 @@ double median_ms(attnjit_variant* variant, attnjit_forward_args args, std::vecto
   // bracket the kernels (summaries included), not the host-side checks and launch latency that
   // a wait after every call would put between the start event and the kernel.
   std::vector<std::unique_ptr<testkit::EventTimer>> timers;
+  // The host time is the call alone, between the event records: with kernels of a millisecond
+  // or more the launch queue never fills, so no call waits for the GPU.
+  std::vector<double> host_us;
   for (int i = 0; i < iterations; ++i) timers.push_back(std::make_unique<testkit::EventTimer>());
   for (int i = 0; i < iterations; ++i) {
     const attnjit_forward_args* call = on_set(i);
     timers[static_cast<std::size_t>(i)]->start(nullptr);
+    const auto host_start = std::chrono::steady_clock::now();
     c::check(attnjit_forward(variant, call));
+    host_us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start)
+            .count());
     timers[static_cast<std::size_t>(i)]->stop(nullptr);
   }
   std::vector<float> times;
   for (const auto& timer : timers) times.push_back(timer->elapsed_ms());
-  std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
-  return times[times.size() / 2];
+  return {median_of(std::move(times)), median_of(std::move(host_us))};
 }
 
 void run_bench(const BenchOptions& options) {
@@ -129,8 +149,8 @@ void run_bench(const BenchOptions& options) {
       device.name, arch, device.multiprocessors, std::max(device.l2_bytes, 1) >> 20, shape.batch,
       options.heads, options.seq_len, options.head_dim, testkit::dtype_name(dtype), sets.size(),
       options.iterations, options.warmup);
-  fmt::print("{:<18} {:>10} {:>10} {:>14} {:>9}\n", "variant", "median ms", "TFLOP/s",
-             "unmasked pairs", "skipped");
+  fmt::print("{:<18} {:>10} {:>10} {:>14} {:>9} {:>8}\n", "variant", "median ms", "TFLOP/s",
+             "unmasked pairs", "skipped", "host us");
 
   int benchmarked = 0;
   for (std::size_t v = 0; v < attnjit_manifest_count(manifest.get()); ++v) {
@@ -141,19 +161,11 @@ void run_bench(const BenchOptions& options) {
     }
     ++benchmarked;
     const c::VariantPtr variant =
-        create_variant(runtime.get(), manifest_variant_desc(mv, dtype, options.head_dim));
+        create_variant(runtime.get(), testkit::manifest_variant_desc(mv, dtype, options.head_dim));
     c::check(attnjit_variant_prepare(variant.get()));
     const testkit::ExampleInputs inputs =
         testkit::example_inputs(mv, options.seq_len, options.heads);
-
-    std::vector<testkit::DeviceBuffer> tensor_buffers;
-    std::vector<attnjit_tensor_arg> device_tensors = inputs.tensors;
-    for (std::size_t i = 0; i < inputs.tensor_data.size(); ++i) {
-      const auto& data = inputs.tensor_data[i];
-      tensor_buffers.emplace_back(data.size() * sizeof(std::int32_t));
-      tensor_buffers.back().upload(data.data(), data.size() * sizeof(std::int32_t));
-      device_tensors[i].data = tensor_buffers.back().get();
-    }
+    const testkit::DeviceTensors device_tensors = testkit::upload_tensors(inputs);
     attnjit_forward_args call;
     attnjit_forward_args_init(&call);
     call.q_dtype = call.k_dtype = call.v_dtype = dtype;
@@ -161,9 +173,10 @@ void run_bench(const BenchOptions& options) {
     call.num_heads_q = call.num_heads_kv = options.heads;
     call.q_len = call.kv_len = options.seq_len;
     call.layout = ATTNJIT_LAYOUT_BHLD;
-    const double ms =
-        median_ms(variant.get(), testkit::with_values(call, inputs.params, device_tensors), sets,
-                  options.warmup, options.iterations);
+    const BenchTimes times =
+        median_times(variant.get(), testkit::with_values(call, inputs.params, device_tensors.args),
+                     sets, options.warmup, options.iterations);
+    const double ms = times.gpu_ms;
 
     // The census reads only the per-call tensors, from the host; q, k, v, out are not read.
     attnjit_forward_args census_call = testkit::with_values(call, inputs.params, inputs.tensors);
@@ -175,9 +188,9 @@ void run_bench(const BenchOptions& options) {
     c::check(attnjit_variant_tile_census(&census, variant.get(), &census_call, nullptr));
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
     const double flops = 4.0 * options.head_dim * static_cast<double>(census.kept_pairs);
-    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}%\n", printable(mv.name), ms,
+    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}% {:>8.1f}\n", printable(mv.name), ms,
                flops / (ms * 1e-3) / 1e12, static_cast<double>(census.kept_pairs),
-               100.0 * testkit::skipped_fraction(census));
+               100.0 * testkit::skipped_fraction(census), times.host_us);
   }
   if (benchmarked == 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "no variant of {} matches --variant",

@@ -48,7 +48,7 @@ struct DemoSetup {
 bool demo_variant(attnjit_runtime* runtime, const attnjit_manifest_variant& mv,
                   const DemoSetup& setup) {
   const c::VariantPtr variant =
-      create_variant(runtime, manifest_variant_desc(mv, setup.dtype, setup.head_dim));
+      create_variant(runtime, testkit::manifest_variant_desc(mv, setup.dtype, setup.head_dim));
 
   attnjit_inspect_options inspect;
   attnjit_inspect_options_init(&inspect);

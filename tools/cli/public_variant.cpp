@@ -18,21 +18,6 @@ c::VariantPtr create_variant(attnjit_runtime* runtime, const attnjit_variant_des
   return c::VariantPtr(variant);
 }
 
-attnjit_variant_desc manifest_variant_desc(const attnjit_manifest_variant& variant,
-                                           attnjit_dtype dtype, int head_dim) {
-  attnjit_variant_desc desc;
-  attnjit_variant_desc_init(&desc);
-  desc.mask = variant.mask;
-  desc.score = variant.score;
-  desc.params = variant.params;
-  desc.num_params = variant.num_params;
-  desc.tensors = variant.tensors;
-  desc.num_tensors = variant.num_tensors;
-  desc.dtype = dtype;
-  desc.head_dim = head_dim;
-  return desc;
-}
-
 std::optional<std::string> local_gpu_arch() {
   attnjit_runtime_options options;
   attnjit_runtime_options_init(&options);

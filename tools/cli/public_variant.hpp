@@ -15,10 +15,6 @@ c::RuntimePtr create_runtime(attnjit_backend backend, const std::string& cache_d
 // attnjit_variant_create (which parses and checks the expressions).
 c::VariantPtr create_variant(attnjit_runtime* runtime, const attnjit_variant_desc& desc);
 
-// A manifest's variant, for `dtype` and `head_dim`; its strings point into the manifest.
-attnjit_variant_desc manifest_variant_desc(const attnjit_manifest_variant& variant,
-                                           attnjit_dtype dtype, int head_dim);
-
 // The local GPU's arch ("sm_90"), or nullopt when there is no driver, no device, or only devices
 // below sm_80 (a CUDA runtime cannot be created).
 std::optional<std::string> local_gpu_arch();
