@@ -1,6 +1,7 @@
 #include "failure_dump.hpp"
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <bit>
 #include <cerrno>
@@ -178,12 +179,6 @@ void warn(const std::string& message) {
   std::fputs(("warning: " + message + "\n").c_str(), stderr);
 }
 
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t hash = 14695981039346656037ull;
-  for (const char ch : text) hash = (hash ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-  return hash;
-}
-
 }  // namespace
 
 std::string dump_file_stem(const std::string& case_name) {
@@ -201,7 +196,8 @@ std::string dump_file_stem(const std::string& case_name) {
   // Note: no hidden file, and never "." or "..".
   if (stem.empty() || stem.front() == '.') stem.insert(0, "case");
   if (stem.size() > kMaxStem) {
-    stem = fmt::format("{}-{:016x}", stem.substr(0, kMaxStem - 17), fnv1a(case_name));
+    stem = fmt::format("{}-{:016x}", stem.substr(0, kMaxStem - 17),
+                       XXH3_64bits(case_name.data(), case_name.size()));
   }
   return stem;
 }
