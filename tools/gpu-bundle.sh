@@ -4,17 +4,39 @@
 # CLI and libattnjit.so, plus the shared libraries they need, in one folder small enough to carry
 # (the device tool carries at most 64 MiB), and the host-overhead benchmark.
 #
-#   tools/gpu-bundle.sh [OUTDIR]      (default: .gpu-bundle, ignored by git)
+#   tools/gpu-bundle.sh [--no-prewarm] [OUTDIR]      (default: .gpu-bundle, ignored by git)
+#
+# Also, unless --no-prewarm: OUTDIR/cache, the kernel cache gpu-check's test and sanitize stages
+# would otherwise fill with NVRTC on the GPU machine (about 0.4 s per kernel, some 200 kernels:
+# a minute or two of a 10-minute device call). test_gpu runs here on the fake device with its
+# launches skipped (ATTNJIT_FAKE_CUDA_LAUNCHES=skip: every case fails, every kernel it would run
+# is compiled), once per kernel family and stage, with the ATTNJIT_TUNE gpu-check gives that
+# stage by default (the watchdog is part of the kernel text, so other --tune or --watchdog-ms
+# values miss and compile there as before). The cache key is the source, the options, the arch
+# and NVRTC's version, so the GPU machine's NVRTC 13.0 finds these. A few minutes here.
 #
 # Run tools/test.sh once first (it installs the build dependencies).
 # Then, on the GPU machine: tools/gpu-check.sh --build-dir .gpu-bundle --deps .gpu-bundle/lib OUT
 set -euo pipefail
 ROOT_DIR=$(cd "$(dirname "$0")/.." && pwd)
+prewarm=1
+if [[ "${1:-}" == "--no-prewarm" ]]; then
+  prewarm=0
+  shift
+fi
 OUT=${1:-$ROOT_DIR/.gpu-bundle}
 BUILD=${ATTNJIT_GPU_BUILD_DIR:-$ROOT_DIR/build-gpu}
+# gpu-check.sh's defaults: --watchdog-ms 5000 for the test stage, at least 60000 under the
+# sanitizers (keep in step with it).
+TEST_TUNE=sm90_watchdog_ms=5000
+SANITIZE_TUNE=sm90_watchdog_ms=60000
 
+targets=(test_gpu attnjit_cli attnjit attnjit_host_overhead)
+((prewarm)) && targets+=(attnjit_fake_device)
 cmake -S "$ROOT_DIR" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target test_gpu attnjit_cli attnjit attnjit_host_overhead
+build_args=()
+for target in "${targets[@]}"; do build_args+=(--target "$target"); done
+cmake --build "$BUILD" -j"$(nproc)" "${build_args[@]}"
 
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/lib"
@@ -28,5 +50,28 @@ done | sort -u | grep -E 'libfmt|libspdlog|libxxhash' | while read -r lib; do
   cp -L "$lib" "$OUT/lib/"
 done
 strip --strip-unneeded "$OUT"/bin/* "$OUT"/lib/*.so* 2>/dev/null || true
+
+if ((prewarm)); then
+  # prewarm_stage FAMILY TUNE FILTER: test_gpu's kernels for one family and stage into OUT/cache.
+  prewarm_stage() {
+    echo "prewarm: test_gpu \"$3\" for the $1 family (ATTNJIT_TUNE=$2)"
+    # Note: the cases fail by design (nothing runs); only a crash would be worth a look.
+    env ATTNJIT_CUDA_DRIVER="$BUILD/tests/fake_driver/libattnjit_fake_device.so" \
+      ATTNJIT_FAKE_CUDA_SM=90 ATTNJIT_FAKE_CUDA_LAUNCHES=skip ATTNJIT_CACHE_DIR="$OUT/cache" \
+      ATTNJIT_LOG_LEVEL=off ATTNJIT_KERNEL_FAMILY="$1" ATTNJIT_TUNE="$2" \
+      "$BUILD/tests/gpu/test_gpu" "$3" > "$BUILD/prewarm-$1.log" 2>&1 || true
+    if grep -qE 'SIGSEGV|SIGABRT|fatal error condition' "$BUILD/prewarm-$1.log"; then
+      echo "gpu-bundle: test_gpu crashed while prewarming ($BUILD/prewarm-$1.log)" >&2
+      exit 1
+    fi
+  }
+  for family in sm80 sm90; do
+    prewarm_stage "$family" "$TEST_TUNE" "[gpu]~[sm90_probe]"
+    prewarm_stage "$family" "$SANITIZE_TUNE" "[sanitize]"
+  done
+  # Lock files are per machine; gpu-check copies the rest into its own cache directory.
+  find "$OUT/cache" -name '*.lock' -delete
+  echo "prewarm: $(find "$OUT/cache" -name '*.cubin' | wc -l) kernels, $(du -sh "$OUT/cache" | cut -f1)"
+fi
 du -sh "$OUT"
 echo "carry: $(realpath --relative-to="$ROOT_DIR" "$OUT")  (then: tools/gpu-check.sh --build-dir $(realpath --relative-to="$ROOT_DIR" "$OUT") --deps $(realpath --relative-to="$ROOT_DIR" "$OUT")/lib OUTDIR)"

@@ -7,7 +7,8 @@
 #                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
 #                      [--sweep-args 'ARGS'] OUTDIR
 #
-# --build-dir     the carried build tree (default: build)
+# --build-dir     the carried build tree (default: build); its cache/ (gpu-bundle.sh's prewarmed
+#                 kernels) seeds a copy that becomes ATTNJIT_CACHE_DIR, unless the caller set one
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
 #                 tree unpacked with dpkg -x (its usr/lib/x86_64-linux-gnu is used)
 # --quick         small sizes for compare_flex.py and bench
@@ -70,7 +71,7 @@ while [[ $# -gt 0 ]]; do
     --sweep-args) sweep_args="$2"; shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
-    -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
@@ -123,7 +124,17 @@ export PATH="/usr/local/cuda/bin:$PATH"
 for cuda_lib in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [[ -d "$cuda_lib" ]] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_lib"
 done
-export ATTNJIT_CACHE_DIR="${ATTNJIT_CACHE_DIR:-$(mktemp -d /tmp/attnjit-cache.XXXXXX)}"
+cache_note=""
+if [[ -z "${ATTNJIT_CACHE_DIR:-}" ]]; then
+  ATTNJIT_CACHE_DIR=$(mktemp -d /tmp/attnjit-cache.XXXXXX)
+  # The kernels tools/gpu-bundle.sh compiled for the test and sanitize stages: a copy, so the
+  # carried bundle stays as it came and each run starts from the same cache.
+  if [[ -d "$build_dir/cache" ]]; then
+    cp -R "$build_dir/cache/." "$ATTNJIT_CACHE_DIR/"
+    cache_note=", $(find "$ATTNJIT_CACHE_DIR" -name '*.cubin' | wc -l) kernels prewarmed by gpu-bundle.sh"
+  fi
+fi
+export ATTNJIT_CACHE_DIR
 export ATTNJIT_LOG_LEVEL="${ATTNJIT_LOG_LEVEL:-warn}"
 # with_watchdog MS: --tune's spec plus sm90_watchdog_ms=MS (nothing added for 0).
 with_watchdog() {
@@ -142,8 +153,8 @@ summary="$out_dir/summary.txt"
 # step writes its log straight into OUTDIR, so a killed step leaves its partial log behind.
 budget=${GPU_CHECK_BUDGET:-560}
 start_time=$SECONDS
-printf 'gpu-check started %s, budget %ss%s%s\n' "$(date -u +%FT%TZ)" "$budget" \
-  "${tune:+, ATTNJIT_TUNE=$tune}" \
+printf 'gpu-check started %s, budget %ss%s%s%s\n' "$(date -u +%FT%TZ)" "$budget" \
+  "${tune:+, ATTNJIT_TUNE=$tune}" "$cache_note" \
   "$( ((watchdog_ms > 0)) && echo ", sm90 watchdog ${watchdog_ms} ms (test), ${sanitize_watchdog_ms} ms (sanitize)")" \
   > "$summary"
 status=0

@@ -12,6 +12,9 @@
 // is exercised here too. The device it pretends to be is set by
 // ATTNJIT_FAKE_CUDA_SM (default 90; e.g. 75 for a device attnjit must refuse) and
 // ATTNJIT_FAKE_CUDA_DEVICES (default 1; 0 makes cuInit answer CUDA_ERROR_NO_DEVICE).
+// ATTNJIT_FAKE_CUDA_LAUNCHES=skip checks and counts launches but runs none (outputs keep what
+// they held): a program then compiles every kernel it would use, and nothing more, which is how
+// tools/gpu-bundle.sh fills a GPU machine's kernel cache without a GPU.
 #include "fake_cuda.h"
 
 #include <cuda.h>
@@ -101,6 +104,14 @@ int env_int(const char* name, int fallback) {
 }
 
 int fake_sm() { return env_int("ATTNJIT_FAKE_CUDA_SM", 90); }
+
+bool skip_launches() {
+  static const bool skip = [] {
+    const char* value = std::getenv("ATTNJIT_FAKE_CUDA_LAUNCHES");
+    return value != nullptr && std::string_view(value) == "skip";
+  }();
+  return skip;
+}
 
 int smem_optin(int sm) {
   if (sm == 90 || sm == 100) return 227 * 1024;
@@ -492,6 +503,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, 
     user = state().launcher_user;
     ++state().launches;
   }
+  if (launcher == nullptr && skip_launches()) return CUDA_SUCCESS;
   if (launcher == nullptr) {
     attnjit::LaunchGrid grid;
     grid.grid_x = grid_x;

@@ -4,12 +4,12 @@
 #include "attnjit_simt/fake_tensor_map.hpp"
 
 #include <cuda.h>
-#include <cudaTypedefs.h>
-#include <dlfcn.h>
 
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
+
+#include "fake_entry_points.hpp"
 
 namespace {
 
@@ -19,18 +19,7 @@ using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, 
                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 EncodeTiled resolve_encode_tiled() {
-  void* handle = dlopen(ATTNJIT_FAKE_DEVICE_PATH, RTLD_NOW | RTLD_LOCAL);
-  REQUIRE(handle != nullptr);
-  const auto get_proc_address =
-      reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(handle, "cuGetProcAddress_v2"));
-  REQUIRE(get_proc_address != nullptr);
-  void* function = nullptr;
-  CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  REQUIRE(get_proc_address("cuTensorMapEncodeTiled", &function, 12000,
-                           CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found) == CUDA_SUCCESS);
-  REQUIRE(found == CU_GET_PROC_ADDRESS_SUCCESS);
-  REQUIRE(function != nullptr);
-  return reinterpret_cast<EncodeTiled>(function);
+  return attnjit::fake_driver::resolve<EncodeTiled>("cuTensorMapEncodeTiled");
 }
 
 // The arguments of an attnjit Q/K/V map: bf16 [batch][heads][len][head_dim], box {64, 128, 1, 1}.

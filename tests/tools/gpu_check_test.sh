@@ -18,6 +18,10 @@ fake() {  # fake PATH NAME: an executable printing NAME, its ATTNJIT_TUNE and it
 }
 fake "$scratch/build/test_gpu" FAKE_TEST_GPU
 cat >> "$scratch/build/test_gpu" <<'SH'
+echo "FAKE_TEST_GPU cache: $(find "$ATTNJIT_CACHE_DIR" -name '*.cubin' 2>/dev/null | wc -l) cubins"
+touch "$ATTNJIT_CACHE_DIR/written-by-test-gpu"
+SH
+cat >> "$scratch/build/test_gpu" <<'SH'
 if [ -n "${ATTNJIT_TEST_DUMP_DIR:-}" ]; then
   mkdir -p "$ATTNJIT_TEST_DUMP_DIR"
   i=1
@@ -47,8 +51,14 @@ refute() {
     failures=$((failures + 1))
   fi
 }
+run_with_cache() {  # run with ATTNJIT_CACHE_DIR=$ATTNJIT_CACHE_DIR_FOR_TEST
+  mkdir -p "$ATTNJIT_CACHE_DIR_FOR_TEST"
+  env -u ATTNJIT_TUNE ATTNJIT_CACHE_DIR="$ATTNJIT_CACHE_DIR_FOR_TEST" PATH="$scratch/bin:$PATH" \
+    COMPUTE_SANITIZER="$scratch/bin/sanitizer" GPU_CHECK_BUDGET=60 bash "$script" \
+    --build-dir "$scratch/build" --families sm90 --quick --only test "$scratch/out" 2>&1
+}
 run() {  # run ARGS...: the script on the fake build, one family, its whole output
-  env -u ATTNJIT_TUNE PATH="$scratch/bin:$PATH" COMPUTE_SANITIZER="$scratch/bin/sanitizer" \
+  env -u ATTNJIT_TUNE -u ATTNJIT_CACHE_DIR PATH="$scratch/bin:$PATH" COMPUTE_SANITIZER="$scratch/bin/sanitizer" \
     GPU_CHECK_BUDGET=60 bash "$script" --build-dir "$scratch/build" --families sm90 --quick \
     --only test,sanitize,bench "$@" "$scratch/out" 2>&1
 }
@@ -84,6 +94,22 @@ refute "$out" 'sm90_probe' "no probes when sm90 is not among the families"
 check "$out" 'args: \[gpu\] --durations' "sm80 alone runs every [gpu] case"
 check "$out" '^FAKE_HOST_OVERHEAD family=sm80 ' "the host time per call of the sm80 family"
 refute "$out" '^FAKE_HOST_OVERHEAD family=sm90' "and not of a family that was not asked for"
+
+# A bundle's prewarmed cache (gpu-bundle.sh): copied into the run's cache, not used in place.
+mkdir -p "$scratch/build/cache/v1/sm_90a/cuda-13.0"
+: > "$scratch/build/cache/v1/sm_90a/cuda-13.0/bf16-d64-0.cubin"
+: > "$scratch/build/cache/v1/sm_90a/cuda-13.0/bf16-d64-1.cubin"
+out=$(run)
+check "$out" '^gpu-check started .*, 2 kernels prewarmed by gpu-bundle.sh' "the summary counts them"
+check "$out" '^FAKE_TEST_GPU cache: 2 cubins' "the tests see the prewarmed kernels"
+if [[ -e "$scratch/build/cache/written-by-test-gpu" ]]; then
+  echo "FAIL: the bundle's cache is used in place (test_gpu wrote into it)"
+  failures=$((failures + 1))
+fi
+out=$(ATTNJIT_CACHE_DIR_FOR_TEST="$scratch/own" run_with_cache)
+check "$out" '^FAKE_TEST_GPU cache: 0 cubins' "a caller's ATTNJIT_CACHE_DIR is used as it is"
+refute "$out" 'prewarmed' "and not seeded"
+rm -rf "$scratch/build/cache"
 
 out=$(run --tune sm90_overlap=1 --watchdog-ms 90000)
 check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=sm90_overlap=1,sm90_watchdog_ms=90000 ' \
