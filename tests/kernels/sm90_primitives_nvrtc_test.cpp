@@ -16,6 +16,7 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "support/hopper_probe_kernels.hpp"
 #include "support/hopper_probes.hpp"
+#include "testkit/sass.hpp"
 
 namespace {
 
@@ -98,54 +99,6 @@ std::string probe_source() {
   return source;
 }
 
-// cuobjdump on PATH, in the toolkit, or from pip's nvidia-cuda-cuobjdump; empty when none.
-std::string find_cuobjdump() {
-  std::vector<fs::path> dirs;
-  if (const char* path = std::getenv("PATH")) {
-    std::string list = path;
-    for (std::size_t start = 0, end; start <= list.size(); start = end + 1) {
-      end = list.find(':', start);
-      if (end == std::string::npos) end = list.size();
-      dirs.emplace_back(list.substr(start, end - start));
-    }
-  }
-  for (const char* root : {std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH")}) {
-    if (root != nullptr) dirs.push_back(fs::path(root) / "bin");
-  }
-  dirs.emplace_back("/usr/local/cuda/bin");
-  if (FILE* pipe = popen("python3 -c 'import nvidia; print(*nvidia.__path__)' 2>/dev/null", "r")) {
-    char line[4096] = {};
-    if (std::fgets(line, sizeof line, pipe) != nullptr) {
-      std::string root = line;
-      while (!root.empty() && (root.back() == '\n' || root.back() == ' ')) root.pop_back();
-      for (const char* cuda : {"cu13", "cu12", "cuda_cuobjdump"}) {
-        dirs.push_back(fs::path(root) / cuda / "bin");
-      }
-    }
-    pclose(pipe);
-  }
-  for (const fs::path& dir : dirs) {
-    std::error_code error;
-    const fs::path candidate = dir / "cuobjdump";
-    if (!dir.empty() && fs::is_regular_file(candidate, error) &&
-        access(candidate.c_str(), X_OK) == 0) {
-      return candidate.string();
-    }
-  }
-  return {};
-}
-
-std::string run_command(const std::string& command) {
-  std::string output;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    std::size_t read;
-    while ((read = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, read);
-    pclose(pipe);
-  }
-  return output;
-}
-
 }  // namespace
 
 TEST_CASE("sm90 primitives: every one reaches the PTX for sm_90a", "[kernels][nvrtc]") {
@@ -182,11 +135,9 @@ TEST_CASE("sm90 primitives: ptxas accepts them and the SASS has HGMMA and UTMALD
   }
   INFO(compiled.log);
   CHECK(compiled.log.find("'setmaxnreg' ignored") == std::string::npos);
-  const std::string cuobjdump = find_cuobjdump();
+  const std::string cuobjdump = attnjit::testkit::find_cuobjdump();
   if (cuobjdump.empty()) {
-    WARN(
-        "cuobjdump not found (PATH, CUDA_HOME, /usr/local/cuda, pip nvidia-cuda-cuobjdump): "
-        "SASS not checked");
+    WARN("cuobjdump not found (" << attnjit::testkit::kCuobjdumpSearch << "): SASS not checked");
     return;
   }
   const fs::path cubin = fs::temp_directory_path() /
@@ -195,8 +146,12 @@ TEST_CASE("sm90 primitives: ptxas accepts them and the SASS has HGMMA and UTMALD
     std::ofstream file(cubin, std::ios::binary);
     file.write(compiled.image.data(), static_cast<std::streamsize>(compiled.image.size()));
   }
-  const std::string sass =
-      run_command(fmt::format("'{}' --dump-sass '{}' 2>&1", cuobjdump, cubin.string()));
+  std::string sass;
+  try {
+    sass = attnjit::testkit::dump_sass(cuobjdump, cubin.string());
+  } catch (const std::exception& error) {
+    sass = error.what();  // the checks below fail with it in their message
+  }
   fs::remove(cubin);
   INFO(cuobjdump);
   for (const char* needle : {"HGMMA.64x64x16.F32.BF16", "HGMMA.64x256x16.F32", "UTMALDG.4D",

@@ -1,13 +1,15 @@
 // attnjit inspect: what attnjit makes of one variant — the generated source, the PTX, the
-// resource report of the compiled kernel, or its cache key and path — through the public API
-// (attnjit_variant_inspect).
+// resource report of the compiled kernel, its SASS, or its cache key and path — through the
+// public API (attnjit_variant_inspect; the SASS by cuobjdump from the cached cubin).
 #include <fmt/format.h>
 
 #include <string_view>
 
 #include "commands.hpp"
+#include "failure.hpp"
 #include "option_checks.hpp"
 #include "public_variant.hpp"
+#include "testkit/sass.hpp"
 #include "variant_options.hpp"
 
 namespace attnjit::cli {
@@ -22,9 +24,12 @@ struct InspectOptions {
 
 const char* origin_name(attnjit_kernel_origin origin) {
   switch (origin) {
-    case ATTNJIT_ORIGIN_MEMORY: return "memory";
-    case ATTNJIT_ORIGIN_DISK: return "disk cache";
-    case ATTNJIT_ORIGIN_COMPILED: return "compiled now";
+    case ATTNJIT_ORIGIN_MEMORY:
+      return "memory";
+    case ATTNJIT_ORIGIN_DISK:
+      return "disk cache";
+    case ATTNJIT_ORIGIN_COMPILED:
+      return "compiled now";
   }
   return "?";
 }
@@ -34,8 +39,8 @@ void print_resources(const attnjit_variant_info& info) {
   // Note: on sm_90a the family depends on ATTNJIT_KERNEL_FAMILY (auto keeps sm80 until the Hopper
   // kernel is verified on hardware), so say which one this report is about.
   fmt::print("family        {}\n", std::string_view(info.kernel_family) == "sm90"
-                                          ? "sm90 (wgmma, TMA, warp-specialised)"
-                                          : "sm80 (mma.sync, cp.async)");
+                                       ? "sm90 (wgmma, TMA, warp-specialised)"
+                                       : "sm80 (mma.sync, cp.async)");
   fmt::print("registers     {}\n", info.registers);
   fmt::print("static smem   {} bytes\n", info.static_smem_bytes);
   fmt::print("dynamic smem  {} bytes\n", info.dynamic_smem_bytes);
@@ -51,23 +56,51 @@ void print_resources(const attnjit_variant_info& info) {
                info.sm90_p_smem ? "shared memory" : "registers");
     // Note: a line of its own, and only when on, since such a kernel is for hang hunting only.
     if (info.sm90_watchdog_ms > 0) {
-      fmt::print("watchdog      an mbarrier wait over {} ms records its label and faults the "
-                 "kernel\n",
-                 info.sm90_watchdog_ms);
+      fmt::print(
+          "watchdog      an mbarrier wait over {} ms records its label and faults the "
+          "kernel\n",
+          info.sm90_watchdog_ms);
     }
   }
   fmt::print("mask          {}\n", info.canonical_mask);
-  fmt::print("index-only    {}\n",
-             info.mask_reads_tensors ? "no (reads tensors: block summaries are computed per call)"
-                                     : "yes (tiles are classified from indices alone)");
+  fmt::print("index-only    {}\n", info.mask_reads_tensors
+                                       ? "no (reads tensors: block summaries are computed per call)"
+                                       : "yes (tiles are classified from indices alone)");
   fmt::print("cubin         {} bytes, {} ({})\n", info.cubin_bytes,
              info.cached ? info.cache_path : "not stored", origin_name(info.origin));
+}
+
+// The forward kernel's SASS, then its instruction counts as `#` lines. cuobjdump reads the cubin
+// from the cache, where the inspect call has just stored it.
+void print_sass(const attnjit_variant_info& info) {
+  const std::string cuobjdump = testkit::find_cuobjdump();
+  if (cuobjdump.empty()) {
+    fail(ATTNJIT_ERROR_UNSUPPORTED,
+         "--emit sass needs cuobjdump, which was not found ({}); it comes with the CUDA toolkit, "
+         "or `pip install nvidia-cuda-cuobjdump`",
+         testkit::kCuobjdumpSearch);
+  }
+  if (!info.cached) {
+    fail(ATTNJIT_ERROR_CACHE,
+         "--emit sass reads the cubin from the kernel cache, but it was not stored ({}); see the "
+         "warnings above, or pass a usable --cache-dir",
+         info.cache_path);
+  }
+  std::string sass;
+  try {
+    sass = testkit::dump_sass(cuobjdump, info.cache_path, info.kernel);
+  } catch (const std::exception& error) {
+    fail(ATTNJIT_ERROR_IO, "{}", error.what());
+  }
+  fmt::print("{}", sass);
+  fmt::print("# {} {} for {} ({} family)\n# {}\n", info.kernel, info.cache_path, info.arch,
+             info.kernel_family, testkit::describe(testkit::count_sass(sass)));
 }
 
 unsigned parts_for(const std::string& emit) {
   if (emit == "source") return ATTNJIT_INSPECT_SOURCE;
   if (emit == "ptx") return ATTNJIT_INSPECT_PTX;
-  if (emit == "resources") return ATTNJIT_INSPECT_RESOURCES;
+  if (emit == "resources" || emit == "sass") return ATTNJIT_INSPECT_RESOURCES;
   return 0;  // key: the configuration, key and path only
 }
 
@@ -77,8 +110,7 @@ void run_inspect(const InspectOptions& options) {
   // and the arch (the local GPU's by default) is given explicitly.
   const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CPU, options.cache_dir);
   const c::VariantPtr variant = create_variant(runtime.get(), options.variant.desc(*signature));
-  const std::string arch =
-      options.arch.empty() ? local_gpu_arch().value_or("sm_90") : options.arch;
+  const std::string arch = options.arch.empty() ? local_gpu_arch().value_or("sm_90") : options.arch;
   attnjit_inspect_options inspect_options;
   attnjit_inspect_options_init(&inspect_options);
   inspect_options.arch = arch.c_str();
@@ -92,6 +124,8 @@ void run_inspect(const InspectOptions& options) {
     fmt::print("{}", info->ptx);
   } else if (options.emit == "resources") {
     print_resources(*info);
+  } else if (options.emit == "sass") {
+    print_sass(*info);
   } else {  // key
     fmt::print("key   {}\npath  {}{}\n", info->cache_key, info->cache_path,
                info->cached ? "" : "  (not cached)");
@@ -103,13 +137,15 @@ void run_inspect(const InspectOptions& options) {
 void add_inspect_command(CLI::App& app) {
   auto options = std::make_shared<InspectOptions>();
   CLI::App* command = app.add_subcommand(
-      "inspect", "Show the generated source, PTX, resource report or cache key of a variant");
+      "inspect",
+      "Show the generated source, PTX, resource report, SASS (cuobjdump) or cache key of a "
+      "variant");
   options->variant.add_to(*command);
   command->add_option("--arch", options->arch,
                       "target arch: sm_80, sm_86, sm_89, sm_90, sm_90a (default: the local GPU's, "
                       "else sm_90)");
   command->add_option("--emit", options->emit, "what to print")
-      ->check(CLI::IsMember({"source", "ptx", "resources", "key"}))
+      ->check(CLI::IsMember({"source", "ptx", "resources", "sass", "key"}))
       ->capture_default_str();
   add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
