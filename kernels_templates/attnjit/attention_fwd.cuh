@@ -218,18 +218,42 @@ struct AttentionForward {
     }
   }
 
-  ATTNJIT_DEVICE int classify(int tile) const {
+  ATTNJIT_DEVICE int classify(int tile) const { return classify_range(tile, tile + 1); }
+
+  // The class of key tiles [first, end) taken together: empty means every one of them is empty
+  // (interval evaluation is monotone in the ranges). Only cheap for VARIANT::kRangeClassifyIsCheap.
+  ATTNJIT_DEVICE int classify_range(int first, int end) const {
     TileBounds bounds;
     bounds.b = b;
     bounds.h = h;
     bounds.q_begin = q0;
     bounds.q_end = q_end;
-    bounds.kv_begin = tile * BLOCK_N;
-    bounds.kv_end = min(tile * BLOCK_N + BLOCK_N, params.kv_len);
+    bounds.kv_begin = first * BLOCK_N;
+    bounds.kv_end = min(end * BLOCK_N, params.kv_len);
     bounds.q_len = params.q_len;
     bounds.kv_len = params.kv_len;
     bounds.num_heads = params.num_heads_q;
     return static_cast<int>(VARIANT::classify(params.args, bounds));
+  }
+
+  // The first of `tile`, tile + STRETCH, tile + 2 STRETCH, ... whose stretch of STRETCH tiles
+  // one evaluation over its whole key range does not find empty (num_kv_tiles when none). A
+  // walk calls it after a whole classified window came out empty, so that the keys before a
+  // sliding window or between documents of a prefix cost one evaluation per stretch instead of a
+  // classified window each, and dense masks pay nothing. Every caller computes the same (no
+  // barrier, no ballot). Only for masks whose classification reads no tensor summary (its cost
+  // would grow with the range: VARIANT::kRangeClassifyIsCheap); else `tile` unchanged.
+  template <int STRETCH>
+  ATTNJIT_DEVICE int skip_empty_stretches(int tile) const {
+    if constexpr (VARIANT::kRangeClassifyIsCheap) {
+      while (tile < num_kv_tiles &&
+             classify_range(tile, min(tile + STRETCH, num_kv_tiles)) == kTileEmpty) {
+        tile += STRETCH;
+      }
+      return min(tile, num_kv_tiles);
+    } else {
+      return tile;
+    }
   }
 
   // The kv tiles of this block's query tile are classified kWindowTiles at a time, one per
@@ -243,6 +267,7 @@ struct AttentionForward {
   static constexpr int kWindowTiles = 32 * NUM_WARPS;
   struct TileWindow {
     int begin = -kWindowTiles;  // the window is [begin, begin + kWindowTiles); none yet
+    bool empty = false;         // no tile of it is kept
   };
 
   ATTNJIT_DEVICE static unsigned window_word(int which, int word) {
@@ -262,7 +287,8 @@ struct AttentionForward {
       store_shared_32(words + 4 * warp, nonempty);
       store_shared_32(words + 4 * (kMaxForwardWarps + warp), full);
     }
-    __syncthreads();
+    // Note: the barrier's OR tells every thread whether any tile of the window is kept.
+    window.empty = __syncthreads_or(nonempty != 0u) == 0;
     window.begin = begin;
   }
 
@@ -274,6 +300,10 @@ struct AttentionForward {
     } else {
       while (tile < num_kv_tiles) {
         if (tile < window.begin || tile >= window.begin + kWindowTiles) {
+          if (window.empty) {
+            tile = skip_empty_stretches<kWindowTiles>(tile);
+            if (tile >= num_kv_tiles) break;
+          }
           classify_window(tile, window);
         }
         const int offset = tile - window.begin;

@@ -252,6 +252,12 @@ struct AttentionForwardSm90 {
       } else {
         while (tile < math.num_kv_tiles) {
           if (tile < begin || tile >= begin + 32) {
+            // After a window with no kept tile, the next 32 stretches of 32 tiles in one step
+            // (lane l: [tile + 32 l, tile + 32 l + 32)).
+            if (begin >= 0 && nonempty == 0u) {
+              tile = skip_empty_chunks(math, tile, lane);
+              if (tile >= math.num_kv_tiles) break;
+            }
             begin = tile;
             const int mine = tile + lane;
             const int c = mine < math.num_kv_tiles ? math.classify(mine)
@@ -270,6 +276,26 @@ struct AttentionForwardSm90 {
         }
         tile_class = kTileEmpty;
         return math.num_kv_tiles;
+      }
+    }
+
+    // The first tile >= `tile` of the first 32-tile stretch that one evaluation over its whole
+    // key range does not find empty, 32 stretches per ballot; num_kv_tiles when none. Only for
+    // masks whose classification reads no tensor summary (VARIANT::kRangeClassifyIsCheap: its
+    // cost would grow with the range); else `tile` unchanged. Warp-uniform, like next.
+    ATTNJIT_DEVICE static int skip_empty_chunks(const RowMath& math, int tile, int lane) {
+      if constexpr (VARIANT::kRangeClassifyIsCheap) {
+        for (; tile < math.num_kv_tiles; tile += 32 * 32) {
+          const int first = tile + 32 * lane;
+          const int c = first < math.num_kv_tiles
+                            ? math.classify_range(first, min(first + 32, math.num_kv_tiles))
+                            : static_cast<int>(kTileEmpty);
+          const unsigned kept = __ballot_sync(0xffffffffu, c != kTileEmpty);
+          if (kept != 0u) return tile + 32 * (__ffs(static_cast<int>(kept)) - 1);
+        }
+        return math.num_kv_tiles;
+      } else {
+        return tile;
       }
     }
   };

@@ -114,6 +114,12 @@ TEST_CASE("fully masked rows give zeros and an lse of -inf", "[gpu]") {
   check_cases({c, none, odd_rows, with(c, DType::fp16, Layout::blhd, 128)});
 }
 
+TEST_CASE("kept tiles past long stretches of empty ones are found", "[gpu]") {
+  std::vector<KernelCase> cases = empty_stretch_cases();
+  cases.push_back(with(cases[1], DType::fp16, Layout::blhd, 128));
+  check_cases(cases);
+}
+
 TEST_CASE("NaN and +inf inputs make exactly the rows they reach NaN", "[gpu]") {
   std::vector<KernelCase> cases = non_finite_inputs(64);
   for (const KernelCase& c : non_finite_inputs(128)) {

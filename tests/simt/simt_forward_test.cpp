@@ -165,6 +165,12 @@ TEST_CASE("emulated: kept tiles past the first classification window are found",
   check_simt({window_crossing_case()}, 90);
 }
 
+TEST_CASE("emulated: kept tiles past long stretches of empty ones are found", "[simt]") {
+  std::vector<KernelCase> cases = empty_stretch_cases();
+  cases.push_back(with(cases[1], DType::fp16, Layout::blhd, 128));
+  check_simt(cases, 90);
+}
+
 // ATTNJIT_TUNE's sm80 shapes other than the defaults: 64-row blocks of 4 warps (two blocks per
 // SM) and 128-row blocks of 4 warps (two m-tiles per warp), 2 stages and 128-key tiles.
 TEST_CASE("emulated: tuned sm80 tile shapes match the reference", "[simt]") {

@@ -110,6 +110,13 @@ TEST_CASE("emulated sm90: skipped tiles, fully masked rows and rows with nothing
   check_sm90({late, none, band, with(late, DType::fp16, Layout::blhd, 256)});
 }
 
+TEST_CASE("emulated sm90: kept tiles past long stretches of empty ones are found",
+          "[simt][sm90]") {
+  std::vector<KernelCase> cases = empty_stretch_cases();
+  cases.push_back(with(cases[1], DType::fp16, Layout::blhd, 128));
+  check_sm90(cases);
+}
+
 TEST_CASE("emulated sm90: NaN and +inf inputs make the rows they reach NaN", "[simt][sm90]") {
   check_sm90(non_finite_inputs(64));
 }

@@ -111,6 +111,19 @@ KernelCase window_crossing_case() {
   return c;
 }
 
+std::vector<KernelCase> empty_stretch_cases() {
+  const auto make = [](const char* mask, int kv_len) {
+    KernelCase c;
+    c.mask = mask;
+    c.shape = shape(1, 1, 1, 20, kv_len);
+    return c;
+  };
+  return {make("kv_idx >= 140000 && kv_idx < 140100", 140200),
+          make("kv_idx < 50 || (kv_idx >= 9000 && kv_idx < 9050) || kv_idx >= 70000", 70100),
+          make("(kv_idx % 5000) >= 4990 && kv_idx > 40000", 50000),
+          make("kv_idx >= q_idx + 59990 && kv_idx < q_idx + 60005", 60100)};
+}
+
 std::vector<KernelCase> non_finite_inputs(int head_dim) {
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
   constexpr float kInf = std::numeric_limits<float>::infinity();

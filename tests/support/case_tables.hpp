@@ -30,6 +30,14 @@ std::vector<KernelCase> non_finite_inputs(int head_dim);
 // at the ragged end, everything between skipped.
 KernelCase window_crossing_case();
 
+// Masks whose kept key tiles lie past long stretches of empty ones, for the kernels' skip of
+// empty stretches (one interval evaluation per stretch, after a classified window came out
+// empty; index-only masks): a band 140,000 keys in (several stretches and, in the sm90 kernel's
+// warp walk, two 1024-tile steps), kept keys at the start, the middle and the end with empty
+// windows between, a modulo mask whose stretches are undecided but whose tiles are mostly empty,
+// and a band that moves with the query. q_len 20: one query tile, so the emulator stays quick.
+std::vector<KernelCase> empty_stretch_cases();
+
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no
 // mask) and in partial ones (the causal diagonal). Use whole tiles of queries and keys.

@@ -43,6 +43,9 @@ inline Dim3 thread_index() { return Dim3{static_cast<unsigned>(this_thread().tid
 #define __launch_bounds__(...)
 
 inline void __syncthreads() { attnjit::simt::block_barrier(); }
+inline int __syncthreads_or(int predicate) {
+  return attnjit::simt::block_barrier(predicate != 0) ? 1 : 0;
+}
 
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
   using namespace attnjit::simt;

@@ -123,6 +123,8 @@ struct Emulator {
   ucontext_t scheduler{};
   int barrier_arrived = 0;
   unsigned block_epoch = 0;  // completed __syncthreads calls in this block
+  bool barrier_any = false;     // __syncthreads_or: the OR of this barrier's arrivals so far
+  bool barrier_result = false;  // and of the last completed one
   std::unique_ptr<SharedMemory> smem;
   std::vector<SimtRegion> regions;
   std::function<void()> body;
@@ -215,13 +217,19 @@ const unsigned* warp_collective(Collective op, const LaneInput& input, Compute c
   return w.out[t.lane];
 }
 
-inline void block_barrier() {
+// __syncthreads; with `predicate`, __syncthreads_or: returns whether any thread's was non-zero.
+inline bool block_barrier(bool predicate = false) {
   Emulator& e = emulator();
   for (const ThreadState& t : e.threads) {
     if (t.done) fail("__syncthreads after thread %d of the block exited", t.tid);
   }
+  e.barrier_any = e.barrier_any || predicate;
   if (++e.barrier_arrived == static_cast<int>(e.threads.size())) {
     e.barrier_arrived = 0;
+    // Note: the waiters read the result when they resume, before any of them can complete the
+    // next barrier (which needs every thread), so one result per block suffices.
+    e.barrier_result = e.barrier_any;
+    e.barrier_any = false;
     ++e.block_epoch;
     for (ThreadState& t : e.threads) {
       if (t.waiting == Wait::block) t.waiting = Wait::none;
@@ -229,6 +237,7 @@ inline void block_barrier() {
   } else {
     park(Wait::block);
   }
+  return e.barrier_result;
 }
 
 void on_thread_exit(ThreadState& t);  // memory checks at exit (emulator.hpp)
@@ -258,6 +267,7 @@ inline void run_block(Dim3 block_idx) {
   e.block_idx = block_idx;
   e.barrier_arrived = 0;
   e.block_epoch = 0;
+  e.barrier_any = false;
   for (WarpState& w : e.warps) w = WarpState{};
   on_block_start();
   for (ThreadState& t : e.threads) {
