@@ -280,23 +280,20 @@ struct AttentionForwardSm90 {
     }
 
     // The first tile >= `tile` of the first 32-tile stretch that one evaluation over its whole
-    // key range does not find empty, 32 stretches per ballot; num_kv_tiles when none. Only for
-    // masks whose classification reads no tensor summary (VARIANT::kRangeClassifyIsCheap: its
-    // cost would grow with the range); else `tile` unchanged. Warp-uniform, like next.
+    // key range does not find empty, 32 stretches per ballot; num_kv_tiles when none.
+    // Warp-uniform, like next. Note: for a mask that reads a tensor summary (a document id at
+    // kv_idx) a lane's evaluation reads the 32 per-tile summaries of its stretch, independent
+    // loads that overlap, so a look 1024 tiles ahead costs about one 32-tile window's step.
     ATTNJIT_DEVICE static int skip_empty_chunks(const RowMath& math, int tile, int lane) {
-      if constexpr (VARIANT::kRangeClassifyIsCheap) {
-        for (; tile < math.num_kv_tiles; tile += 32 * 32) {
-          const int first = tile + 32 * lane;
-          const int c = first < math.num_kv_tiles
-                            ? math.classify_range(first, min(first + 32, math.num_kv_tiles))
-                            : static_cast<int>(kTileEmpty);
-          const unsigned kept = __ballot_sync(0xffffffffu, c != kTileEmpty);
-          if (kept != 0u) return tile + 32 * (__ffs(static_cast<int>(kept)) - 1);
-        }
-        return math.num_kv_tiles;
-      } else {
-        return tile;
+      for (; tile < math.num_kv_tiles; tile += 32 * 32) {
+        const int first = tile + 32 * lane;
+        const int c = first < math.num_kv_tiles
+                          ? math.classify_range(first, min(first + 32, math.num_kv_tiles))
+                          : static_cast<int>(kTileEmpty);
+        const unsigned kept = __ballot_sync(0xffffffffu, c != kTileEmpty);
+        if (kept != 0u) return tile + 32 * (__ffs(static_cast<int>(kept)) - 1);
       }
+      return math.num_kv_tiles;
     }
   };
 

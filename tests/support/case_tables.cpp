@@ -118,10 +118,22 @@ std::vector<KernelCase> empty_stretch_cases() {
     c.shape = shape(1, 1, 1, 20, kv_len);
     return c;
   };
+  // Document ids read through the tensor summaries: the queries' id (5) at keys 0..19, the next
+  // id (6) only at keys 60000..60099 and 69990..69999, 1 elsewhere.
+  KernelCase ids = make("doc[q_idx] + 1 == doc[kv_idx]", 70000);
+  TensorInput doc;
+  doc.decl = "doc:int32[1]";
+  doc.dims[0] = 70000;
+  doc.ints.assign(70000, 1);
+  std::fill(doc.ints.begin(), doc.ints.begin() + 20, 5);
+  std::fill(doc.ints.begin() + 60000, doc.ints.begin() + 60100, 6);
+  std::fill(doc.ints.begin() + 69990, doc.ints.end(), 6);
+  ids.tensors = {doc};
   return {make("kv_idx >= 140000 && kv_idx < 140100", 140200),
           make("kv_idx < 50 || (kv_idx >= 9000 && kv_idx < 9050) || kv_idx >= 70000", 70100),
           make("(kv_idx % 5000) >= 4990 && kv_idx > 40000", 50000),
-          make("kv_idx >= q_idx + 59990 && kv_idx < q_idx + 60005", 60100)};
+          make("kv_idx >= q_idx + 59990 && kv_idx < q_idx + 60005", 60100),
+          ids};
 }
 
 std::vector<KernelCase> non_finite_inputs(int head_dim) {

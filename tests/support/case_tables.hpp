@@ -32,10 +32,11 @@ KernelCase window_crossing_case();
 
 // Masks whose kept key tiles lie past long stretches of empty ones, for the kernels' skip of
 // empty stretches (one interval evaluation per stretch, after a classified window came out
-// empty; index-only masks): a band 140,000 keys in (several stretches and, in the sm90 kernel's
-// warp walk, two 1024-tile steps), kept keys at the start, the middle and the end with empty
-// windows between, a modulo mask whose stretches are undecided but whose tiles are mostly empty,
-// and a band that moves with the query. q_len 20: one query tile, so the emulator stays quick.
+// empty): a band 140,000 keys in (several stretches and, in the sm90 kernel's warp walk, two
+// 1024-tile steps), kept keys at the start, the middle and the end with empty windows between, a
+// modulo mask whose stretches are undecided but whose tiles are mostly empty, a band that moves
+// with the query, and ids read through tensor summaries (the sm90 walk skips with them too).
+// q_len 20: one query tile, so the emulator stays quick.
 std::vector<KernelCase> empty_stretch_cases();
 
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
