@@ -88,6 +88,15 @@ extern "C" __global__ void divergent_warp(FwdParams p) {
   if (threadIdx.x % 2 == 0) __syncwarp();
   else __shfl_xor_sync(0xffffffffu, 1.0f, 1);
 }
+// Every thread votes at two __syncthreads_or: thread p.batch (none when negative) at the first,
+// nobody at the second; each writes both results.
+extern "C" __global__ void barrier_or(FwdParams p) {
+  const int first = __syncthreads_or(static_cast<int>(threadIdx.x) == p.batch);
+  const int second = __syncthreads_or(0);
+  float* out = static_cast<float*>(p.o) + 2 * threadIdx.x;
+  attnjit::store_global_f32(out, static_cast<float>(first));
+  attnjit::store_global_f32(out + 1, static_cast<float>(second));
+}
 extern "C" __global__ void shared_out_of_bounds(FwdParams p) {
   attnjit::store_shared_32(attnjit_dynamic_smem + 1024, 0u);
 }
@@ -134,8 +143,9 @@ struct Buffers {
 
 // Runs `name` with one block of `threads` threads and 1 KB of shared memory; returns the
 // emulator's error, empty when none.
-std::string run(const std::string& name, Buffers& buffers, unsigned threads = 64) {
+std::string run(const std::string& name, Buffers& buffers, unsigned threads = 64, int batch = 0) {
   FwdParams params{};
+  params.batch = batch;
   params.q = buffers.input.data();
   params.o = buffers.output.data();
   const SimtRegion regions[] = {
@@ -193,6 +203,18 @@ TEST_CASE("emulator: divergent barriers and collectives are errors, not hangs", 
   CHECK_THAT(run("divergent_barrier"), Catch::Contains("exited while other threads wait") ||
                                            Catch::Contains("deadlock"));
   CHECK_THAT(run("divergent_warp"), Catch::Contains("divergent warp"));
+}
+
+TEST_CASE("emulator: __syncthreads_or tells every thread whether any voted", "[simt]") {
+  for (const int voter : {-1, 0, 37, 63}) {
+    INFO("voter " << voter);
+    Buffers buffers;
+    REQUIRE(run("barrier_or", buffers, 64, voter).empty());
+    for (int t = 0; t < 64; ++t) {
+      CHECK(buffers.output[2 * t] == (voter >= 0 ? 1.0f : 0.0f));
+      CHECK(buffers.output[2 * t + 1] == 0.0f);  // the next barrier starts from nobody
+    }
+  }
 }
 
 TEST_CASE("emulator: ldmatrix and mma compute A * B", "[simt]") {
