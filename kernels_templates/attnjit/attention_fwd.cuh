@@ -221,7 +221,7 @@ struct AttentionForward {
   ATTNJIT_DEVICE int classify(int tile) const { return classify_range(tile, tile + 1); }
 
   // The class of key tiles [first, end) taken together: empty means every one of them is empty
-  // (interval evaluation is monotone in the ranges). Only cheap for VARIANT::kRangeClassifyIsCheap.
+  // (interval evaluation is monotone in the ranges).
   ATTNJIT_DEVICE int classify_range(int first, int end) const {
     TileBounds bounds;
     bounds.b = b;
@@ -234,26 +234,6 @@ struct AttentionForward {
     bounds.kv_len = params.kv_len;
     bounds.num_heads = params.num_heads_q;
     return static_cast<int>(VARIANT::classify(params.args, bounds));
-  }
-
-  // The first of `tile`, tile + STRETCH, tile + 2 STRETCH, ... whose stretch of STRETCH tiles
-  // one evaluation over its whole key range does not find empty (num_kv_tiles when none). A
-  // walk calls it after a whole classified window came out empty, so that the keys before a
-  // sliding window or between documents of a prefix cost one evaluation per stretch instead of a
-  // classified window each, and dense masks pay nothing. Every caller computes the same (no
-  // barrier, no ballot). Only for masks whose classification reads no tensor summary (its cost
-  // would grow with the range: VARIANT::kRangeClassifyIsCheap); else `tile` unchanged.
-  template <int STRETCH>
-  ATTNJIT_DEVICE int skip_empty_stretches(int tile) const {
-    if constexpr (VARIANT::kRangeClassifyIsCheap) {
-      while (tile < num_kv_tiles &&
-             classify_range(tile, min(tile + STRETCH, num_kv_tiles)) == kTileEmpty) {
-        tile += STRETCH;
-      }
-      return min(tile, num_kv_tiles);
-    } else {
-      return tile;
-    }
   }
 
   // The kv tiles of this block's query tile are classified kWindowTiles at a time, one per
@@ -292,6 +272,35 @@ struct AttentionForward {
     window.begin = begin;
   }
 
+  // After a window with no kept tile: the first tile of the first 32-tile stretch at or after
+  // `tile` that one evaluation over the stretch's whole key range does not find empty, looking
+  // kWindowTiles stretches ahead per step (thread t takes [tile + 32 t, tile + 32 t + 32)); the
+  // words of the window are reused for the stretches' bits. num_kv_tiles when none. A sliding
+  // window or a document far from key 0 then costs a step per 32 windows instead of a window
+  // each. With tensor summaries (document ids) a thread's evaluation reads its stretch's 32
+  // per-tile summaries, independent loads, so a step costs about what a window does.
+  // Block-uniform, like next_tile.
+  ATTNJIT_DEVICE int skip_empty_stretches(int tile) const {
+    const int warp = static_cast<int>(threadIdx.x / 32);
+    unsigned char* words = attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes;
+    for (; tile < num_kv_tiles; tile += 32 * kWindowTiles) {
+      const int first = tile + 32 * static_cast<int>(threadIdx.x);
+      const int stretch_class = first < num_kv_tiles
+                                    ? classify_range(first, min(first + 32, num_kv_tiles))
+                                    : static_cast<int>(kTileEmpty);
+      const unsigned kept = __ballot_sync(0xffffffffu, stretch_class != kTileEmpty);
+      __syncthreads();  // every thread is done reading the words
+      if (threadIdx.x % 32 == 0) store_shared_32(words + 4 * warp, kept);
+      if (__syncthreads_or(kept != 0u) != 0) {
+        for (int w = 0; w < NUM_WARPS; ++w) {
+          const unsigned bits = window_word(0, w);
+          if (bits != 0u) return tile + 32 * (32 * w + __ffs(static_cast<int>(bits)) - 1);
+        }
+      }
+    }
+    return num_kv_tiles;
+  }
+
   // First tile >= `tile` that is not empty (num_kv_tiles when none), and its class.
   ATTNJIT_DEVICE int next_tile(int tile, int& tile_class, TileWindow& window) const {
     if constexpr (!VARIANT::kHasMask) {
@@ -301,7 +310,7 @@ struct AttentionForward {
       while (tile < num_kv_tiles) {
         if (tile < window.begin || tile >= window.begin + kWindowTiles) {
           if (window.empty) {
-            tile = skip_empty_stretches<kWindowTiles>(tile);
+            tile = skip_empty_stretches(tile);
             if (tile >= num_kv_tiles) break;
           }
           classify_window(tile, window);

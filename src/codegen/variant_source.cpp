@@ -8,7 +8,6 @@
 
 #include "codegen/lower_expr.hpp"
 #include "codegen/lower_hooks.hpp"
-#include "expr/block_analysis.hpp"
 #include "common/error.hpp"
 
 namespace attnjit::codegen {
@@ -86,11 +85,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
 
   s += "struct AttnjitVariant {\n";
   s += fmt::format("  static constexpr bool kHasMask = {};\n", has_mask ? "true" : "false");
-  s += fmt::format("  static constexpr bool kHasScore = {};\n", has_score ? "true" : "false");
-  // Note: classify's cost grows with the key range only through tensor summaries (one per
-  // granule in the range); without them the kernels classify long stretches at once.
-  s += fmt::format("  static constexpr bool kRangeClassifyIsCheap = {};\n\n",
-                   expr::summary_requests(mask).empty() ? "true" : "false");
+  s += fmt::format("  static constexpr bool kHasScore = {};\n\n", has_score ? "true" : "false");
   s += lower_element_hooks(mask, score);
   s += "\n";
   s += "  ATTNJIT_DEVICE static attnjit::TileClass classify(const attnjit::VariantArgs& args,\n"

@@ -35,7 +35,7 @@ KernelCase window_crossing_case();
 // empty): a band 140,000 keys in (several stretches and, in the sm90 kernel's warp walk, two
 // 1024-tile steps), kept keys at the start, the middle and the end with empty windows between, a
 // modulo mask whose stretches are undecided but whose tiles are mostly empty, a band that moves
-// with the query, and ids read through tensor summaries (the sm90 walk skips with them too).
+// with the query, and ids read through tensor summaries (both walks skip with them too).
 // q_len 20: one query tile, so the emulator stays quick.
 std::vector<KernelCase> empty_stretch_cases();
 
