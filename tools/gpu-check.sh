@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole GPU verification on a lent machine (H100/H200, CUDA 13, driver 580, PyTorch, no
-# network): GPU tests (the Hopper probes first where sm90 is among the families), compute-sanitizer
-# memcheck and racecheck, `attnjit bench` and the FlexAttention comparison. Uses a build made elsewhere (see tools/bench/README.md).
+# network): GPU tests (the Hopper probes first where sm90 is among the families),
+# compute-sanitizer memcheck and racecheck, `attnjit bench` and the FlexAttention comparison.
+# Uses a build made elsewhere (see tools/bench/README.md).
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
 #                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
@@ -71,7 +72,7 @@ while [[ $# -gt 0 ]]; do
     --sweep-args) sweep_args="$2"; shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
-    -h|--help) sed -n '2,50p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
