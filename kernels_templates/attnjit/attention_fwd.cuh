@@ -166,7 +166,9 @@ struct AttentionForward {
 
   // Per-block constants.
   const FwdParams& params;
-  int b = 0, h = 0, h_kv = 0, q0 = 0, q_end = 0, num_kv_tiles = 0;
+  // The block's key tiles are [kv_tile_begin, num_kv_tiles): all of them, or split `split`'s
+  // slice under split-KV (FwdParams::num_splits).
+  int b = 0, h = 0, h_kv = 0, q0 = 0, q_end = 0, kv_tile_begin = 0, num_kv_tiles = 0, split = 0;
   typename VARIANT::Block block_values;
   // Where the Q tile (BLOCK_M x HEAD_DIM, SwizzledTile layout) lies: the output is staged there.
   unsigned char* q_tile;
@@ -188,18 +190,27 @@ struct AttentionForward {
   // Work item `linear`'s (batch, head, query tile), head-major with heavy query tiles first (see
   // the header comment). False past the last item. A persistent sm90 block walks several items
   // in this order, a plain block computes the one of its own index.
+  // Under split-KV the slices of one query tile are consecutive items (after its query tiles:
+  // item = ((bh * num_splits + split) * num_q_tiles + reversed q tile).
   ATTNJIT_DEVICE bool assign_work(long long linear) {
     const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
     const int num_bh = params.batch * params.num_heads_q;
-    if (linear >= static_cast<long long>(num_q_tiles) * num_bh) return false;
+    const int num_splits = params.num_splits;
+    if (linear >= static_cast<long long>(num_q_tiles) * num_bh * num_splits) return false;
     const int q_tile_index = num_q_tiles - 1 - static_cast<int>(linear % num_q_tiles);
-    const int bh = static_cast<int>(linear / num_q_tiles);
+    const long long slice = linear / num_q_tiles;
+    split = static_cast<int>(slice % num_splits);
+    const int bh = static_cast<int>(slice / num_splits);
     b = bh / params.num_heads_q;
     h = bh % params.num_heads_q;
     h_kv = h / (params.num_heads_q / params.num_heads_kv);
     q0 = q_tile_index * BLOCK_M;
     q_end = min(q0 + BLOCK_M, params.q_len);
     num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
+    if (num_splits > 1) {
+      kv_tile_begin = min(split * params.split_tiles, num_kv_tiles);
+      num_kv_tiles = min(kv_tile_begin + params.split_tiles, num_kv_tiles);
+    }
     block_values =
         VARIANT::block(params.args, b, h, params.q_len, params.kv_len, params.num_heads_q);
     return true;
@@ -373,7 +384,7 @@ struct AttentionForward {
     int ring_class[NUM_STAGES];
     int next_class;
     TileWindow window;
-    int next = next_tile(0, next_class, window);
+    int next = next_tile(kv_tile_begin, next_class, window);
 #pragma unroll
     for (int s = 0; s < NUM_STAGES - 1; ++s) {
       ring_tile[s] = next;
@@ -680,10 +691,17 @@ struct AttentionForward {
   }
 
   // Normalises O, stages the warp's rows in its own rows of the Q space, then writes them with
-  // 16-byte stores (rows past q_len are skipped). Writes the LSE when requested.
+  // 16-byte stores (rows past q_len are skipped). Writes the LSE when requested. Under split-KV
+  // the normalised rows and the LSE go to the slice's fp32 partials instead (store_partial).
   ATTNJIT_DEVICE void store_output(Accumulators& acc_o, const OnlineSoftmax (&softmax)[kMTiles],
                                    int warp, int lane) const {
     const int tig = lane & 3;
+    const bool split_kv = params.num_splits > 1;
+    // Row (b, h, q) of the LSE layout, and of this block's slice under split-KV.
+    const long long row0 = static_cast<long long>(b) * params.num_heads_q + h;
+    const long long slice_rows =
+        static_cast<long long>(params.batch) * params.num_heads_q * params.q_len;
+    float* lse_out = split_kv ? params.lse_partial + split * slice_rows : params.lse;
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -701,15 +719,16 @@ struct AttentionForward {
           acc_o[mt][j][2 * r + 1] *= inv;
         }
         const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
-        if (params.lse != nullptr && tig == 0 && q_idx < params.q_len) {
+        if (lse_out != nullptr && tig == 0 && q_idx < params.q_len) {
           const float lse =
               masked_row ? neg_infinity() : (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2;
-          store_global_f32(
-              params.lse + (static_cast<long long>(b) * params.num_heads_q + h) * params.q_len +
-                  q_idx,
-              lse);
+          store_global_f32(lse_out + row0 * params.q_len + q_idx, lse);
         }
       }
+    }
+    if (split_kv) {
+      store_partial(acc_o, warp, lane, split * slice_rows + row0 * params.q_len);
+      return;
     }
 
     // Note: warp w only ever touches its own kWarpRows rows of the Q space (its own Q rows), so
@@ -738,6 +757,28 @@ struct AttentionForward {
       if (q_idx < params.q_len) {
         store_global_16(o_base + q_idx * params.o_stride[2] + chunk * 8,
                         load_shared_16(smem_warp + Layout::o_read(lane, i)));
+      }
+    }
+  }
+
+  // Split-KV: the warp's normalised rows as fp32 straight from the accumulators, row q_idx at
+  // o_partial + (first_row + q_idx) * HEAD_DIM. A decode call's output is a few rows, so the
+  // 8-byte-per-lane stores (32 contiguous bytes per quad) are not worth staging.
+  ATTNJIT_DEVICE void store_partial(const Accumulators& acc_o, int warp, int lane,
+                                    long long first_row) const {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
+        if (q_idx >= params.q_len) continue;
+        float* out = params.o_partial + (first_row + q_idx) * HEAD_DIM;
+#pragma unroll
+        for (int j = 0; j < kDTiles; ++j) {
+          const int col = Layout::acc_col(lane, j, 2 * r);
+          store_global_f32(out + col, acc_o[mt][j][2 * r]);
+          store_global_f32(out + col + 1, acc_o[mt][j][2 * r + 1]);
+        }
       }
     }
   }

@@ -21,7 +21,30 @@ struct FwdParams {
   int q_len;
   int kv_len;
   float scale;  // softmax scale applied to q.k before the score expression
+  // Split-KV (decoding: too few query tiles to fill the GPU, many key tiles). With
+  // num_splits > 1 each query tile gets num_splits blocks; block s attends to key tiles
+  // [s * split_tiles, (s + 1) * split_tiles) and writes its normalised output to o_partial and
+  // its LSE to lse_partial instead of o and lse; attnjit_split_combine (split_combine.cuh)
+  // merges the slices. Rows are (batch, head, query) as in lse; slice s's rows come after
+  // slice s - 1's. Unsplit calls pass num_splits = 1 and null pointers.
+  float* o_partial;    // [num_splits][batch * num_heads_q * q_len][head_dim], fp32
+  float* lse_partial;  // [num_splits][batch * num_heads_q * q_len], natural log
+  int num_splits;
+  int split_tiles;
   VariantArgs args;
+};
+
+// The merge kernel's single launch argument.
+struct SplitCombineParams {
+  const float* o_partial;    // FwdParams::o_partial of the forward launch
+  const float* lse_partial;  // FwdParams::lse_partial
+  void* o;                   // bf16 or fp16, FwdParams::o with o_stride
+  long long o_stride[3];
+  float* lse;  // optional, as FwdParams::lse
+  int batch;
+  int num_heads_q;
+  int q_len;
+  int num_splits;
 };
 
 }  // namespace attnjit

@@ -81,6 +81,7 @@ ATTNJIT_DEVICE float fast_divide(float a, float b) {
 }
 
 ATTNJIT_DEVICE float neg_infinity() { return __int_as_float(0xff800000); }
+ATTNJIT_DEVICE float quiet_nan() { return __int_as_float(0x7fffffff); }
 
 #endif  // ATTNJIT_DEVICE_COMPILE
 

@@ -81,7 +81,9 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   }
   s += sm90 ? "#include \"attnjit/attention_fwd_sm90.cuh\"\n" : "#include \"attnjit/attention_fwd.cuh\"\n";
   s += "#include \"attnjit/expr_ops.cuh\"\n";
-  s += "#include \"attnjit/tensor_summary.cuh\"\n\n";
+  s += "#include \"attnjit/tensor_summary.cuh\"\n";
+  if (!sm90) s += "#include \"attnjit/split_combine.cuh\"\n";
+  s += "\n";
 
   s += "struct AttnjitVariant {\n";
   s += fmt::format("  static constexpr bool kHasMask = {};\n", has_mask ? "true" : "false");
@@ -125,6 +127,14 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
       kSummaryEntry);
   s += "  attnjit::tensor_summary(data, len, index_len, granularity, out_min, out_max);\n";
   s += "}\n";
+  if (!sm90) {
+    s += fmt::format(
+        "\nextern \"C\" __global__ void __launch_bounds__(attnjit::kCombineThreads)\n"
+        "{}(const attnjit::SplitCombineParams params) {{\n",
+        kSplitCombineEntry);
+    s += fmt::format("  attnjit::split_combine<{}, {}>(params);\n", elem_type(dtype), head_dim);
+    s += "}\n";
+  }
   return kernel;
 }
 

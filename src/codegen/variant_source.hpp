@@ -52,6 +52,9 @@ KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Express
 
 constexpr const char* kForwardEntry = "attnjit_fwd";
 constexpr const char* kSummaryEntry = "attnjit_tensor_summary";
+// The split-KV merge (split_combine.cuh); sm80-family modules only, since split-KV calls run on
+// the sm80 kernel on every arch.
+constexpr const char* kSplitCombineEntry = "attnjit_split_combine";
 
 struct GeneratedKernel {
   std::string source;  // deterministic: same inputs, same text

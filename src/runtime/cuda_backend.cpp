@@ -11,6 +11,7 @@
 #include "attnjit/fwd_params.cuh"
 #include "attnjit/sm90_fwd_params.cuh"
 #include "common/error.hpp"
+#include "common/log.hpp"
 #include "driver/cuda_driver.hpp"
 #include "driver/watchdog_record.hpp"
 #include "expr/block_analysis.hpp"
@@ -226,7 +227,8 @@ void launch(const char* name, CUfunction function, unsigned grid_x, unsigned gri
   }
 }
 
-// Device scratch for one call's tensor summaries, held until the forward kernel is queued.
+// Device scratch for one call's tensor summaries and split-KV partials, held until the last
+// kernel reading it (the forward kernel, or the split-KV merge) is queued.
 // Outside stream capture it is the (context, stream) workspace, kept locked. During capture it is
 // graph-owned memory (cuMemAllocAsync / cuMemFreeAsync on the capturing stream, which become
 // allocation and free nodes): the cached workspace cannot be used there, because growing it
@@ -264,10 +266,10 @@ class SummaryScratch {
   CUstream stream_ = nullptr;
 };
 
-// Launches the summary kernel for each request into `scratch` and points the copies of the
-// tensor args at the results.
-void attach_summaries(const ContextRef& context, CUstream stream, const LoadedKernel& loaded,
-                      const SummaryPlan& plan, VariantArgs& args, SummaryScratch& scratch) {
+// Launches the summary kernel for each request into `scratch_ints` (plan.total_ints of the
+// call's scratch) and points the copies of the tensor args at the results.
+void attach_summaries(CUstream stream, const LoadedKernel& loaded, const SummaryPlan& plan,
+                      VariantArgs& args, const int* scratch_ints) {
   if (plan.launches.empty()) return;
   if (loaded.summary == nullptr) {
     throw_error(Status::internal,
@@ -275,8 +277,6 @@ void attach_summaries(const ContextRef& context, CUstream stream, const LoadedKe
                 "{} entry",
                 codegen::kSummaryEntry);
   }
-  const CUdeviceptr data_base = scratch.acquire(context, stream, plan.total_ints * sizeof(int));
-  const auto* scratch_ints = reinterpret_cast<const int*>(data_base);
   for (const SummaryLaunch& summary : plan.launches) {
     const int* data = static_cast<const int*>(args.tensors[summary.request.tensor].data);
     int len = summary.len;
@@ -321,6 +321,11 @@ DeviceInfo current_device() {
   return cached_device(context.device);
 }
 
+int planned_splits(const codegen::KernelConfig& config, const AttentionShape& shape) {
+  return choose_num_splits(shape, config, current_device().multiprocessors,
+                           split_kv_from_environment());
+}
+
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
              const AttentionShape& shape, const AttentionBuffers& buffers, void* stream_handle) {
   check_dtypes(buffers);
@@ -338,12 +343,32 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
 
   FwdParams params = make_forward_params(shape, buffers, args);
 
-  // Note: destroyed after the launch below, so the scratch is released (unlocked, or freed in
-  // stream order) only once the forward kernel that reads it is queued.
+  // One scratch for the call: the tensor summaries, then the split-KV partials.
+  const SummaryPlan summaries =
+      plan_summaries(expr::summary_requests(mask), shape, config, args);
+  const int num_splits =
+      choose_num_splits(shape, config, device.multiprocessors, split_kv_from_environment());
+  const SplitPlan split = plan_split(shape, config, num_splits, summaries.total_ints * sizeof(int));
+  if (split.num_splits > 1 && loaded.combine == nullptr) {
+    throw_error(Status::internal, "a split-KV call needs the {} entry, which the kernel module "
+                "lacks", codegen::kSplitCombineEntry);
+  }
+  const std::size_t scratch_bytes =
+      split.num_splits > 1 ? split.offset + split.bytes : summaries.total_ints * sizeof(int);
+  // Note: destroyed after the launches below, so the scratch is released (unlocked, or freed in
+  // stream order) only once the kernels that read it are queued.
   SummaryScratch scratch;
-  attach_summaries(context, stream, loaded,
-                   plan_summaries(expr::summary_requests(mask), shape, config, args), params.args,
-                   scratch);
+  const CUdeviceptr scratch_base =
+      scratch_bytes > 0 ? scratch.acquire(context, stream, scratch_bytes) : 0;
+  attach_summaries(stream, loaded, summaries, params.args,
+                   reinterpret_cast<const int*>(scratch_base));
+  SplitCombineParams combine{};
+  if (split.num_splits > 1) {
+    combine = attach_split(split, shape, buffers, reinterpret_cast<void*>(scratch_base), params);
+    log().debug("split-KV: {} slices of {} key tiles for {} query tile(s) x {} head(s)",
+                split.num_splits, split.split_tiles, (shape.q_len + config.block_m - 1) /
+                config.block_m, shape.batch * shape.num_heads_q);
+  }
 
   static_assert(std::is_trivially_copyable_v<FwdParams> && std::is_standard_layout_v<FwdParams>,
                 "FwdParams is copied into the kernel's parameter buffer byte for byte");
@@ -351,7 +376,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
                     std::is_standard_layout_v<Sm90FwdParams>,
                 "Sm90FwdParams is copied into the kernel's parameter buffer byte for byte");
   static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
-  const LaunchGrid grid = forward_grid(shape, config, device.multiprocessors);
+  const LaunchGrid grid = forward_grid(shape, config, device.multiprocessors, split.num_splits);
   if (config.family == codegen::KernelFamily::sm90) {
     Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
     void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel
@@ -362,6 +387,12 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
   launch(codegen::kForwardEntry, loaded.forward, grid.grid_x, grid.grid_y, grid.threads,
          grid.smem_bytes, stream, launch_params);
+  if (split.num_splits > 1) {
+    void* combine_params[] = {&combine};
+    launch(codegen::kSplitCombineEntry, loaded.combine, split.combine.grid_x,
+           split.combine.grid_y, split.combine.threads, split.combine.smem_bytes, stream,
+           combine_params);
+  }
 }
 
 }  // namespace attnjit::cuda

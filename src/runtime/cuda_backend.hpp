@@ -41,6 +41,10 @@ DeviceInfo current_device();
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
              const AttentionShape& shape, const AttentionBuffers& buffers, void* stream);
 
+// How many split-KV slices forward() gives this call on the current device with a kernel of
+// `config` (runtime/forward_plan.hpp, choose_num_splits; ATTNJIT_SPLIT_KV applies).
+int planned_splits(const codegen::KernelConfig& config, const AttentionShape& shape);
+
 // Unloads every module and frees every workspace attnjit holds. Safe to call more than once; the
 // next forward call loads what it needs again. Called at process exit.
 void release_resources() noexcept;

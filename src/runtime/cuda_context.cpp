@@ -110,8 +110,10 @@ struct ParamSlot {
 
 // Note: the host fills kernelParams from these types, so they must be the kernel's exact
 // parameter list: attnjit_fwd(const FwdParams) (sm80 family) or attnjit_fwd(const Sm90FwdParams)
-// (sm90), attnjit_tensor_summary(const int*, int, int, int, int*, int*).
+// (sm90), attnjit_tensor_summary(const int*, int, int, int, int*, int*),
+// attnjit_split_combine(const SplitCombineParams).
 constexpr ParamSlot kForwardParams[] = {{0, sizeof(FwdParams)}};
+constexpr ParamSlot kCombineParams[] = {{0, sizeof(SplitCombineParams)}};
 constexpr ParamSlot kSm90ForwardParams[] = {{0, sizeof(Sm90FwdParams)}};
 constexpr ParamSlot kSummaryParams[] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
 static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
@@ -269,6 +271,10 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
     check_parameter_layout(key, loaded->forward, kForwardParams);
   }
   if (loaded->summary != nullptr) check_parameter_layout(key, loaded->summary, kSummaryParams);
+  if (config.family == codegen::KernelFamily::sm80) {
+    ATTNJIT_CU(cuModuleGetFunction, &loaded->combine, module, codegen::kSplitCombineEntry);
+    check_parameter_layout(key, loaded->combine, kCombineParams);
+  }
   // Note: before the first launch, since a watchdog's fault surfaces in whichever driver call
   // comes next and that call's error reads the record.
   if (config.watchdog_ms > 0) driver::attach_watchdog_record(module);

@@ -27,6 +27,7 @@ DeviceInfo query_device(CUdevice device);
 struct LoadedKernel {
   CUfunction forward = nullptr;
   CUfunction summary = nullptr;  // null when the module has no summary entry
+  CUfunction combine = nullptr;  // the split-KV merge; null in sm90-family modules
   int max_threads_per_block = 0;
 };
 

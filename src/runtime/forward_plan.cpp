@@ -3,6 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "common/error.hpp"
 
 namespace attnjit {
 namespace {
@@ -33,10 +39,10 @@ std::array<ByteStride, 3> byte_strides(const TensorView& view, const AttentionSh
 }  // namespace
 
 LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig& config,
-                        int multiprocessors) {
+                        int multiprocessors, int num_splits) {
   LaunchGrid grid;
   grid.grid_x = static_cast<unsigned>(ceil_div(shape.q_len, config.block_m));
-  grid.grid_y = static_cast<unsigned>(shape.batch * shape.num_heads_q);
+  grid.grid_y = static_cast<unsigned>(shape.batch * shape.num_heads_q * num_splits);
   if (config.persistent) {
     // Note: one block per SM, because the kernel needs over half an SM's shared memory and all
     // of its registers (setmaxnreg); any grid size computes the same result.
@@ -47,6 +53,96 @@ LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig
   grid.threads = static_cast<unsigned>(config.num_warps * 32);
   grid.smem_bytes = static_cast<unsigned>(config.smem_bytes);
   return grid;
+}
+
+std::optional<int> split_kv_from_environment() {
+  const char* value = std::getenv("ATTNJIT_SPLIT_KV");
+  if (value == nullptr || *value == '\0' || std::string_view(value) == "auto") return std::nullopt;
+  if (std::string_view(value) == "off") return 1;
+  int count = 0;
+  const char* end = value + std::strlen(value);
+  const auto [at, error] = std::from_chars(value, end, count);
+  if (error != std::errc() || at != end || count < 1) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_SPLIT_KV must be auto, off or a slice count of at least 1; got '{}'",
+                value);
+  }
+  return count;
+}
+
+int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& config,
+                      int multiprocessors, std::optional<int> forced) {
+  if (config.family != codegen::KernelFamily::sm80 || config.persistent) return 1;
+  const long long blocks = static_cast<long long>(ceil_div(shape.q_len, config.block_m)) *
+                           shape.batch * shape.num_heads_q;
+  const int kv_tiles = ceil_div(shape.kv_len, config.block_n);
+  // Note: the grid's y extent is batch * num_heads_q * num_splits, at most 65535.
+  const long long by_grid = 65535 / std::max<long long>(1, shape.batch * shape.num_heads_q);
+  const int limit = static_cast<int>(std::min<long long>({kMaxSplits, kv_tiles, by_grid}));
+  if (forced) return std::clamp(*forced, 1, std::max(limit, 1));
+  const long long slots =
+      static_cast<long long>(std::max(multiprocessors, 1)) * std::max(config.blocks_per_sm, 1);
+  if (5 * blocks >= 4 * slots) return 1;  // at least 80% of one wave already
+  const int most = std::min(limit, kv_tiles / kMinSplitTiles);
+  if (most < 2) return 1;
+  // The busy fraction of the waves n slices occupy.
+  const auto efficiency = [&](int n) {
+    const long long total = blocks * n;
+    const long long waves = (total + slots - 1) / slots;
+    return static_cast<double>(total) / static_cast<double>(waves * slots);
+  };
+  double best = 0.0;
+  for (int n = 1; n <= most; ++n) best = std::max(best, efficiency(n));
+  for (int n = 1; n <= most; ++n) {
+    if (efficiency(n) >= 0.85 * best) return n;
+  }
+  return 1;
+}
+
+SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& config,
+                     int num_splits, std::size_t offset) {
+  SplitPlan plan;
+  const int kv_tiles = ceil_div(shape.kv_len, config.block_n);
+  if (num_splits <= 1 || kv_tiles <= 1) return plan;
+  plan.split_tiles = ceil_div(kv_tiles, std::min(num_splits, kv_tiles));
+  plan.num_splits = ceil_div(kv_tiles, plan.split_tiles);  // no empty trailing slice
+  if (plan.num_splits == 1) return SplitPlan{};
+  constexpr std::size_t kAlign = 256;
+  const std::size_t rows = static_cast<std::size_t>(shape.batch) *
+                           static_cast<std::size_t>(shape.num_heads_q) *
+                           static_cast<std::size_t>(shape.q_len);
+  const std::size_t slices = static_cast<std::size_t>(plan.num_splits);
+  plan.offset = (offset + kAlign - 1) / kAlign * kAlign;
+  plan.lse_offset = plan.offset;
+  const std::size_t lse_bytes = (slices * rows * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+  plan.o_offset = plan.lse_offset + lse_bytes;
+  plan.bytes = lse_bytes + slices * rows * static_cast<std::size_t>(shape.head_dim) * sizeof(float);
+  plan.combine.grid_x = static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps);
+  plan.combine.threads = kCombineThreads;
+  return plan;
+}
+
+SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& shape,
+                                const AttentionBuffers& buffers, void* scratch,
+                                FwdParams& params) {
+  auto* base = static_cast<unsigned char*>(scratch);
+  params.num_splits = plan.num_splits;
+  params.split_tiles = plan.split_tiles;
+  params.lse_partial = reinterpret_cast<float*>(base + plan.lse_offset);
+  params.o_partial = reinterpret_cast<float*>(base + plan.o_offset);
+  SplitCombineParams combine{};
+  combine.o_partial = params.o_partial;
+  combine.lse_partial = params.lse_partial;
+  combine.o = buffers.out;
+  combine.o_stride[0] = buffers.out_strides.batch;
+  combine.o_stride[1] = buffers.out_strides.head;
+  combine.o_stride[2] = buffers.out_strides.row;
+  combine.lse = buffers.lse;
+  combine.batch = shape.batch;
+  combine.num_heads_q = shape.num_heads_q;
+  combine.q_len = shape.q_len;
+  combine.num_splits = plan.num_splits;
+  return combine;
 }
 
 FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffers& buffers,
@@ -72,6 +168,7 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
   params.q_len = shape.q_len;
   params.kv_len = shape.kv_len;
   params.scale = effective_scale(shape, buffers);
+  params.num_splits = 1;  // attach_split sets a split call's slices
   params.args = args;
   return params;
 }

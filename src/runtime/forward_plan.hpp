@@ -7,10 +7,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/split_combine.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/attention_problem.hpp"
 #include "expr/block_analysis.hpp"
@@ -26,11 +28,57 @@ struct LaunchGrid {
   unsigned smem_bytes = 0;
 };
 
-// A plain kernel: x = query tiles, y = batch * num_heads_q (the kernel re-maps the linear block
-// index itself). A persistent one (config.persistent): x = min(work items, multiprocessors), one
-// block per SM walking the query tiles of every (batch, head), y = 1.
+// A plain kernel: x = query tiles, y = batch * num_heads_q * num_splits (the kernel re-maps the
+// linear block index itself). A persistent one (config.persistent): x = min(work items,
+// multiprocessors), one block per SM walking the query tiles of every (batch, head), y = 1.
 LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig& config,
-                        int multiprocessors);
+                        int multiprocessors, int num_splits = 1);
+
+// ---- Split-KV (decoding). A call with too few query tiles to fill the GPU (one query per
+// sequence, a handful of heads) but many key tiles leaves most SMs idle while each block walks
+// every key: such calls split the keys into slices, one block each, and merge the slices'
+// partial outputs with a second kernel (FwdParams::num_splits, split_combine.cuh).
+constexpr int kMaxSplits = 128;
+// A slice keeps at least this many key tiles, so that its fixed cost (the Q tile, the pipeline's
+// fill, the fp32 partial store and its share of the merge) stays a small part of its work.
+constexpr int kMinSplitTiles = 4;
+
+// ATTNJIT_SPLIT_KV: unset, empty or "auto": the heuristic below; "off" or 1: never split; N > 1:
+// N slices whenever the kernel can split (clamped to the key tiles). Error(invalid_argument)
+// for anything else.
+std::optional<int> split_kv_from_environment();
+
+// How many slices the call's keys get on a GPU of `multiprocessors` SMs: 1 unless the kernel is
+// of the sm80 family (not persistent) and the unsplit grid fills under 80% of one wave of
+// resident blocks. Then the smallest count whose waves are at least 85% as busy as the best
+// count's (FlashAttention-2's rule for split-KV), within kMaxSplits, kMinSplitTiles tiles per
+// slice and the grid's y limit. `forced` (split_kv_from_environment) replaces the heuristic.
+int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& config,
+                      int multiprocessors, std::optional<int> forced = std::nullopt);
+
+// A split call's slices and where their partials live in the call's scratch (after the tensor
+// summaries, at `offset` bytes): num_splits * rows LSEs, then num_splits * rows * head_dim
+// outputs, rows = batch * num_heads_q * q_len. num_splits == 1: nothing to place or merge.
+struct SplitPlan {
+  int num_splits = 1;
+  int split_tiles = 0;  // key tiles per slice (the last may have fewer)
+  std::size_t offset = 0;
+  std::size_t lse_offset = 0;  // bytes from the scratch's start
+  std::size_t o_offset = 0;
+  std::size_t bytes = 0;       // the partials' bytes
+  LaunchGrid combine;          // the merge launch: one warp per row
+};
+
+// `num_splits` from choose_num_splits, re-balanced so that no slice is empty; `offset` is where
+// the partials may start in the scratch (rounded up to 256 bytes).
+SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& config,
+                     int num_splits, std::size_t offset);
+
+// Points the forward parameters at the slices' partials in `scratch` (device memory of at least
+// plan.offset + plan.bytes bytes) and returns the merge launch's parameters for `buffers`.
+SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& shape,
+                                const AttentionBuffers& buffers, void* scratch,
+                                FwdParams& params);
 
 // The parameter block, with the args' tensor summaries still empty (see SummaryLaunch).
 FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffers& buffers,

@@ -57,6 +57,12 @@ std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
   return sm80_kernel_;
 }
 
+codegen::KernelConfig Variant::sm80_config() const {
+  const codegen::Target target = arch_target(runtime_.device_arch());
+  return codegen::kernel_config_for(parsed_.mask, parsed_.score, spec_.dtype, spec_.head_dim,
+                                    target, codegen::FamilyRequest::sm80);
+}
+
 void Variant::prepare() {
   if (runtime_.backend() == Backend::cuda) kernel();
 }
@@ -117,6 +123,13 @@ void Variant::forward(const ForwardCall& call) {
       log().debug("the sm90 kernel cannot load this call with TMA ({}); it runs on the sm80 "
                   "kernel for {}",
                   why, runtime_.device_arch());
+      binary = sm80_kernel();
+    } else if (const int splits = cuda::planned_splits(sm80_config(), shape); splits > 1) {
+      // Note: a decoding call (few query tiles, many keys) is bound by reading K and V; the
+      // sm80 kernel split over the keys keeps every SM reading, where the sm90 kernel would run
+      // a handful of blocks over all of them.
+      log().debug("split-KV call ({} slices): it runs on the sm80 kernel for {}", splits,
+                  runtime_.device_arch());
       binary = sm80_kernel();
     }
   }

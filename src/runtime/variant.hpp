@@ -51,6 +51,8 @@ class Variant {
   std::shared_ptr<const KernelBinary> kernel();
   // The sm80-family kernel for the same arch: what calls the sm90 kernel's TMA cannot load run.
   std::shared_ptr<const KernelBinary> sm80_kernel();
+  // That kernel's configuration, without compiling it (what decides a call's split-KV).
+  codegen::KernelConfig sm80_config() const;
 
   Runtime& runtime_;
   VariantSpec spec_;

@@ -175,6 +175,16 @@ void check_through_backend(const std::vector<KernelCase>& cases) {
   device().use(nullptr, 0);
 }
 
+// A C API runtime on the cuda backend, with the cache ATTNJIT_CACHE_DIR names.
+attnjit_runtime* cuda_runtime() {
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CUDA;
+  attnjit_runtime* runtime = nullptr;
+  REQUIRE(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  return runtime;
+}
+
 // A maskless case through the C API's cuda backend: a variant for it, device copies of its
 // inputs, attnjit_forward, the result against the reference.
 CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
@@ -247,11 +257,7 @@ TEST_CASE("fake device: the sm90 kernel runs through the C API on sm_90a", "[dis
   // Note: the default cache, so that the fake driver finds the cubins' sources there and answers
   // cuFuncGetParamInfo with the sm90 parameter block.
   setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
-  attnjit_runtime_options options;
-  attnjit_runtime_options_init(&options);
-  options.backend = ATTNJIT_BACKEND_CUDA;
-  attnjit_runtime* runtime = nullptr;
-  REQUIRE(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  attnjit_runtime* runtime = cuda_runtime();
 
   KernelCase gqa;
   gqa.shape = shape(2, 2, 1, 100, 150);
@@ -476,6 +482,64 @@ TEST_CASE("fake device: a mask reading a tensor launches its summary first", "[d
   const int middle = device().launch_count();
   check_through_backend({plain});
   CHECK(device().launch_count() - middle == 1);
+}
+
+TEST_CASE("fake device: split-KV decoding launches the slices, then the merge", "[dispatch]") {
+  // The decoding table: its forced slice counts split on any device; the heuristic's cases fill
+  // the fake's 4 SMs and run unsplit.
+  check_through_backend(split_kv_cases());
+
+  // One (batch, head), one query, 32 key tiles: 1 block for 4 SMs, so the heuristic splits.
+  KernelCase lone;
+  lone.shape = shape(1, 1, 1, 1, 2048);
+  lone.mask = "kv_idx % 7 != 3";
+  const int before = device().launch_count();
+  const std::size_t grids = device().forward_grids().size();
+  check_through_backend({lone});
+  CHECK(device().launch_count() - before == 2);  // the forward kernel and the merge
+  REQUIRE(device().forward_grids().size() == grids + 1);
+  CHECK(device().forward_grids().back().grid_y == 4u);  // 4 slices of 8 tiles
+
+  // ATTNJIT_SPLIT_KV=off: one launch, one block.
+  lone.split_kv = 1;
+  const int unsplit = device().launch_count();
+  check_through_backend({lone});
+  CHECK(device().launch_count() - unsplit == 1);
+  CHECK(device().forward_grids().back().grid_y == 1u);
+  CHECK(device().param_info_past_end() == 0);
+}
+
+TEST_CASE("fake device: a decoding call on sm_90a runs split on the sm80 kernel",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const auto cache = work_dir("sm90-decode-cache");
+  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
+  attnjit_runtime* runtime = cuda_runtime();
+
+  // The launches must be the sm80 kernel's (FwdParams, then the merge): the emulated module
+  // holds that source. Were the call sent to the sm90 kernel, its launch would not fit it.
+  KernelCase decode;
+  decode.shape = shape(1, 2, 1, 1, 4096);
+  const PreparedCase prepared(decode);
+  const auto module = std::make_unique<simt::SimtModule>(
+      std::vector<std::string>{codegen::generate_kernel_source(
+                                   prepared.mask, prepared.score, decode.dtype, decode.head_dim,
+                                   codegen::Target(90, true), codegen::FamilyRequest::sm80)
+                                   .source},
+      work_dir("sm90-decode-module"));
+  device().use(module.get(), 0);
+  const int before = device().launch_count();
+  const CaseResult result = run_through_c_api(runtime, decode);
+  INFO(result.describe());
+  CHECK(result.passed());
+  CHECK(device().launch_count() - before == 2);
+  CHECK(device().forward_grids().back().grid_y == 2u * 2u);  // 2 heads x 2 slices on 4 SMs
+  CHECK(device().forward_grids().back().threads == 256u);    // the sm80 kernel's 8 warps
+  device().use(nullptr, 0);
+  attnjit_runtime_destroy(runtime);
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
 }
 
 TEST_CASE("fake device: the parameter check never asks past a kernel's last parameter",

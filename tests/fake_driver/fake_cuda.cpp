@@ -439,8 +439,12 @@ CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* address, size_t* bytes, CUmodule
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+  // Note: the split-KV merge is in sm80-family modules only, as codegen writes them.
+  const Module& found = *reinterpret_cast<Module*>(module);
+  const bool combine = std::strcmp(name, "attnjit_split_combine") == 0 &&
+                       found.source.find("attnjit::Sm90FwdParams") == std::string::npos;
   if (std::strcmp(name, "attnjit_fwd") != 0 && std::strcmp(name, "attnjit_tensor_summary") != 0 &&
-      !reinterpret_cast<Module*>(module)->probes) {
+      !combine && !found.probes) {
     return CUDA_ERROR_NOT_FOUND;
   }
   auto& functions = reinterpret_cast<Module*>(module)->functions;
@@ -466,9 +470,15 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* o
   static const std::size_t summary[][2] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
   const bool forward = reinterpret_cast<Function*>(function)->name == "attnjit_fwd" ||
                        reinterpret_cast<Function*>(function)->module->probes;
-  if (index >= (forward ? 1u : std::size(summary))) {
+  const bool combine = reinterpret_cast<Function*>(function)->name == "attnjit_split_combine";
+  if (index >= (forward || combine ? 1u : std::size(summary))) {
     ++state().param_info_past_end;
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (combine) {
+    *offset = 0;
+    *size = sizeof(attnjit::SplitCombineParams);
+    return CUDA_SUCCESS;
   }
   if (forward) {
     // The sm90 kernel takes the parameters with its tensor maps (codegen writes the signature).

@@ -14,6 +14,7 @@
 #include "testkit/internal/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
+#include "support/scoped_env.hpp"
 
 namespace attnjit::gpu_test {
 namespace {
@@ -96,7 +97,12 @@ CaseResult run_case(const KernelCase& c) {
   device.v = v.get();
   device.out = out.get();
   device.lse = lse ? static_cast<float*>(lse->get()) : nullptr;
-  cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device, c.stream);
+  {
+    std::optional<test::ScopedEnv> split_kv;
+    const std::string slices = c.split_kv ? std::to_string(*c.split_kv) : std::string();
+    if (c.split_kv) split_kv.emplace("ATTNJIT_SPLIT_KV", slices.c_str());
+    cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device, c.stream);
+  }
   cuda::synchronize_context();
 
   out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});

@@ -27,10 +27,10 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0xe216c28aaa3d2ebbull},           {"causal", 0x27359356fb77832bull},
-    {"sliding_window", 0x19bac807c3f165bfull}, {"prefix_lm", 0x7dd5031657e7c57full},
-    {"document", 0xc7a88b09cc626f87ull},       {"alibi", 0x7e16168cda231e3bull},
-    {"softcap", 0xb389ffc8d6de417full},
+    {"noop", 0xae090da50ba55cc3ull},           {"causal", 0x759ac66e30b2fbbfull},
+    {"sliding_window", 0x2898c60467aaf903ull}, {"prefix_lm", 0x66c9d531c424084bull},
+    {"document", 0xebf5276dd53ba3a7ull},       {"alibi", 0x69af0d410d4bda0full},
+    {"softcap", 0x55eac1907f73919full},
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Every standard variant x dtype x head dim x {sm_80, sm_90} compiles with NVRTC, and ptxas
-// reports no spill and no stack frame for the forward and the summary kernels; the same for the
+// reports no spill and no stack frame for the forward, summary and split-KV merge kernels; the same for the
 // sm90 kernel on sm_90a, whose PTX must use wgmma and TMA, in its default and its persistent
 // schedule; with three consumer warpgroups (block_m 192) the measured spills are listed. One
 // TEST_CASE per head dim so that CTest runs them in parallel.
@@ -39,7 +39,8 @@ void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {}) {
         const auto kernel = codegen::generate_kernel_source(
             variant.mask, variant.score, dtype, head_dim, sm, codegen::FamilyRequest::sm80, tuning);
         const auto compiled = attnjit::nvrtc::compile_program(kernel.source, arch, false);
-        for (const char* entry : {codegen::kForwardEntry, codegen::kSummaryEntry}) {
+        for (const char* entry :
+             {codegen::kForwardEntry, codegen::kSummaryEntry, codegen::kSplitCombineEntry}) {
           INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim
                             << " " << arch << " " << entry << "\n"
                             << compiled.log);

@@ -1,9 +1,11 @@
-// The sm90 kernel's part of a forward plan (src/runtime/forward_plan.cpp): the launch grid, the
-// TMA tensor maps of Q, K and V, and the calls TMA cannot express (which run on the sm80 kernel
-// instead).
+// A forward plan (src/runtime/forward_plan.cpp): the launch grid, the sm90 kernel's TMA tensor
+// maps of Q, K and V, the calls TMA cannot express (which run on the sm80 kernel instead), and
+// split-KV: how many slices a call's keys get and where their partials live.
 #include "runtime/forward_plan.hpp"
 
 #include <catch2/catch.hpp>
+
+#include "support/scoped_env.hpp"
 
 using namespace attnjit;
 
@@ -150,5 +152,115 @@ TEST_CASE("tma_limitation names what TMA cannot express", "[runtime][tma]") {
     Call call(Layout::bhld);
     call.buffers.q_strides.batch = std::int64_t{1} << 39;
     CHECK_THAT(tma_limitation(call.shape, call.buffers), Catch::Contains("query batch stride"));
+  }
+}
+
+// ---- Split-KV (decoding).
+
+TEST_CASE("split-KV: decoding calls split their keys, calls that fill the GPU do not",
+          "[runtime]") {
+  const auto sm80 = codegen::choose_kernel_config(90, DType::bf16, 128);  // 128 x 64 tiles
+  REQUIRE(sm80.block_m == 128);
+  REQUIRE(sm80.block_n == 64);
+  // One query, 8 x 4 heads, 64K keys: 32 blocks on 132 SMs. Four slices fill one wave (128
+  // blocks, 97% busy); fewer leave SMs idle, and no count is 15% busier.
+  CHECK(choose_num_splits({8, 4, 4, 1, 65536, 128}, sm80, 132) == 4);
+  // One (batch, head): as many slices as fit one wave at 85% of the best.
+  const int lone = choose_num_splits({1, 1, 1, 1, 65536, 128}, sm80, 132);
+  CHECK(lone >= 100);
+  CHECK(lone <= kMaxSplits);
+  // Prefill fills the GPU: 16K queries are 128 tiles per head.
+  CHECK(choose_num_splits({1, 8, 8, 16384, 16384, 128}, sm80, 132) == 1);
+  // 105 blocks on 132 SMs is 80% of a wave: no split.
+  CHECK(choose_num_splits({1, 106, 106, 1, 65536, 128}, sm80, 132) == 1);
+  // Short keys: a slice keeps at least kMinSplitTiles tiles.
+  CHECK(choose_num_splits({1, 1, 1, 1, 7 * 64, 128}, sm80, 132) == 1);
+  CHECK(choose_num_splits({1, 1, 1, 1, 8 * 64, 128}, sm80, 132) == 2);
+  // The sm90 kernel never splits (decoding calls run on the sm80 kernel instead).
+  CHECK(choose_num_splits({1, 1, 1, 1, 65536, 128}, codegen::sm90_kernel_config(128), 132) == 1);
+}
+
+TEST_CASE("split-KV: a forced slice count is clamped to the key tiles and the grid", "[runtime]") {
+  const auto sm80 = codegen::choose_kernel_config(80, DType::bf16, 64);
+  const AttentionShape shape{1, 2, 2, 1, 10 * sm80.block_n, 64};
+  CHECK(choose_num_splits(shape, sm80, 132, 1) == 1);
+  CHECK(choose_num_splits(shape, sm80, 132, 3) == 3);
+  CHECK(choose_num_splits(shape, sm80, 132, 1000) == 10);
+  // Forced even where the heuristic would not split (a full GPU).
+  CHECK(choose_num_splits({4, 32, 32, 4096, 4096, 64}, sm80, 132, 2) == 2);
+  // The grid's y extent (batch * heads * slices) stays within 65535.
+  CHECK(choose_num_splits({1, 40000, 40000, 1, 100 * sm80.block_n, 64}, sm80, 132, 8) == 1);
+}
+
+TEST_CASE("split-KV: slices are balanced, never empty, and their partials placed after the "
+          "summaries",
+          "[runtime]") {
+  const auto sm80 = codegen::choose_kernel_config(80, DType::bf16, 128);
+  const AttentionShape shape{2, 3, 1, 5, 10 * sm80.block_n + 1, 128};  // 11 key tiles, 30 rows
+  const SplitPlan four = plan_split(shape, sm80, 4, 100);
+  CHECK(four.split_tiles == 3);  // ceil(11 / 4)
+  CHECK(four.num_splits == 4);   // 3 + 3 + 3 + 2
+  const SplitPlan six = plan_split(shape, sm80, 6, 100);
+  CHECK(six.split_tiles == 2);
+  CHECK(six.num_splits == 6);  // 2 x 5 + 1
+  const SplitPlan five = plan_split(shape, sm80, 5, 100);
+  CHECK(five.split_tiles == 3);  // ceil(11 / 5) = 3, so 4 slices suffice: none is empty
+  CHECK(five.num_splits == 4);
+  CHECK(four.offset == 256);  // after 100 bytes of summaries, 256-byte aligned
+  CHECK(four.lse_offset == 256);
+  CHECK(four.o_offset == 256 + 512);  // 4 x 30 LSEs = 480 bytes, rounded up
+  CHECK(four.bytes == 512 + 4 * 30 * 128 * 4);
+  CHECK(four.combine.grid_x == 8u);  // 30 rows, 4 per block
+  CHECK(four.combine.threads == static_cast<unsigned>(kCombineThreads));
+  CHECK(plan_split(shape, sm80, 1, 100).num_splits == 1);
+  CHECK(plan_split(shape, sm80, 1, 100).bytes == 0u);
+  // The forward grid grows by the slices.
+  CHECK(forward_grid(shape, sm80, 132, four.num_splits).grid_y == 2u * 3u * 4u);
+}
+
+TEST_CASE("split-KV: the forward parameters point at the partials and the merge at the output",
+          "[runtime]") {
+  const auto sm80 = codegen::choose_kernel_config(80, DType::bf16, 64);
+  Call call(Layout::blhd);
+  call.shape.kv_len = 20 * sm80.block_n;
+  float lse[2 * 4 * 100];
+  call.buffers.lse = lse;
+  const SplitPlan plan = plan_split(call.shape, sm80, 4, 0);
+  REQUIRE(plan.num_splits == 4);
+  alignas(256) static unsigned char scratch[4 * 800 * 65 * 4 + 4096];
+  REQUIRE(plan.offset + plan.bytes <= sizeof scratch);
+  FwdParams params = make_forward_params(call.shape, call.buffers, VariantArgs{});
+  CHECK(params.num_splits == 1);
+  const SplitCombineParams combine = attach_split(plan, call.shape, call.buffers, scratch, params);
+  CHECK(params.num_splits == 4);
+  CHECK(params.split_tiles == 5);
+  CHECK(reinterpret_cast<unsigned char*>(params.lse_partial) == scratch + plan.lse_offset);
+  CHECK(reinterpret_cast<unsigned char*>(params.o_partial) == scratch + plan.o_offset);
+  CHECK(combine.o_partial == params.o_partial);
+  CHECK(combine.lse_partial == params.lse_partial);
+  CHECK(combine.o == call.buffers.out);
+  CHECK(combine.lse == lse);
+  CHECK(combine.o_stride[0] == call.buffers.out_strides.batch);
+  CHECK(combine.o_stride[2] == call.buffers.out_strides.row);
+  CHECK(combine.num_splits == 4);
+  CHECK(combine.q_len == 100);
+  CHECK(combine.num_heads_q == 4);
+}
+
+TEST_CASE("split-KV: ATTNJIT_SPLIT_KV is auto, off or a count", "[runtime]") {
+  const auto with = [](const char* value) {
+    test::ScopedEnv env("ATTNJIT_SPLIT_KV", value);
+    return split_kv_from_environment();
+  };
+  CHECK_FALSE(with(nullptr).has_value());
+  CHECK_FALSE(with("").has_value());
+  CHECK_FALSE(with("auto").has_value());
+  CHECK(with("off") == 1);
+  CHECK(with("1") == 1);
+  CHECK(with("12") == 12);
+  for (const char* bad : {"0", "-2", "two", "4x", " 4"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(with(bad), Catch::Contains("ATTNJIT_SPLIT_KV must be auto, off or a slice "
+                                                 "count"));
   }
 }

@@ -199,3 +199,16 @@ TEST_CASE("emulated: tuned sm80 tile shapes match the reference", "[simt]") {
     }
   }
 }
+
+// Decoding shapes: the keys split into slices, one block each, merged by attnjit_split_combine
+// (the heuristic's count for an H100's 132 SMs, or the case's forced one). Every case splits.
+TEST_CASE("emulated: split-KV decoding matches the reference", "[simt]") {
+  for (const simt::SimtOutcome& outcome : simt::run_simt_cases(split_kv_cases(), 80)) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    INFO("slices: " << outcome.num_splits);
+    CHECK(outcome.num_splits > 1);
+    CHECK(outcome.grid.grid_y % static_cast<unsigned>(outcome.num_splits) == 0u);
+    CHECK(outcome.passed());
+  }
+}

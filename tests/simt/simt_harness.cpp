@@ -47,9 +47,11 @@ Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
 }
 
 // The CUDA backend's forward() with the emulator in place of the driver.
-// Returns the forward launch's grid.
+// Returns the forward launch's grid; `num_splits` gets its split-KV slices.
 LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
-                        int multiprocessors, PreparedCase& prepared) {
+                        const SimtLaunchOptions& options, PreparedCase& prepared,
+                        int& num_splits) {
+  const int multiprocessors = options.multiprocessors;
   reference::HostProblem& problem = prepared.problem;
   const AttentionBuffers buffers = problem.buffers();
   std::vector<SimtRegion> regions = {
@@ -64,7 +66,18 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   VariantArgs args = prepared.host_args;
   const SummaryPlan plan =
       plan_summaries(expr::summary_requests(prepared.mask), prepared.shape, config, args);
-  std::vector<int> scratch(plan.total_ints);
+  const SplitPlan split =
+      plan_split(prepared.shape, config,
+                 choose_num_splits(prepared.shape, config, multiprocessors,
+                                   prepared.test_case.split_kv ? prepared.test_case.split_kv
+                                                               : options.split_kv),
+                 plan.total_ints * sizeof(int));
+  num_splits = split.num_splits;
+  // Note: ints, so the summaries' part is aligned; the partials start at split.offset bytes.
+  const std::size_t scratch_bytes =
+      split.num_splits > 1 ? split.offset + split.bytes : plan.total_ints * sizeof(int);
+  std::vector<int> scratch((scratch_bytes + sizeof(int) - 1) / sizeof(int));
+  if (split.num_splits > 1) regions.push_back(region(scratch.data(), scratch_bytes, true));
   for (const SummaryLaunch& launch : plan.launches) {
     const TensorArg& tensor = args.tensors[launch.request.tensor];
     int* min = scratch.data() + launch.offset;
@@ -74,13 +87,20 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
     module.run_summary(module.summary_entry(kernel), summary_args, launch.grid, regions);
     attach_summary(launch, scratch.data(), args);
   }
-  const FwdParams params = make_forward_params(prepared.shape, buffers, args);
-  const LaunchGrid grid = forward_grid(prepared.shape, config, multiprocessors);
+  FwdParams params = make_forward_params(prepared.shape, buffers, args);
+  const LaunchGrid grid = forward_grid(prepared.shape, config, multiprocessors, split.num_splits);
   if (config.family == codegen::KernelFamily::sm90) {
     module.run_forward(module.forward_entry(kernel),
                        sm90_params(params, prepared, buffers, config), grid, regions);
-  } else {
-    module.run_forward(module.forward_entry(kernel), params, grid, regions);
+    return grid;
+  }
+  SplitCombineParams combine{};
+  if (split.num_splits > 1) {
+    combine = attach_split(split, prepared.shape, buffers, scratch.data(), params);
+  }
+  module.run_forward(module.forward_entry(kernel), params, grid, regions);
+  if (split.num_splits > 1) {
+    module.run_combine(module.combine_entry(kernel), combine, split.combine, regions);
   }
   return grid;
 }
@@ -131,8 +151,8 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
                                target.arch_specific ? "a" : "",
                                codegen::kernel_family_name(configs[i].family));
     try {
-      outcome.grid = run_emulated(module, kernel_of_case[i], configs[i], options.multiprocessors,
-                                  *prepared[i]);
+      outcome.grid = run_emulated(module, kernel_of_case[i], configs[i], options, *prepared[i],
+                                  outcome.num_splits);
       outcome.result = prepared[i]->check(prepared[i]->problem.lse);
     } catch (const std::exception& error) {
       outcome.error = error.what();

@@ -30,6 +30,7 @@ struct SimtOutcome {
   std::string error;  // empty when the emulated launch ran to completion
   codegen::KernelConfig config;  // the kernel's
   LaunchGrid grid;               // the forward launch's
+  int num_splits = 1;            // its split-KV slices (1: unsplit)
   kernel_test::CaseResult result;
   bool passed() const { return error.empty() && result.passed(); }
   std::string describe() const { return error.empty() ? result.describe() : error; }
@@ -37,9 +38,12 @@ struct SimtOutcome {
 
 // How the harness launches: the device's SM count sizes a persistent kernel's grid
 // (forward_grid), and `tuning`, when set, replaces ATTNJIT_TUNE's overrides (either family).
+// `split_kv`, when set, replaces the split-KV heuristic's slice count as ATTNJIT_SPLIT_KV does
+// (choose_num_splits; 1: never split).
 struct SimtLaunchOptions {
   int multiprocessors = 132;  // an H100 SXM's
   std::optional<codegen::KernelTuning> tuning;
+  std::optional<int> split_kv;
 };
 
 // One shared object for all the cases (one host compiler run), then every case in turn. The

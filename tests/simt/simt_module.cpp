@@ -45,8 +45,10 @@ SimtModule::SimtModule(const std::vector<std::string>& sources,
     write_file(work_dir / file, sources[i]);
     wrapper += fmt::format(
         "#define AttnjitVariant AttnjitVariant_{0}\n#define attnjit_fwd attnjit_fwd_{0}\n"
-        "#define attnjit_tensor_summary attnjit_tensor_summary_{0}\n#include \"{1}\"\n"
-        "#undef AttnjitVariant\n#undef attnjit_fwd\n#undef attnjit_tensor_summary\n",
+        "#define attnjit_tensor_summary attnjit_tensor_summary_{0}\n"
+        "#define attnjit_split_combine attnjit_split_combine_{0}\n#include \"{1}\"\n"
+        "#undef AttnjitVariant\n#undef attnjit_fwd\n#undef attnjit_tensor_summary\n"
+        "#undef attnjit_split_combine\n",
         i, file);
   }
   write_file(work_dir / "module.cpp", wrapper);
@@ -67,6 +69,8 @@ SimtModule::SimtModule(const std::vector<std::string>& sources,
   run_forward_sm90_ = reinterpret_cast<SimtRunForward>(
       const_cast<void*>(symbol("attnjit_simt_run_forward_sm90")));
   run_summary_ = reinterpret_cast<SimtRunSummary>(const_cast<void*>(symbol("attnjit_simt_run_summary")));
+  run_combine_ =
+      reinterpret_cast<SimtRunForward>(const_cast<void*>(symbol("attnjit_simt_run_combine")));
 }
 
 SimtModule::~SimtModule() {
@@ -87,6 +91,10 @@ const void* SimtModule::forward_entry(int kernel) const {
 
 const void* SimtModule::summary_entry(int kernel) const {
   return symbol(fmt::format("attnjit_tensor_summary_{}", kernel));
+}
+
+const void* SimtModule::combine_entry(int kernel) const {
+  return symbol(fmt::format("attnjit_split_combine_{}", kernel));
 }
 
 namespace {
@@ -117,6 +125,11 @@ void SimtModule::run_summary(const void* entry, const SimtSummaryArgs& args,
   run_or_throw(run_summary_, entry, &args, grid, regions);
 }
 
+void SimtModule::run_combine(const void* entry, const SplitCombineParams& params,
+                             const LaunchGrid& grid, std::span<const SimtRegion> regions) const {
+  run_or_throw(run_combine_, entry, &params, grid, regions);
+}
+
 void SimtModule::run_launch(int kernel, const char* function, const LaunchGrid& grid,
                             void** params, std::span<const SimtRegion> regions) const {
   if (std::string_view(function) == codegen::kForwardEntry) {
@@ -126,6 +139,11 @@ void SimtModule::run_launch(int kernel, const char* function, const LaunchGrid& 
     } else {
       run_forward(forward_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions);
     }
+    return;
+  }
+  if (std::string_view(function) == codegen::kSplitCombineEntry) {
+    run_combine(combine_entry(kernel), *static_cast<const SplitCombineParams*>(params[0]), grid,
+                regions);
     return;
   }
   if (std::string_view(function) != codegen::kSummaryEntry) {

@@ -27,6 +27,7 @@ class SimtModule {
   const void* symbol(const std::string& name) const;  // throws when absent
   const void* forward_entry(int kernel) const;
   const void* summary_entry(int kernel) const;
+  const void* combine_entry(int kernel) const;  // sm80-family kernels only
 
   // Run a whole grid; throw std::runtime_error with the emulator's first error (block, thread,
   // reason).
@@ -36,9 +37,11 @@ class SimtModule {
                    std::span<const SimtRegion> regions) const;
   void run_summary(const void* entry, const SimtSummaryArgs& args, const LaunchGrid& grid,
                    std::span<const SimtRegion> regions) const;
+  void run_combine(const void* entry, const SplitCombineParams& params, const LaunchGrid& grid,
+                   std::span<const SimtRegion> regions) const;
 
-  // A launch as cuLaunchKernel receives it: entry point `function` ("attnjit_fwd" or
-  // "attnjit_tensor_summary") of kernel `kernel`, with kernelParams `params` (the forward entry's
+  // A launch as cuLaunchKernel receives it: entry point `function` ("attnjit_fwd",
+  // "attnjit_tensor_summary" or "attnjit_split_combine") of kernel `kernel`, with kernelParams `params` (the forward entry's
   // parameter block is Sm90FwdParams when the kernel's source is of the sm90 family).
   void run_launch(int kernel, const char* function, const LaunchGrid& grid, void** params,
                   std::span<const SimtRegion> regions) const;
@@ -50,6 +53,7 @@ class SimtModule {
   SimtRunForward run_forward_ = nullptr;
   SimtRunForward run_forward_sm90_ = nullptr;
   SimtRunSummary run_summary_ = nullptr;
+  SimtRunForward run_combine_ = nullptr;
 };
 
 }  // namespace attnjit::simt

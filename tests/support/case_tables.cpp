@@ -108,6 +108,7 @@ KernelCase window_crossing_case() {
   KernelCase c;
   c.mask = "kv_idx < 70 || (kv_idx >= 16380 && kv_idx < 16420) || kv_idx >= 16950";
   c.shape = shape(1, 1, 1, 20, 17000);
+  c.split_kv = 1;
   return c;
 }
 
@@ -116,6 +117,7 @@ std::vector<KernelCase> empty_stretch_cases() {
     KernelCase c;
     c.mask = mask;
     c.shape = shape(1, 1, 1, 20, kv_len);
+    c.split_kv = 1;
     return c;
   };
   // Document ids read through the tensor summaries: the queries' id (5) at keys 0..19, the next
@@ -134,6 +136,53 @@ std::vector<KernelCase> empty_stretch_cases() {
           make("(kv_idx % 5000) >= 4990 && kv_idx > 40000", 50000),
           make("kv_idx >= q_idx + 59990 && kv_idx < q_idx + 60005", 60100),
           ids};
+}
+
+std::vector<KernelCase> split_kv_cases() {
+  std::vector<KernelCase> cases;
+  const auto make = [&](const char* mask, AttentionShape s, int head_dim) -> KernelCase& {
+    KernelCase c;
+    c.mask = mask;
+    c.shape = s;
+    c.head_dim = head_dim;
+    c.seed = 7000 + cases.size();
+    cases.push_back(c);
+    return cases.back();
+  };
+  // One query per sequence, 8 query heads over 2 key heads.
+  make("true", shape(2, 8, 2, 1, 1000), 128);
+  // Causal over a cache: query i is position P + i.
+  KernelCase& causal = make("kv_idx <= q_idx + P", shape(1, 4, 4, 3, 700), 64);
+  causal.params = {"P:int"};
+  causal.scalars = {697};
+  // A 50-key window at the end: most slices keep nothing (LSE -inf, weight 0).
+  KernelCase& window = make("kv_idx <= q_idx + P && kv_idx + 50 > q_idx + P", shape(1, 2, 1, 4, 1200), 128);
+  window.params = {"P:int"};
+  window.scalars = {1196};
+  // Document ids read through tensor summaries, split.
+  KernelCase& doc = make("doc[q_idx] == doc[kv_idx]", shape(1, 2, 2, 5, 900), 64);
+  doc.tensors = {document_ids(900, 4, true, 11)};
+  // Row 0 is kept by no slice: zeros and -inf after the merge.
+  make("q_idx > 0 && kv_idx < 150 * q_idx", shape(1, 1, 1, 6, 1100), 64);
+  // A score (soft-capping) and fp16.
+  KernelCase& softcap = make("true", shape(1, 3, 1, 2, 800), 64);
+  softcap.score = "30.0 * tanh(score / 30.0)";
+  softcap.dtype = DType::fp16;
+  // NaN in one key: every row keeps it, so every row is NaN (output and LSE) after the merge.
+  KernelCase& nan_key = make("true", shape(1, 1, 1, 2, 700), 64);
+  nan_key.planted = {{'k', 0, 0, 333, 5, std::numeric_limits<float>::quiet_NaN()}};
+  // Forced counts: 3 uneven slices, more slices than tiles (clamped), two query tiles, no LSE.
+  KernelCase& uneven = make("true", shape(1, 1, 1, 7, 1000), 256);
+  uneven.split_kv = 3;
+  KernelCase& many = make("kv_idx % 3 != 0", shape(1, 1, 1, 2, 333), 32);
+  many.split_kv = 1000;
+  KernelCase& two_tiles = make("kv_idx <= q_idx + P", shape(1, 1, 1, 129, 600), 96);
+  two_tiles.params = {"P:int"};
+  two_tiles.scalars = {471};
+  two_tiles.split_kv = 2;
+  two_tiles.with_lse = false;
+  two_tiles.layout = Layout::blhd;
+  return cases;
 }
 
 std::vector<KernelCase> non_finite_inputs(int head_dim) {

@@ -28,6 +28,7 @@ std::vector<KernelCase> non_finite_inputs(int head_dim);
 // dim 64 its 8 warps classify 256 tiles of 64 keys per step; 17000 keys are 266 tiles): kept tiles
 // at the start (full and partial), on both sides of the window boundary (tiles 255 and 256) and
 // at the ragged end, everything between skipped.
+// Unsplit (split_kv = 1), since split-KV would cut its keys into short slices.
 KernelCase window_crossing_case();
 
 // Masks whose kept key tiles lie past long stretches of empty ones, for the kernels' skip of
@@ -36,8 +37,16 @@ KernelCase window_crossing_case();
 // 1024-tile steps), kept keys at the start, the middle and the end with empty windows between, a
 // modulo mask whose stretches are undecided but whose tiles are mostly empty, a band that moves
 // with the query, and ids read through tensor summaries (both walks skip with them too).
-// q_len 20: one query tile, so the emulator stays quick.
+// q_len 20: one query tile, so the emulator stays quick. Unsplit (split_kv = 1): these are the
+// shapes split-KV takes, and its slices are shorter than the stretches.
 std::vector<KernelCase> empty_stretch_cases();
+
+// Decoding shapes the split-KV path takes (few query rows, many key tiles), with the heuristic's
+// slice count on an H100's 132 SMs or a forced one: GQA, a causal mask with the cache offset as
+// a parameter, a sliding window that leaves most slices empty, document ids through tensor
+// summaries, a row no slice keeps, a score, NaN in one key, uneven slices, two query tiles,
+// head dims 32 to 256, fp16, no LSE.
+std::vector<KernelCase> split_kv_cases();
 
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no

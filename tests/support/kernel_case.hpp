@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,8 @@ struct KernelCase {
   double tolerance_factor = 1.0;      // multiplies output_tolerance(dtype)
   bool managed = false;               // GPU only: buffers in managed memory
   void* stream = nullptr;             // GPU only: CUstream of the launch; null: legacy default
+  // Split-KV slices (as ATTNJIT_SPLIT_KV: 1 never splits); unset: the heuristic's choice.
+  std::optional<int> split_kv;
 
   std::string name() const;  // every parameter spelled out, for test output
 };

@@ -15,6 +15,7 @@
 #include "attnjit/attention_fwd.cuh"
 #include "attnjit/attention_fwd_sm90.cuh"
 #include "attnjit/expr_ops.cuh"
+#include "attnjit/split_combine.cuh"
 #include "attnjit/tensor_summary.cuh"
 
 namespace attnjit::simt {
@@ -90,6 +91,15 @@ extern "C" __attribute__((visibility("default"))) int attnjit_simt_run_forward_s
   const auto kernel =
       reinterpret_cast<void (*)(attnjit::Sm90FwdParams)>(const_cast<void*>(entry));
   const auto& p = *static_cast<const attnjit::Sm90FwdParams*>(params);
+  return attnjit::simt::run_grid(*launch, [&] { kernel(p); }, error, error_size);
+}
+
+extern "C" __attribute__((visibility("default"))) int attnjit_simt_run_combine(
+    const void* entry, const void* params, const SimtLaunch* launch, char* error,
+    std::size_t error_size) {
+  const auto kernel =
+      reinterpret_cast<void (*)(attnjit::SplitCombineParams)>(const_cast<void*>(entry));
+  const auto& p = *static_cast<const attnjit::SplitCombineParams*>(params);
   return attnjit::simt::run_grid(*launch, [&] { kernel(p); }, error, error_size);
 }
 

@@ -33,7 +33,9 @@ struct SimtLaunch {
 };
 
 // Run a forward entry point (void(attnjit::FwdParams), or void(attnjit::Sm90FwdParams) through
-// attnjit_simt_run_forward_sm90) or a summary entry point over the whole grid. Return 0, or 1 with the first error (place and reason) in `error`.
+// attnjit_simt_run_forward_sm90, or the split-KV merge void(attnjit::SplitCombineParams) through
+// attnjit_simt_run_combine) or a summary entry point over the whole grid. Return 0, or 1 with
+// the first error (place and reason) in `error`.
 typedef int (*SimtRunForward)(const void* entry, const void* params, const SimtLaunch* launch,
                               char* error, std::size_t error_size);
 typedef int (*SimtRunSummary)(const void* entry, const SimtSummaryArgs* args,

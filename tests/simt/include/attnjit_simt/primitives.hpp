@@ -128,6 +128,7 @@ inline float fast_exp2(float x) {
 }
 inline float fast_log2(float x) { return std::log2(flush_subnormal(x)); }
 inline float neg_infinity() { return -INFINITY; }
+inline float quiet_nan() { return NAN; }
 
 // ---- Shared memory and cp.async (copy.cuh).
 inline unsigned smem_address(const void* ptr) {
