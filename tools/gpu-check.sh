@@ -13,10 +13,13 @@
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
 #                 tree unpacked with dpkg -x (its usr/lib/x86_64-linux-gnu is used)
 # --quick         small sizes for compare_flex.py and bench
-# --only STAGES   comma-separated subset of test,sanitize,compare,scaling,sweep,bench (default:
-#                 all but scaling and sweep). sweep: tools/bench/sweep_schedules.py, the kernel
-#                 schedules (sm80, sm90, ATTNJIT_TUNE options) against each other, no Flex. A stage run on its own gets the whole budget: the full Flex
-#                 table (7 variants x D 64/128 at 16K) is `--only compare`, one device call.
+# --only STAGES   comma-separated subset of test,sanitize,compare,scaling,decode,sweep,bench
+#                 (default: all but scaling, decode and sweep). decode: compare_flex.py --decode,
+#                 one decoding step (split-KV on and off, Flex, SDPA; ms and GB/s). sweep:
+#                 tools/bench/sweep_schedules.py, the kernel schedules (sm80, sm90, ATTNJIT_TUNE
+#                 options) against each other, no Flex. A stage run on its own gets the whole
+#                 budget: the full Flex table (7 variants x D 64/128 at 16K) is `--only compare`,
+#                 one device call.
 # --families      kernel families the test and sanitize stages run, each with
 #                 ATTNJIT_KERNEL_FAMILY set (default sm80,sm90: the Hopper kernel is forced even
 #                 where `auto` does not pick it yet, so one call verifies both; its sanitize run
@@ -36,8 +39,9 @@
 # --sweep-args    extra arguments for sweep_schedules.py, e.g. '--head-dim 128 --schedule ...'
 # COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
-# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling and sweep append their
-# rows to compare-flex.txt and write scaling.json / sweep.json only when they run alone), and
+# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling, decode and sweep append
+# their rows to compare-flex.txt and write scaling.json / decode.json / sweep.json only when they
+# run alone), and
 # failures.tar.gz when a test case failed: the test stage runs with ATTNJIT_TEST_DUMP_DIR, so each
 # failing case leaves a dump (tests/support/failure_dump.hpp; read it with
 # tools/read_failure_dump.py), packed as FAMILY/CASE.dump into a tarball of at most
@@ -47,8 +51,9 @@
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
 # each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300,
 # memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
-# compare_flex 150, scaling 200, sweep 300, then bench 6 x 60 and the host time per call 60 per
-# family), all cut to what is left: `--only test,sanitize` verifies both families in one call.
+# compare_flex 150, scaling 200, decode 200, sweep 300, then bench 6 x 60 and the host time per
+# call 60 per family), all cut to what is left: `--only test,sanitize` verifies both families in
+# one call.
 set -uo pipefail
 
 build_dir=build
@@ -72,7 +77,7 @@ while [[ $# -gt 0 ]]; do
     --sweep-args) sweep_args="$2"; shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
-    -h|--help) sed -n '2,51p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
@@ -87,8 +92,8 @@ if ! [[ "$watchdog_ms" =~ ^[0-9]+$ ]] || (( watchdog_ms > 600000 )); then
 fi
 for stage in ${stages//,/ }; do
   case "$stage" in
-    test|sanitize|compare|scaling|sweep|bench) ;;
-    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,sweep,bench)" >&2; exit 2 ;;
+    test|sanitize|compare|scaling|decode|sweep|bench) ;;
+    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,decode,sweep,bench)" >&2; exit 2 ;;
   esac
 done
 for family in ${families//,/ }; do
@@ -265,10 +270,10 @@ if wants sanitize && [[ -n "$test_gpu" ]]; then
 fi
 
 lib=$(find "$build_dir" -name 'libattnjit.so*' -type f 2>/dev/null | head -n 1)
-if (wants compare || wants scaling || wants sweep) && [[ -z "$lib" ]]; then
+if (wants compare || wants scaling || wants decode || wants sweep) && [[ -z "$lib" ]]; then
   echo "libattnjit.so not found under $build_dir" > "$out_dir/compare-flex.txt"
   record compare_flex 1 "library missing"
-elif wants compare || wants scaling || wants sweep; then
+elif wants compare || wants scaling || wants decode || wants sweep; then
   # The ctypes bindings against the C header and the library, before trusting any comparison.
   : > "$out_dir/compare-flex.txt"
   run_step 30 "$out_dir/compare-flex.txt" "$tune" python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib"
@@ -293,6 +298,16 @@ elif wants compare || wants scaling || wants sweep; then
       "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" --scaling "${extra[@]}" \
       "${user_args[@]}" "${scaling_json[@]}"
     record scaling $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
+  fi
+  if wants decode; then
+    # One decoding step, split-KV on and off against Flex and SDPA. Beside compare, scaling or
+    # sweep, the rows are in compare-flex.txt only (OUTDIR keeps to 8 files).
+    decode_json=(--json "$out_dir/decode.json")
+    (wants compare || wants scaling || wants sweep) && decode_json=()
+    run_step "$(cap "$budget" 200)" "$out_dir/compare-flex.txt" "$tune" python3 \
+      "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" --decode "${extra[@]}" \
+      "${user_args[@]}" "${decode_json[@]}"
+    record decode $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
   fi
   if wants sweep; then
     sweep_json=(--json "$out_dir/sweep.json")

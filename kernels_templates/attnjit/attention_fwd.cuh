@@ -168,7 +168,7 @@ struct AttentionForward {
   const FwdParams& params;
   // The block's key tiles are [kv_tile_begin, num_kv_tiles): all of them, or split `split`'s
   // slice under split-KV (FwdParams::num_splits).
-  int b = 0, h = 0, h_kv = 0, q0 = 0, q_end = 0, kv_tile_begin = 0, num_kv_tiles = 0, split = 0;
+  int b = 0, h = 0, h_kv = 0, q0 = 0, q_end = 0, kv_tile_begin = 0, num_kv_tiles = 0;
   typename VARIANT::Block block_values;
   // Where the Q tile (BLOCK_M x HEAD_DIM, SwizzledTile layout) lies: the output is staged there.
   unsigned char* q_tile;
@@ -181,10 +181,13 @@ struct AttentionForward {
   // assign_block, init_row_values, apply_scores and store_output serve both kernels.
 
   // The block's (batch, head, query tile): work item number `linear block index` (assign_work).
-  // False for a block past the last tile.
+  // False for a block past the last tile. SPLIT_KV: whether the kernel reads split-KV's slices
+  // from the parameters (the sm80 kernel); the sm90 kernel never splits, and without the split
+  // code its three-consumer schedules stay inside their 160 registers.
+  template <bool SPLIT_KV = false>
   ATTNJIT_DEVICE bool assign_block() {
-    return assign_work(static_cast<long long>(blockIdx.y) * gridDim.x +
-                       static_cast<long long>(blockIdx.x));
+    return assign_work<SPLIT_KV>(static_cast<long long>(blockIdx.y) * gridDim.x +
+                                 static_cast<long long>(blockIdx.x));
   }
 
   // Work item `linear`'s (batch, head, query tile), head-major with heavy query tiles first (see
@@ -192,14 +195,15 @@ struct AttentionForward {
   // in this order, a plain block computes the one of its own index.
   // Under split-KV the slices of one query tile are consecutive items (after its query tiles:
   // item = ((bh * num_splits + split) * num_q_tiles + reversed q tile).
+  template <bool SPLIT_KV = false>
   ATTNJIT_DEVICE bool assign_work(long long linear) {
     const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
     const int num_bh = params.batch * params.num_heads_q;
-    const int num_splits = params.num_splits;
+    const int num_splits = SPLIT_KV ? params.num_splits : 1;
     if (linear >= static_cast<long long>(num_q_tiles) * num_bh * num_splits) return false;
     const int q_tile_index = num_q_tiles - 1 - static_cast<int>(linear % num_q_tiles);
     const long long slice = linear / num_q_tiles;
-    split = static_cast<int>(slice % num_splits);
+    const int split = static_cast<int>(slice % num_splits);
     const int bh = static_cast<int>(slice / num_splits);
     b = bh / params.num_heads_q;
     h = bh % params.num_heads_q;
@@ -347,7 +351,7 @@ struct AttentionForward {
     const int lane = thread % 32;
 
     // ---- Work assignment (head-major, heavy query tiles first; see the header comment).
-    if (!assign_block()) return;
+    if (!assign_block<true>()) return;
     RowValues row_values;
     init_row_values(warp, lane, row_values);
 
@@ -462,7 +466,7 @@ struct AttentionForward {
     // for every warp before the Q space is reused for the output.
     cp_async_wait<0>();
     __syncthreads();
-    store_output(acc_o, softmax, warp, lane);
+    store_output<true>(acc_o, softmax, warp, lane);
   }
 
   // A fragments of Q for k-step kk, one per m-tile (Layout::q_fragment).
@@ -693,15 +697,16 @@ struct AttentionForward {
   // Normalises O, stages the warp's rows in its own rows of the Q space, then writes them with
   // 16-byte stores (rows past q_len are skipped). Writes the LSE when requested. Under split-KV
   // the normalised rows and the LSE go to the slice's fp32 partials instead (store_partial).
+  template <bool SPLIT_KV = false>
   ATTNJIT_DEVICE void store_output(Accumulators& acc_o, const OnlineSoftmax (&softmax)[kMTiles],
                                    int warp, int lane) const {
     const int tig = lane & 3;
-    const bool split_kv = params.num_splits > 1;
+    const bool split_kv = SPLIT_KV && params.num_splits > 1;
     // Row (b, h, q) of the LSE layout, and of this block's slice under split-KV.
     const long long row0 = static_cast<long long>(b) * params.num_heads_q + h;
     const long long slice_rows =
         static_cast<long long>(params.batch) * params.num_heads_q * params.q_len;
-    float* lse_out = split_kv ? params.lse_partial + split * slice_rows : params.lse;
+    float* lse_out = split_kv ? params.lse_partial + split_of_block() * slice_rows : params.lse;
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -727,7 +732,7 @@ struct AttentionForward {
       }
     }
     if (split_kv) {
-      store_partial(acc_o, warp, lane, split * slice_rows + row0 * params.q_len);
+      store_partial(acc_o, warp, lane, split_of_block() * slice_rows + row0 * params.q_len);
       return;
     }
 
@@ -759,6 +764,15 @@ struct AttentionForward {
                         load_shared_16(smem_warp + Layout::o_read(lane, i)));
       }
     }
+  }
+
+  // The block's slice under split-KV (assign_work's), recomputed from the block index so that
+  // it holds no register through the main loop (the head-dim-32 kernel's 128 are all taken).
+  ATTNJIT_DEVICE int split_of_block() const {
+    const long long linear =
+        static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
+    const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
+    return static_cast<int>((linear / num_q_tiles) % params.num_splits);
   }
 
   // Split-KV: the warp's normalised rows as fp32 straight from the accumulators, row q_idx at

@@ -23,17 +23,32 @@ fs::path arch_directory(const KernelCache& cache, const std::string& arch) {
   return cache.store().directory(cache::EntryId{arch, nvrtc::nvrtc_version(), {}, {}, {}});
 }
 
+// Fails `outcome` when `kernel` was compiled but not stored.
+void require_stored(const VariantKernel& kernel, const PrewarmJob& job, KernelCache& cache,
+                    PrewarmOutcome& outcome) {
+  if (!kernel.binary->path.empty()) return;
+  const std::string why = why_unwritable(arch_directory(cache, job.arch));
+  outcome.failed = outcome.not_stored = true;
+  outcome.status = Status::cache;
+  outcome.error = "compiled, but the cache could not store it: " +
+                  (why.empty() ? std::string("see the cache's warning (log level warn)") : why);
+}
+
 PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
   PrewarmOutcome outcome;
   try {
     const VariantKernel kernel = acquire_variant(job.variant->spec, job.arch, cache);
     outcome.origin = kernel.origin;
-    if (kernel.binary->path.empty()) {
-      const std::string why = why_unwritable(arch_directory(cache, job.arch));
-      outcome.failed = outcome.not_stored = true;
-      outcome.status = Status::cache;
-      outcome.error = "compiled, but the cache could not store it: " +
-                      (why.empty() ? std::string("see the cache's warning (log level warn)") : why);
+    require_stored(kernel, job, cache, outcome);
+    if (!outcome.failed && kernel.binary->config.family == codegen::KernelFamily::sm90) {
+      // Note: a variant served by the sm90 kernel still runs some calls on the sm80 kernel of
+      // the same arch (split-KV decoding steps, strides TMA cannot load): a prewarmed fleet must
+      // not compile it on the first such call.
+      const VariantKernel fallback =
+          acquire_variant(job.variant->spec, parse_variant(job.variant->spec), job.arch, cache,
+                          /*ptx=*/false, codegen::FamilyRequest::sm80);
+      if (fallback.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
+      require_stored(fallback, job, cache, outcome);
     }
   } catch (const Error& e) {
     outcome.failed = true;

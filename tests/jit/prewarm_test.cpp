@@ -9,6 +9,7 @@
 
 #include "../cache/cache_test_support.hpp"
 #include "common/error.hpp"
+#include "support/scoped_env.hpp"
 
 using namespace attnjit;
 namespace fs = std::filesystem;
@@ -77,4 +78,35 @@ TEST_CASE("why_unwritable names a file in the way, and nothing for a writable di
   const fs::path file = dir.path() / "a-file";
   std::ofstream(file) << "x";
   CHECK_THAT(why_unwritable(file / "sub"), Catch::Contains("is not a directory"));
+}
+
+TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 fallback too",
+          "[prewarm]") {
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  test::TempDir dir;
+  KernelCache cache{dir.path()};
+  const auto variants = two_variants();
+  const auto all = prewarm_jobs(variants, {"sm_90a", "sm_80"});
+  const std::vector<PrewarmJob> jobs = {all[0], all[1]};  // causal on each arch
+  require_storable(cache, {"sm_90a", "sm_80"});
+  const auto outcomes = prewarm(jobs, cache, 1);
+  REQUIRE(outcomes.size() == 2);
+  CHECK_FALSE(outcomes[0].failed);
+  CHECK_FALSE(outcomes[1].failed);
+  const auto cubins = [&](const char* arch) {
+    int count = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(dir.path() / "v1" / arch)) {
+      if (entry.path().extension() == ".cubin") ++count;
+    }
+    return count;
+  };
+  // sm_90a: the sm90 kernel and the sm80 kernel that decoding steps run on; sm_80: one.
+  CHECK(cubins("sm_90a") == 2);
+  CHECK(cubins("sm_80") == 1);
+
+  // Both are found on disk the next time: nothing is compiled.
+  KernelCache again{dir.path()};
+  const auto second = prewarm({jobs[0]}, again, 1);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0].origin == KernelOrigin::disk);
 }

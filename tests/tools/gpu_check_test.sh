@@ -6,7 +6,8 @@
 # family (and only when it is asked for). The fake test_gpu also writes FAKE_DUMPS dumps of
 # FAKE_DUMP_KB KiB (random, so they do not compress) into ATTNJIT_TEST_DUMP_DIR, to check
 # failures.tar.gz: what it holds, the tarball limit, nvidia-smi.txt moving into it when OUTDIR
-# would hold a 9th file. Usage: gpu_check_test.sh PATH/TO/gpu-check.sh
+# would hold a 9th file. A fake python3 and libattnjit.so check the decode stage's command line
+# (compare_flex.py --decode) and where its rows go. Usage: gpu_check_test.sh PATH/TO/gpu-check.sh
 set -u
 script=$1
 scratch=$(mktemp -d /tmp/attnjit-gpu-check-test.XXXXXX)
@@ -125,6 +126,41 @@ refute "$out" 'watchdog_ms' "--watchdog-ms 0 leaves it out everywhere"
 
 out=$(run --watchdog-ms 5s)
 check "$out" '--watchdog-ms 5s is not an integer in \[0, 600000\]' "a bad --watchdog-ms is refused"
+out=$(run --only decode,nope)
+check "$out" "unknown stage 'nope' \(stages: test,sanitize,compare,scaling,decode,sweep,bench\)" \
+  "a bad stage is refused, naming decode among the stages"
+
+# The decode stage: compare_flex.py --decode under a fake python3, against a fake library.
+mkdir -p "$scratch/pybin"
+printf '#!/bin/sh\necho "FAKE_PYTHON ATTNJIT_TUNE=${ATTNJIT_TUNE-<unset>} args: $*"\ncase "$*" in *compare_flex.py*) echo "checked: fake rows" ;; esac\n' \
+  > "$scratch/pybin/python3"
+chmod +x "$scratch/pybin/python3"
+: > "$scratch/build/libattnjit.so.0.1.0"
+run_py() {  # run_py ARGS...: run with the fake python3 first on PATH, a 500 s budget
+  env -u ATTNJIT_TUNE -u ATTNJIT_CACHE_DIR PATH="$scratch/pybin:$scratch/bin:$PATH" \
+    COMPUTE_SANITIZER="$scratch/bin/sanitizer" GPU_CHECK_BUDGET=500 bash "$script" \
+    --build-dir "$scratch/build" --families sm90 "$@" "$scratch/out" 2>&1
+}
+rm -rf "$scratch/out"
+out=$(run_py --only decode --quick --compare-args '--decode-batch 1')
+check "$out" '^FAKE_PYTHON ATTNJIT_TUNE=<unset> args: .*/tools/bench/attnjit_ctypes.py --lib .*/libattnjit.so' \
+  "the decode stage checks the ctypes bindings first"
+check "$out" '^FAKE_PYTHON ATTNJIT_TUNE=<unset> args: .*/tools/bench/compare_flex.py --lib .*/libattnjit.so.0.1.0 --decode --quick --decode-batch 1 --json .*/out/decode.json$' \
+  "--only decode runs compare_flex.py --decode with --quick, --compare-args and its own JSON"
+check "$out" '^== .*compare_flex.py .*--decode.*\(ATTNJIT_TUNE=<unset>, timeout (4[0-9][0-9]|500)s\)' \
+  "alone, the decode stage gets the whole budget"
+check "$out" '^decode +PASS checked: fake rows' "the summary has a decode line"
+refute "$out" 'FAKE_TEST_GPU|FAKE_CLI|--scaling' "--only decode runs nothing else"
+out=$(run_py --only compare,decode)
+check "$out" '^FAKE_PYTHON .*compare_flex.py --lib \S+ --json .*/out/compare-flex.json$' "compare keeps its JSON"
+check "$out" '^FAKE_PYTHON .*compare_flex.py --lib \S+ --decode$' \
+  "beside compare, decode's rows go to compare-flex.txt only"
+check "$out" '^== .*compare_flex.py .*--decode \(ATTNJIT_TUNE=<unset>, timeout 200s\)' \
+  "beside another stage, decode has its own cap"
+check "$out" '^compare_flex +PASS' "the summary has the compare line"
+check "$out" '^decode +PASS' "and the decode line"
+rm -f "$scratch/build/libattnjit.so.0.1.0"
+rm -rf "$scratch/out"
 
 # Failure dumps. tarball_list: the members of OUTDIR/failures.tar.gz, one a line.
 tarball_list() { tar -tzf "$scratch/out/failures.tar.gz" 2>/dev/null | LC_ALL=C sort | tr '\n' ' '; }

@@ -16,11 +16,20 @@ summaries otherwise).
     python3 tools/bench/compare_flex.py --family sm90 --baseline-family sm90 \
         --tune sm90_persistent=1 --baseline-tune ''   # two sm90 tunings (ATTNJIT_TUNE) A/B
     python3 tools/bench/compare_flex.py --scaling      # sliding window, document: 4K/16K/64K
+    python3 tools/bench/compare_flex.py --decode [--decode-q-len 1] [--decode-batch 8]
+        [--decode-heads 32:8] [--split-kv N]...   # one decoding step: split-KV, Flex, SDPA
+    python3 tools/bench/compare_flex.py --decode --plan   # its rows and byte counts, no torch
     python3 tools/bench/compare_flex.py --device cpu [--quick]   # no GPU: crosscheck_flex_cpu.py
+
+--decode times one decoding step (q_len query rows over a kv_len cache, GQA) per variant (noop,
+causal over the cache, sliding window 1024 over it), kv length (4K, 16K, 64K) and head dim:
+attnjit with split-KV (ATTNJIT_SPLIT_KV unset) and without (off), FlexAttention and SDPA, each
+checked against an fp32 torch reference; ms and GB/s (K and V of the kept keys, plus Q and O).
 """
 
 import argparse
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -130,16 +139,21 @@ def variants():
 
 # ---- Timing ----
 
-def time_cuda(fn, warmup, iters):
-    """Median milliseconds of fn() on the current stream, by CUDA events."""
+def time_cuda(fn, warmup, iters, sleep_cycles=0):
+    """Median milliseconds of fn() on the current stream, by CUDA events. sleep_cycles > 0: the
+    GPU first spins that many cycles (torch.cuda._sleep) while the host queues the events and
+    fn's launches, so a call shorter than its host work is timed as GPU time alone."""
     import torch
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    sleep = getattr(torch.cuda, "_sleep", None) if sleep_cycles > 0 else None
     times = []
     for _ in range(iters):
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
+        if sleep is not None:
+            sleep(sleep_cycles)
         start.record()
         fn()
         stop.record()
@@ -175,18 +189,19 @@ def raise_dynamo_limits(torch):
             setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), 4096))
 
 
-def build_block_mask(torch, builders, mask_mod, length, device):
+def build_block_mask(torch, builders, mask_mod, length, device, kv_length=None):
     """(block_mask, ms, bytes) of a warm build: compiled create_block_mask (the eager one
     materialises an L x L mask and its int64 index intermediates: tens of GiB at 64K), timed on
     its second call, so compile time is not counted. Falls back to the eager builder if the
-    compiled one fails."""
+    compiled one fails. kv_length: the keys' length when it is not `length` (decoding)."""
+    kv_length = length if kv_length is None else kv_length
     for builder in builders:
         try:
-            builder(mask_mod, None, None, length, length, device=device)  # warm-up / compile
+            builder(mask_mod, None, None, length, kv_length, device=device)  # warm-up / compile
             torch.cuda.synchronize()
             before = torch.cuda.memory_allocated()
             t0 = time.perf_counter()
-            block_mask = builder(mask_mod, None, None, length, length, device=device)
+            block_mask = builder(mask_mod, None, None, length, kv_length, device=device)
             torch.cuda.synchronize()
             return (block_mask, (time.perf_counter() - t0) * 1e3,
                     torch.cuda.memory_allocated() - before)
@@ -240,7 +255,8 @@ def parse_args(argv):
                         help="only these variants (repeatable; default: the seven standard "
                              "ones; also document64 and document_random)")
     parser.add_argument("--length", action="append", type=parse_length,
-                        help="sequence lengths, e.g. 16K (repeatable; default 16K)")
+                        help="sequence lengths, e.g. 16K (repeatable; default 16K; --decode: "
+                             "the cache's, default 4K, 16K and 64K)")
     parser.add_argument("--head-dim", action="append", type=int,
                         help="head dims (repeatable; default 64 and 128)")
     parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
@@ -249,7 +265,75 @@ def parse_args(argv):
     parser.add_argument("--scaling", action="store_true",
                         help="time linear in L? sliding window and document at L = 4K, 16K, 64K "
                              "with B * L = 64K tokens and H = 16 (D default 128)")
-    return parser, parser.parse_args(argv)
+    decode = parser.add_argument_group(
+        "decoding (--decode)",
+        "one decoding step: --decode-q-len query rows over a cache of --length keys (default "
+        "4K, 16K, 64K; --head-dim default 64 and 128), variants noop, causal (over the cache: "
+        "kv_idx <= q_idx + P, P = kv_len - q_len) and sliding_window (1024 over the cache); rows "
+        "attnjit split (ATTNJIT_SPLIT_KV unset), attnjit unsplit (off), flex, sdpa (noop and "
+        "causal); ms and GB/s")
+    decode.add_argument("--decode", action="store_true", help="time decoding steps")
+    decode.add_argument("--decode-q-len", type=int,
+                        help="query rows per step (default 1; at most the shortest --length)")
+    decode.add_argument("--decode-batch", action="append", type=int,
+                        help="sequences per step (repeatable; default 8; --quick: 2). With 32 "
+                             "query heads, B = 8 fills the GPU unsplit: --decode-batch 1 is where "
+                             "the heuristic splits")
+    decode.add_argument("--decode-heads", type=parse_heads,
+                        help="query:key/value heads, Q a multiple of KV (default 32:8; --quick: "
+                             "8:2)")
+    decode.add_argument("--split-kv", action="append", type=parse_split,
+                        help="also an 'attnjit split=N' row with ATTNJIT_SPLIT_KV=N (repeatable)")
+    decode.add_argument("--plan", action="store_true",
+                        help="print the rows --decode would measure (shapes, kept keys, bytes) "
+                             "and exit: needs neither torch nor a GPU")
+    args = parser.parse_args(argv)
+    decode_only = [flag for flag, value in (
+        ("--decode-q-len", args.decode_q_len), ("--decode-batch", args.decode_batch),
+        ("--decode-heads", args.decode_heads), ("--split-kv", args.split_kv),
+        ("--plan", args.plan or None)) if value is not None]
+    if not args.decode and decode_only:
+        parser.error(f"{', '.join(decode_only)}: only with --decode")
+    if args.decode:
+        if args.scaling:
+            parser.error("--decode and --scaling are separate modes; pick one")
+        if args.device == "cpu":
+            parser.error("--decode times the GPU; --device cpu is the CPU cross-check")
+        if args.decode_q_len is not None and args.decode_q_len < 1:
+            parser.error(f"--decode-q-len must be at least 1, got {args.decode_q_len}")
+        if any(b < 1 for b in args.decode_batch or []):
+            parser.error(f"--decode-batch must be at least 1, got {args.decode_batch}")
+        q_len = args.decode_q_len or 1
+        short = [n for n in args.length or [] if n < q_len]
+        if short:
+            parser.error(f"--length {short} is shorter than --decode-q-len {q_len}: a decoding "
+                         f"step reads a cache at least as long as its queries")
+    return parser, args
+
+
+def parse_heads(text):
+    """"32:8" -> (32, 8) query and key/value heads; "16" -> (16, 16)."""
+    try:
+        parts = [int(x) for x in text.split(":")]
+    except ValueError:
+        parts = []
+    if len(parts) == 1:
+        parts *= 2
+    if len(parts) != 2 or min(parts) < 1 or parts[0] % parts[1] != 0:
+        raise argparse.ArgumentTypeError(
+            f"expected Q:KV heads with Q a multiple of KV (e.g. 32:8), got {text!r}")
+    return tuple(parts)
+
+
+def parse_split(text):
+    """ATTNJIT_SPLIT_KV slice count for an extra row: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a slice count of at least 1, got {text!r}")
+    return value
 
 
 class JsonRows:
@@ -397,6 +481,332 @@ def shapes(opts):
     return result
 
 
+# ---- Decoding (--decode): one step of q_len query rows over a cache of kv_len keys ----
+
+DECODE_VARIANTS = ("noop", "causal", "sliding_window")
+DECODE_SDPA_VARIANTS = ("noop", "causal")
+DECODE_LENGTHS = (4096, 16384, 65536)
+# The timed calls rotate through copies of the inputs until one round reads at least twice the
+# L2 (the device's size where torch reports it; the H100's for --plan), so that K and V come from
+# HBM as in a real step, within a memory limit and a count.
+ASSUMED_L2_BYTES = 50 * 2**20
+DECODE_SETS_LIMIT_BYTES = 16 * 2**30
+DECODE_MOST_SETS = 64
+# About 1 ms at H100 clocks: the GPU spins while the host queues one timed call (time_cuda's
+# sleep_cycles), so a step of tens of microseconds is timed as GPU time, not host overhead.
+HOST_AHEAD_CYCLES = 2_000_000
+
+
+def decode_variants():
+    """name -> attnjit spec, `scalars(P)` and `flex(P)` (the Flex mask_mod, None: no mask) of one
+    decoding step, P = kv_len - q_len: query row q sits at position q + P of the cache."""
+    causal = "kv_idx <= q_idx + P"
+    offset = [("P", ATTNJIT_PARAM_INT, 0)]
+    return {
+        "noop": dict(mask="", score="", params=[], tensors=[], scalars=lambda p: [],
+                     flex=lambda p: None),
+        "causal": dict(mask=causal, score="", params=offset, tensors=[],
+                       scalars=lambda p: [(ATTNJIT_PARAM_INT, p)],
+                       flex=lambda p: (lambda b, h, q, kv: q + p >= kv)),
+        "sliding_window": dict(
+            mask=f"{causal} && q_idx + P - kv_idx < {WINDOW}", score="", params=offset,
+            tensors=[], scalars=lambda p: [(ATTNJIT_PARAM_INT, p)],
+            flex=lambda p: (lambda b, h, q, kv: (q + p >= kv) & (q + p - kv < WINDOW))),
+    }
+
+
+def decode_intervals(name, q_len, kv_len):
+    """Each query row's kept keys in one decoding step: (first, last), inclusive, or None."""
+    offset = kv_len - q_len
+    rows = []
+    for q in range(q_len):
+        last = kv_len - 1 if name == "noop" else min(kv_len - 1, q + offset)
+        first = max(0, q + offset - WINDOW + 1) if name == "sliding_window" else 0
+        rows.append((first, last) if first <= last else None)
+    return rows
+
+
+def decode_kept(name, q_len, kv_len):
+    """(keys, pairs) of one head: the keys at least one query row keeps (what K and V reads must
+    cover) and the kept (query, key) pairs."""
+    intervals = sorted(r for r in decode_intervals(name, q_len, kv_len) if r is not None)
+    pairs = sum(last - first + 1 for first, last in intervals)
+    keys, end = 0, -1
+    for first, last in intervals:
+        if last > end:
+            keys += last - max(first, end + 1) + 1
+            end = last
+    return keys, pairs
+
+
+def decode_bytes(name, batch, heads_q, heads_kv, q_len, kv_len, head_dim, element):
+    """The least bytes one step moves: K and V of the kept keys, once per key/value head (the
+    query heads of a GQA group share them), plus Q read and O written. The LSE is left out."""
+    keys, _ = decode_kept(name, q_len, kv_len)
+    return (2 * batch * heads_kv * keys + 2 * batch * heads_q * q_len) * head_dim * element
+
+
+def decode_input_sets(read_bytes, set_bytes, l2_bytes):
+    """How many copies of (q, k, v) the timed calls rotate through: enough that a round reads at
+    least twice the L2 (`read_bytes` per call), within DECODE_SETS_LIMIT_BYTES and
+    DECODE_MOST_SETS."""
+    wanted = -(-2 * l2_bytes // max(1, read_bytes))
+    return max(1, min(wanted, DECODE_MOST_SETS, DECODE_SETS_LIMIT_BYTES // max(1, set_bytes)))
+
+
+def decode_shapes(opts):
+    """(batch, heads_q, heads_kv, q_len, kv_len, head_dim) of --decode, in measuring order."""
+    batches = opts.decode_batch or [2 if opts.quick else 8]
+    heads_q, heads_kv = opts.decode_heads or ((8, 2) if opts.quick else (32, 8))
+    lengths = opts.length or ([4096] if opts.quick else list(DECODE_LENGTHS))
+    return [(batch, heads_q, heads_kv, opts.decode_q_len or 1, length, d)
+            for d in opts.head_dim or ([64] if opts.quick else [64, 128])
+            for length in lengths for batch in batches]
+
+
+def decode_impls(name, opts, baseline):
+    """The rows of one decoding configuration, in measuring order: (label, what, ATTNJIT_SPLIT_KV)
+    with `what` one of jit (--lib), base (the baseline), flex, sdpa; the split setting None
+    (unset: the heuristic) for the others too."""
+    impls = [("attnjit split", "jit", None), ("attnjit unsplit", "jit", "off")]
+    impls += [(f"attnjit split={n}", "jit", str(n)) for n in opts.split_kv or []]
+    if baseline:
+        impls += [("base split", "base", None), ("base unsplit", "base", "off")]
+    impls.append(("flex", "flex", None))
+    if name in DECODE_SDPA_VARIANTS:
+        impls.append(("sdpa", "sdpa", None))
+    return impls
+
+
+@contextlib.contextmanager
+def split_kv(value):
+    """ATTNJIT_SPLIT_KV = value inside (None: unset, the library's heuristic), whatever it is
+    outside. The library reads it on every forward call."""
+    saved = os.environ.pop("ATTNJIT_SPLIT_KV", None)
+    if value is not None:
+        os.environ["ATTNJIT_SPLIT_KV"] = value
+    try:
+        yield
+    finally:
+        os.environ.pop("ATTNJIT_SPLIT_KV", None)
+        if saved is not None:
+            os.environ["ATTNJIT_SPLIT_KV"] = saved
+
+
+def decode_keep(torch, name, q_len, kv_len, device):
+    """The step's mask as a bool [q_len, kv_len] tensor (True: kept), None for noop."""
+    if name == "noop":
+        return None
+    q = torch.arange(q_len, device=device)[:, None] + (kv_len - q_len)
+    kv = torch.arange(kv_len, device=device)[None, :]
+    keep = kv <= q
+    if name == "sliding_window":
+        keep &= q - kv < WINDOW
+    return keep
+
+
+def decode_reference(torch, q, k, v, keep):
+    """(out, natural-log LSE) in fp32: the query heads of each GQA group as rows of one matmul
+    against their key/value head."""
+    batch, heads_q, q_len, head_dim = q.shape
+    heads_kv, kv_len = k.shape[1], k.shape[2]
+    group = heads_q // heads_kv
+    scores = torch.matmul(q.float().reshape(batch, heads_kv, group * q_len, head_dim),
+                          k.float().transpose(-1, -2)) * head_dim ** -0.5
+    scores = scores.view(batch, heads_kv, group, q_len, kv_len)
+    if keep is not None:
+        scores = scores.masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)
+    probs = torch.exp(scores - lse[..., None]).view(batch, heads_kv, group * q_len, kv_len)
+    out = torch.matmul(probs, v.float()).view(batch, heads_q, q_len, head_dim)
+    return out, lse.view(batch, heads_q, q_len)
+
+
+def measure_decode(torch, env, name, spec, sets, opts, emit):
+    """The rows of one decoding configuration, each handed to emit() as soon as it is measured
+    (decode_impls: attnjit with and without split-KV, the baseline's, Flex, SDPA). Every output,
+    and LSE where there is one, is checked against decode_reference with compare_flex's
+    tolerances; the timed calls rotate through `sets`, (q, k, v) of one shape."""
+    q0, k0, v0 = sets[0]
+    batch, heads_q, q_len, head_dim = q0.shape
+    heads_kv, kv_len = k0.shape[1], k0.shape[2]
+    offset = kv_len - q_len
+    keys, pairs = decode_kept(name, q_len, kv_len)
+    nbytes = decode_bytes(name, batch, heads_q, heads_kv, q_len, kv_len, head_dim,
+                          q0.element_size())
+    keep = decode_keep(torch, name, q_len, kv_len, q0.device)
+    ref_out, ref_lse = decode_reference(torch, q0, k0, v0, keep)
+    common = dict(mode="decode", variant=name, L=kv_len, q_len=q_len, D=head_dim, B=batch,
+                  Hq=heads_q, Hkv=heads_kv, dtype=opts.dtype, kept_keys=keys, kept_pairs=pairs,
+                  bytes=nbytes, input_sets=len(sets))
+    turn = itertools.count()
+
+    def timed(call):
+        """Median ms of call(i), i cycling through the input sets, GPU time (host queued ahead)."""
+        return time_cuda(lambda: call(next(turn) % len(sets)), opts.warmup, opts.iters,
+                         sleep_cycles=HOST_AHEAD_CYCLES)
+
+    def check(out, lse, flex_lse=False):
+        torch.cuda.synchronize()
+        err = (out.float() - ref_out).abs()
+        max_err, mean_err = err.max().item(), err.mean().item()
+        ok = math.isfinite(max_err) and max_err <= 3e-2 and mean_err <= 2e-3
+        lse_err = None
+        if lse is not None and flex_lse:  # Flex's may be in log2 units: check_lse converts
+            lse_ok, lse_err = check_lse(name, kv_len, head_dim, ref_lse, lse)
+            ok = ok and lse_ok
+        elif lse is not None:
+            diff = (lse - ref_lse).abs()
+            lse_err = diff.max().item()
+            ok = ok and bool((diff <= 5e-3 + 1e-4 * ref_lse.abs()).all())
+        return dict(ok=ok, max_err=max_err, mean_err=mean_err, lse_max_err=lse_err)
+
+    out = torch.empty_like(q0)
+    lse = torch.empty((batch, heads_q, q_len), device=q0.device, dtype=torch.float32)
+    stream = torch.cuda.current_stream().cuda_stream
+    prepared_by_jit = {}
+
+    def attnjit_row(which, split):
+        jit = env[which]
+        if which not in prepared_by_jit:
+            family, tune = ((opts.family, opts.tune) if which == "jit"
+                            else (opts.baseline_family, opts.baseline_tune))
+            # The family and tuning are chosen when the variant is prepared; the split per call.
+            with environment("ATTNJIT_KERNEL_FAMILY", family), environment("ATTNJIT_TUNE", tune):
+                variant = jit.variant(spec, env["dtype"], head_dim)
+            prepared_by_jit[which] = (variant, [
+                jit.forward_args(q, k, v, out, spec["scalars"](offset), [], stream, lse=lse)
+                for q, k, v in sets])
+        variant, prepared = prepared_by_jit[which]
+        with split_kv(split):
+            out.fill_(float("nan"))
+            lse.fill_(float("nan"))
+            jit.forward(variant, prepared[0])
+            checked = check(out, lse)
+            ms = timed(lambda i: jit.forward(variant, prepared[i]))
+        return ms, checked, None
+
+    def flex_row():
+        mask_mod = spec["flex"](offset)
+        block_mask, mask_ms = None, None
+        if mask_mod is not None:
+            block_mask, mask_ms, _ = build_block_mask(torch, env["mask_builders"], mask_mod,
+                                                      q_len, q0.device, kv_length=kv_len)
+
+        def run(q, k, v):
+            return env["flex_with_lse"](env["flex"], q, k, v, None, block_mask, None, True)
+
+        flex_out, flex_lse = run(q0, k0, v0)
+        checked = check(flex_out, flex_lse, flex_lse=True)
+        ms = timed(lambda i: run(*sets[i]))
+        return ms, checked, None if mask_ms is None else f"block mask {mask_ms:.2f} ms"
+
+    def sdpa_row():
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        kwargs = dict(enable_gqa=True)
+        # Note: is_causal is top-left aligned; the cache needs bottom-right, so a mask, and only
+        # where it drops something (one query over the cache keeps every key).
+        if keep is not None and not bool(keep.all()):
+            kwargs["attn_mask"] = keep
+        best, refused = None, []
+        for backend in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION,
+                        SDPBackend.EFFICIENT_ATTENTION):
+            try:
+                with sdpa_kernel([backend]):
+                    result = sdpa(q0, k0, v0, **kwargs)
+                    ms = timed(lambda i: sdpa(*sets[i], **kwargs))
+            except RuntimeError:
+                refused.append(backend.name.lower())
+                continue
+            if best is None or ms < best[0]:
+                best = (ms, backend.name.lower(), result)
+        if best is None:
+            return None, dict(ok=True), f"not run: no fused backend takes it ({', '.join(refused)})"
+        mask_note = " + bool mask" if "attn_mask" in kwargs else ""
+        return best[0], check(best[2], None), best[1] + mask_note
+
+    split_ms = None
+    for label, what, split in decode_impls(name, opts, env.get("base") is not None):
+        t0 = time.perf_counter()
+        row = dict(common, impl=label)
+        try:
+            if what == "flex":
+                ms, checked, note = flex_row()
+            elif what == "sdpa":
+                ms, checked, note = sdpa_row()
+            else:
+                ms, checked, note = attnjit_row(what, split)
+            row.update(checked, ms=ms, gbps=nbytes / ms / 1e6 if ms else None, note=note)
+        except Exception as e:  # noqa: BLE001 -- one failing row must not lose the others
+            row.update(ok=False, error=f"{type(e).__name__}: {e}")
+        if label == "attnjit split" and row.get("ms"):
+            split_ms = row["ms"]
+        row["x_split"] = row["ms"] / split_ms if split_ms and row.get("ms") else None
+        row["row_s"] = time.perf_counter() - t0
+        emit(row)
+
+
+DECODE_HEADER = (f"{'variant':<16}{'L':>7}{'q':>4}{'D':>5}{'B':>4}{'H':>7}  {'impl':<18}"
+                 f"{'ms':>9}{'GB/s':>8}{'x/split':>8}{'max err':>10}{'lse err':>10}{'row s':>7}"
+                 f"  note")
+
+
+def format_decode_row(r):
+    """x/split: this row's time over attnjit split's (above 1: split-KV attnjit is faster)."""
+    head = (f"{r['variant']:<16}{r['L']:>7}{r['q_len']:>4}{r['D']:>5}{r['B']:>4}"
+            f"{str(r['Hq']) + ':' + str(r['Hkv']):>7}  {r['impl']:<18}")
+    if "error" in r:
+        return f"{head}ERROR: {r['error']}"
+    if r.get("ms") is None:
+        return f"{head}{'-':>9}{'':>43}{r.get('row_s', 0.0):>7.1f}  {r.get('note') or ''}".rstrip()
+    ratio = f"{r['x_split']:.2f}" if r.get("x_split") is not None else "-"
+    lse = f"{r['lse_max_err']:.2e}" if r.get("lse_max_err") is not None else "-"
+    return (f"{head}{r['ms']:>9.4f}{r['gbps']:>8.0f}{ratio:>8}{r['max_err']:>10.2e}{lse:>10}"
+            f"{'' if r['ok'] else '!'}{r['row_s']:>7.1f}  {r.get('note') or ''}").rstrip()
+
+
+def plan_decode(opts, variant_names):
+    """--decode --plan: the configurations and rows a run would measure, without torch."""
+    element = 2  # bf16 and fp16
+    print(f"{'variant':<16}{'L':>7}{'q':>4}{'D':>5}{'B':>4}{'H':>7}{'kept keys':>11}"
+          f"{'pairs/head':>12}{'MB/step':>10}{'sets':>6}  rows")
+    baseline = bool(opts.baseline_lib or opts.baseline_family or opts.baseline_tune is not None)
+    for batch, heads_q, heads_kv, q_len, kv_len, d in decode_shapes(opts):
+        set_bytes = (heads_q * q_len + 2 * heads_kv * kv_len) * batch * d * element
+        read = min(decode_bytes(n, batch, heads_q, heads_kv, q_len, kv_len, d, element)
+                   for n in variant_names)
+        sets = decode_input_sets(read, set_bytes, ASSUMED_L2_BYTES)
+        for name in variant_names:
+            keys, pairs = decode_kept(name, q_len, kv_len)
+            nbytes = decode_bytes(name, batch, heads_q, heads_kv, q_len, kv_len, d, element)
+            rows = ", ".join(label for label, _, _ in decode_impls(name, opts, baseline))
+            print(f"{name:<16}{kv_len:>7}{q_len:>4}{d:>5}{batch:>4}"
+                  f"{str(heads_q) + ':' + str(heads_kv):>7}{keys:>11}{pairs:>12}"
+                  f"{nbytes / 1e6:>10.1f}{sets:>6}  {rows}")
+    return 0
+
+
+def run_decode(torch, env, opts, selected, emit, device, dtype, l2_bytes):
+    """--decode: every configuration's rows through emit()."""
+    all_specs = decode_variants()
+    for batch, heads_q, heads_kv, q_len, kv_len, head_dim in decode_shapes(opts):
+        element = torch.finfo(dtype).bits // 8
+        set_bytes = (heads_q * q_len + 2 * heads_kv * kv_len) * batch * head_dim * element
+        read = min(decode_bytes(n, batch, heads_q, heads_kv, q_len, kv_len, head_dim, element)
+                   for n in selected)
+        gen = torch.Generator(device=device).manual_seed(kv_len + head_dim + q_len)
+        sets = [tuple(torch.randn(shape, device=device, dtype=dtype, generator=gen)
+                      for shape in ((batch, heads_q, q_len, head_dim),
+                                    (batch, heads_kv, kv_len, head_dim),
+                                    (batch, heads_kv, kv_len, head_dim)))
+                for _ in range(decode_input_sets(read, set_bytes, l2_bytes))]
+        for name in selected:
+            measure_decode(torch, env, name, all_specs[name], sets, opts, emit)
+        del sets
+        torch.cuda.empty_cache()
+
+
 def main(argv=None):
     parser, args = parse_args(argv)
     if args.device == "cpu":
@@ -407,6 +817,13 @@ def main(argv=None):
         if args.json:
             forwarded += ["--json", args.json]
         return crosscheck_flex_cpu.main(forwarded)
+    if args.decode:
+        selected = args.variant or list(DECODE_VARIANTS)
+        unknown = [n for n in selected if n not in DECODE_VARIANTS]
+        if unknown:
+            parser.error(f"unknown decoding variant(s) {unknown}; known: {list(DECODE_VARIANTS)}")
+        if args.plan:
+            return plan_decode(args, selected)
 
     import torch
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -417,11 +834,12 @@ def main(argv=None):
         return 2
     device = "cuda"
     all_variants = variants()
-    default = SCALING_VARIANTS if args.scaling else STANDARD_VARIANTS
-    selected = args.variant or list(default)
-    unknown = [n for n in selected if n not in all_variants]
-    if unknown:
-        parser.error(f"unknown variant(s) {unknown}; known: {list(all_variants)}")
+    if not args.decode:
+        default = SCALING_VARIANTS if args.scaling else STANDARD_VARIANTS
+        selected = args.variant or list(default)
+        unknown = [n for n in selected if n not in all_variants]
+        if unknown:
+            parser.error(f"unknown variant(s) {unknown}; known: {list(all_variants)}")
     if args.quick:
         args.iters, args.warmup = 5, 2
     props = torch.cuda.get_device_properties(0)
@@ -442,36 +860,52 @@ def main(argv=None):
 
     rows = JsonRows(args.json)
     failures = 0
-    print(HEADER, flush=True)
-    for batch, heads, length, head_dim in shapes(args):
-        shape = (batch, heads, length, head_dim)
-        gen = torch.Generator(device=device).manual_seed(length + head_dim)
-        q, k, v = (torch.randn(shape, device=device, dtype=dtype, generator=gen)
-                   for _ in range(3))
-        for name in selected:
-            documents, random_sizes = DOCUMENT_LAYOUTS.get(name, DOCUMENT_LAYOUTS["document"])
-            ctx = {"doc": document_ids(length, device, documents, random_sizes),
-                   "heads": heads}
-            try:
-                row = measure(torch, env, name, all_variants[name], q, k, v, ctx, args)
-            except Exception as e:  # noqa: BLE001 -- one failing row must not lose the others
-                row = dict(variant=name, L=length, D=head_dim, B=batch, H=heads, ok=False,
-                           error=f"{type(e).__name__}: {e}")
+    if args.decode:
+        l2_bytes = getattr(props, "L2_cache_size", 0) or ASSUMED_L2_BYTES
+        print(f"decode: GB/s = (K and V of the kept keys once per key/value head + Q + O) / time; "
+              f"GPU time (the host queues ahead), inputs rotated past 2x the {l2_bytes >> 20} MiB "
+              f"L2; checked against an fp32 reference", flush=True)
+        print(DECODE_HEADER, flush=True)
+
+        def emit(row):
+            nonlocal failures
             failures += 0 if row["ok"] else 1
             rows.add(row)
-            print(format_row(row), flush=True)
-            torch.cuda.empty_cache()
-        del q, k, v
+            print(format_decode_row(row), flush=True)
+
+        run_decode(torch, env, args, selected, emit, device, dtype, l2_bytes)
+    else:
+        print(HEADER, flush=True)
+        for batch, heads, length, head_dim in shapes(args):
+            shape = (batch, heads, length, head_dim)
+            gen = torch.Generator(device=device).manual_seed(length + head_dim)
+            q, k, v = (torch.randn(shape, device=device, dtype=dtype, generator=gen)
+                       for _ in range(3))
+            for name in selected:
+                documents, random_sizes = DOCUMENT_LAYOUTS.get(name, DOCUMENT_LAYOUTS["document"])
+                ctx = {"doc": document_ids(length, device, documents, random_sizes),
+                       "heads": heads}
+                try:
+                    row = measure(torch, env, name, all_variants[name], q, k, v, ctx, args)
+                except Exception as e:  # noqa: BLE001 -- one failing row must not lose the others
+                    row = dict(variant=name, L=length, D=head_dim, B=batch, H=heads, ok=False,
+                               error=f"{type(e).__name__}: {e}")
+                failures += 0 if row["ok"] else 1
+                rows.add(row)
+                print(format_row(row), flush=True)
+                torch.cuda.empty_cache()
+            del q, k, v
     env["jit"].close()
     if env["base"] is not None:
         env["base"].close()
     measured = len(rows.rows)
+    reference = "the fp32 reference" if args.decode else "FlexAttention"
     if failures:
-        print(f"mismatch: {failures} of {measured} rows failed or differ from FlexAttention "
+        print(f"mismatch: {failures} of {measured} rows failed or differ from {reference} "
               f"beyond tolerance (out: max abs 3e-2, mean abs 2e-3; LSE: 5e-3 + 1e-4 |lse|)")
         return 1
-    print(f"checked: all {measured} attnjit outputs and LSEs match FlexAttention within "
-          f"{args.dtype} tolerance")
+    what = "rows' outputs (and LSEs)" if args.decode else "attnjit outputs and LSEs"
+    print(f"checked: all {measured} {what} match {reference} within {args.dtype} tolerance")
     return 0
 
 
