@@ -122,8 +122,12 @@ struct ForwardLayout {
 extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
 #endif
 
+// DECODING: the decoding features (split-KV, packed GQA: FwdParams) are read from the parameters.
+// The sm80 kernel has them; the sm90 kernel, which reuses this block state and row math, does not
+// (decoding calls run on the sm80 kernel), and without them its three-consumer schedules stay
+// inside their 160 registers.
 template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
-          int NUM_STAGES>
+          int NUM_STAGES, bool DECODING = false>
 struct AttentionForward {
   static_assert(HEAD_DIM == 32 || HEAD_DIM == 64 || HEAD_DIM == 96 || HEAD_DIM == 128 ||
                     HEAD_DIM == 256,
@@ -167,7 +171,9 @@ struct AttentionForward {
   // Per-block constants.
   const FwdParams& params;
   // The block's key tiles are [kv_tile_begin, num_kv_tiles): all of them, or split `split`'s
-  // slice under split-KV (FwdParams::num_splits).
+  // slice under split-KV (FwdParams::num_splits). q0, q_end: the block's rows [q0, q_end) of the
+  // launch's problem; with packed GQA those rows are query heads (FwdParams::pack_gqa), and the
+  // hooks see the one real query instead (hook_q, hook_q_len).
   int b = 0, h = 0, h_kv = 0, q0 = 0, q_end = 0, kv_tile_begin = 0, num_kv_tiles = 0;
   typename VARIANT::Block block_values;
   // Where the Q tile (BLOCK_M x HEAD_DIM, SwizzledTile layout) lies: the output is staged there.
@@ -181,25 +187,30 @@ struct AttentionForward {
   // assign_block, init_row_values, apply_scores and store_output serve both kernels.
 
   // The block's (batch, head, query tile): work item number `linear block index` (assign_work).
-  // False for a block past the last tile. SPLIT_KV: whether the kernel reads split-KV's slices
-  // from the parameters (the sm80 kernel); the sm90 kernel never splits, and without the split
-  // code its three-consumer schedules stay inside their 160 registers.
-  template <bool SPLIT_KV = false>
+  // False for a block past the last tile.
   ATTNJIT_DEVICE bool assign_block() {
-    return assign_work<SPLIT_KV>(static_cast<long long>(blockIdx.y) * gridDim.x +
-                                 static_cast<long long>(blockIdx.x));
+    return assign_work(static_cast<long long>(blockIdx.y) * gridDim.x +
+                       static_cast<long long>(blockIdx.x));
   }
+
+  // The query index and query length the mask and score hooks see for row q_idx of the launch's
+  // problem: the same, except with packed GQA, where the rows are the query heads of one real
+  // query (index 0 of 1).
+  // Note: read from the parameters at each use (an operand from the constant bank), not kept in
+  // a register through the loop: the head-dim-32 causal kernel spilled at its 128 registers.
+  ATTNJIT_DEVICE bool packed() const { return DECODING && params.pack_gqa > 1; }
+  ATTNJIT_DEVICE int hook_q(int q_idx) const { return packed() ? 0 : q_idx; }
+  ATTNJIT_DEVICE int hook_q_len() const { return packed() ? 1 : params.q_len; }
 
   // Work item `linear`'s (batch, head, query tile), head-major with heavy query tiles first (see
   // the header comment). False past the last item. A persistent sm90 block walks several items
   // in this order, a plain block computes the one of its own index.
   // Under split-KV the slices of one query tile are consecutive items (after its query tiles:
   // item = ((bh * num_splits + split) * num_q_tiles + reversed q tile).
-  template <bool SPLIT_KV = false>
   ATTNJIT_DEVICE bool assign_work(long long linear) {
     const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
     const int num_bh = params.batch * params.num_heads_q;
-    const int num_splits = SPLIT_KV ? params.num_splits : 1;
+    const int num_splits = DECODING ? params.num_splits : 1;
     if (linear >= static_cast<long long>(num_q_tiles) * num_bh * num_splits) return false;
     const int q_tile_index = num_q_tiles - 1 - static_cast<int>(linear % num_q_tiles);
     const long long slice = linear / num_q_tiles;
@@ -216,7 +227,7 @@ struct AttentionForward {
       num_kv_tiles = min(kv_tile_begin + params.split_tiles, num_kv_tiles);
     }
     block_values =
-        VARIANT::block(params.args, b, h, params.q_len, params.kv_len, params.num_heads_q);
+        VARIANT::block(params.args, b, h, hook_q_len(), params.kv_len, params.num_heads_q);
     return true;
   }
 
@@ -227,8 +238,8 @@ struct AttentionForward {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         row_values[mt][r] = VARIANT::row(block_values, params.args, b, h,
-                                         q0 + Layout::acc_row(warp, lane, mt, 2 * r),
-                                         params.q_len, params.kv_len, params.num_heads_q);
+                                         hook_q(q0 + Layout::acc_row(warp, lane, mt, 2 * r)),
+                                         hook_q_len(), params.kv_len, params.num_heads_q);
       }
     }
   }
@@ -241,11 +252,11 @@ struct AttentionForward {
     TileBounds bounds;
     bounds.b = b;
     bounds.h = h;
-    bounds.q_begin = q0;
-    bounds.q_end = q_end;
+    bounds.q_begin = hook_q(q0);
+    bounds.q_end = packed() ? 1 : q_end;
     bounds.kv_begin = first * BLOCK_N;
     bounds.kv_end = min(end * BLOCK_N, params.kv_len);
-    bounds.q_len = params.q_len;
+    bounds.q_len = hook_q_len();
     bounds.kv_len = params.kv_len;
     bounds.num_heads = params.num_heads_q;
     return static_cast<int>(VARIANT::classify(params.args, bounds));
@@ -351,7 +362,7 @@ struct AttentionForward {
     const int lane = thread % 32;
 
     // ---- Work assignment (head-major, heavy query tiles first; see the header comment).
-    if (!assign_block<true>()) return;
+    if (!assign_block()) return;
     RowValues row_values;
     init_row_values(warp, lane, row_values);
 
@@ -466,7 +477,7 @@ struct AttentionForward {
     // for every warp before the Q space is reused for the output.
     cp_async_wait<0>();
     __syncthreads();
-    store_output<true>(acc_o, softmax, warp, lane);
+    store_output(acc_o, softmax, warp, lane);
   }
 
   // A fragments of Q for k-step kk, one per m-tile (Layout::q_fragment).
@@ -600,8 +611,8 @@ struct AttentionForward {
             acc_s[mt][j][e] =
                 kLog2e * VARIANT::score(block_values, row_values[mt][e >> 1], col_values[e & 1],
                                         params.args, acc_s[mt][j][e] * scale, b, h,
-                                        q0 + Layout::acc_row(warp, lane, mt, e),
-                                        k0 + Layout::acc_col(lane, j, e), params.q_len,
+                                        hook_q(q0 + Layout::acc_row(warp, lane, mt, e)),
+                                        k0 + Layout::acc_col(lane, j, e), hook_q_len(),
                                         params.kv_len, params.num_heads_q);
           }
         }
@@ -622,8 +633,8 @@ struct AttentionForward {
             bool keep = !ragged || (q_idx < params.q_len && kv_idx < params.kv_len);
             if constexpr (VARIANT::kHasMask) {
               if (partial && keep) {
-                keep = VARIANT::mask(block_values, row, col, params.args, b, h, q_idx, kv_idx,
-                                     params.q_len, params.kv_len, params.num_heads_q);
+                keep = VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),
+                                     kv_idx, hook_q_len(), params.kv_len, params.num_heads_q);
               }
             }
             if constexpr (!VARIANT::kHasScore && FOLD_SCALE) {
@@ -632,8 +643,8 @@ struct AttentionForward {
               float s = acc_s[mt][j][e] * scale;
               if constexpr (VARIANT::kHasScore) {
                 if (keep) {
-                  s = VARIANT::score(block_values, row, col, params.args, s, b, h, q_idx, kv_idx,
-                                     params.q_len, params.kv_len, params.num_heads_q);
+                  s = VARIANT::score(block_values, row, col, params.args, s, b, h, hook_q(q_idx),
+                                     kv_idx, hook_q_len(), params.kv_len, params.num_heads_q);
                 }
               }
               acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
@@ -653,7 +664,7 @@ struct AttentionForward {
     for (int c = 0; c < 2; ++c) {
       col_values[c] =
           VARIANT::col(block_values, params.args, b, h, k0 + Layout::acc_col(lane, j, c),
-                       params.q_len, params.kv_len, params.num_heads_q);
+                       hook_q_len(), params.kv_len, params.num_heads_q);
     }
   }
 
@@ -697,11 +708,10 @@ struct AttentionForward {
   // Normalises O, stages the warp's rows in its own rows of the Q space, then writes them with
   // 16-byte stores (rows past q_len are skipped). Writes the LSE when requested. Under split-KV
   // the normalised rows and the LSE go to the slice's fp32 partials instead (store_partial).
-  template <bool SPLIT_KV = false>
   ATTNJIT_DEVICE void store_output(Accumulators& acc_o, const OnlineSoftmax (&softmax)[kMTiles],
                                    int warp, int lane) const {
     const int tig = lane & 3;
-    const bool split_kv = SPLIT_KV && params.num_splits > 1;
+    const bool split_kv = DECODING && params.num_splits > 1;
     // Row (b, h, q) of the LSE layout, and of this block's slice under split-KV.
     const long long row0 = static_cast<long long>(b) * params.num_heads_q + h;
     const long long slice_rows =
@@ -802,7 +812,9 @@ struct AttentionForward {
 template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
           int NUM_STAGES>
 ATTNJIT_DEVICE void attention_forward(const FwdParams& params) {
-  AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES> kernel(params);
+  AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES,
+                   has_decoding_features(HEAD_DIM)>
+      kernel(params);
   kernel.run();
 }
 

@@ -10,6 +10,12 @@ namespace attnjit {
 // tiles among the next 32 * (number of warps) tiles, one 32-bit word per warp each (at most 16
 // warps).
 constexpr int kMaxForwardWarps = 16;
+
+// Whether the sm80 kernel of a head dim has the decoding features (split-KV, packed GQA:
+// FwdParams). Not at head dim 32, whose two blocks per SM leave 128 registers a thread: the
+// packed rows' hook index made ptxas spill its causal kernel (4 / 8 bytes, sm_80). The host asks
+// the same function before it splits or packs a call.
+ATTNJIT_HD constexpr bool has_decoding_features(int head_dim) { return head_dim >= 64; }
 constexpr int kTileWindowBytes = 2 * kMaxForwardWarps * 4;
 
 // Q tile [BLOCK_M][HEAD_DIM] plus NUM_STAGES pipeline stages of K and V tiles [BLOCK_N][HEAD_DIM],

@@ -31,6 +31,12 @@ struct FwdParams {
   float* lse_partial;  // [num_splits][batch * num_heads_q * q_len], natural log
   int num_splits;
   int split_tiles;
+  // Packed GQA (decoding: one query per sequence, num_heads_q / num_heads_kv > 1). When > 1, the
+  // host launches the call as num_heads_kv heads of pack_gqa query rows each (the query heads of
+  // a group, through their head stride; out and lse alike), so a block reads each key tile once
+  // for its whole group. The mask and score, which may not use h or num_heads then, see the real
+  // query: q_idx 0 of q_len 1. 1: not packed.
+  int pack_gqa;
   VariantArgs args;
 };
 

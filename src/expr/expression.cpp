@@ -48,6 +48,16 @@ bool Expression::is_identity() const {
 
 bool Expression::reads_tensors() const { return any_tensor_read(*root_); }
 
+bool Expression::uses(Builtin builtin) const {
+  // Note: the flattened program, not the AST: no recursion however deep the expression.
+  for (const Instr& instr : program_->code) {
+    if (instr.op == Opcode::load_builtin && instr.a == static_cast<std::int32_t>(builtin)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string Expression::canonical() const { return print_canonical(*root_, signature_); }
 
 Expression parse_expression(ExprKind kind, std::string_view source, const Signature& signature) {

@@ -10,6 +10,7 @@
 namespace attnjit::expr {
 
 struct Node;     // expr/ast.hpp
+enum class Builtin;  // expr/ast.hpp
 struct Program;  // expr/program.hpp
 
 enum class ExprKind { mask, score };
@@ -30,6 +31,8 @@ class Expression {
   bool is_constant_true() const;  // a mask that keeps everything
   bool is_identity() const;       // a score that is just `score`
   bool reads_tensors() const;     // false: "index-only", needs no precomputed block mask
+  // Whether the expression reads the built-in (after constant folding: `h * 0` does not).
+  bool uses(Builtin builtin) const;
   std::string canonical() const;  // deterministic printed form of the folded AST
 
   // The folded AST flattened for the evaluator and the block analysis; built once here.

@@ -7,6 +7,7 @@
 
 #include "common/log.hpp"
 #include "compile/nvrtc_compiler.hpp"
+#include "expr/ast.hpp"
 #include "expr/expression.hpp"
 #include "jit/cache_key.hpp"
 #include "jit/kernel_cache.hpp"
@@ -141,6 +142,13 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
 ParsedVariant parse_variant(const VariantSpec& spec) {
   return {expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature),
           expr::parse_expression(expr::ExprKind::score, spec.score, spec.signature)};
+}
+
+bool expressions_use_heads(const ParsedVariant& parsed) {
+  for (const expr::Expression* e : {&parsed.mask, &parsed.score}) {
+    if (e->uses(expr::Builtin::h) || e->uses(expr::Builtin::num_heads)) return true;
+  }
+  return false;
 }
 
 codegen::Target arch_target(const std::string& arch) {

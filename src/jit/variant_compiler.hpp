@@ -52,6 +52,9 @@ struct ParsedVariant {
 
 // Throws Error(parse) / Error(invalid_argument).
 ParsedVariant parse_variant(const VariantSpec& spec);
+// Whether the mask or the score reads h or num_heads: such a variant's decoding calls cannot
+// pack a GQA group's query heads as rows of one block (runtime/forward_plan.hpp, pack_gqa).
+bool expressions_use_heads(const ParsedVariant& parsed);
 
 // What codegen compiles for on a validated arch: "sm_90a" -> {90, arch-specific}.
 codegen::Target arch_target(const std::string& arch);

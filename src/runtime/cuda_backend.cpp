@@ -321,13 +321,20 @@ DeviceInfo current_device() {
   return cached_device(context.device);
 }
 
-int planned_splits(const codegen::KernelConfig& config, const AttentionShape& shape) {
-  return choose_num_splits(shape, config, current_device().multiprocessors,
+int planned_splits(const codegen::KernelConfig& config, const AttentionShape& shape,
+                   bool hooks_use_heads) {
+  AttentionShape launch_shape = shape;
+  AttentionBuffers unused;
+  if (pack_gqa_from_environment()) {
+    pack_gqa(gqa_pack_group(shape, config, hooks_use_heads), launch_shape, unused);
+  }
+  return choose_num_splits(launch_shape, config, current_device().multiprocessors,
                            split_kv_from_environment());
 }
 
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
-             const AttentionShape& shape, const AttentionBuffers& buffers, void* stream_handle) {
+             const AttentionShape& shape, const AttentionBuffers& buffers, bool hooks_use_heads,
+             void* stream_handle) {
   check_dtypes(buffers);
   validate_problem(shape, buffers);
   check_grid(shape, kernel.config);
@@ -341,14 +348,23 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   const codegen::KernelConfig& config = kernel.config;
   auto stream = static_cast<CUstream>(stream_handle);
 
-  FwdParams params = make_forward_params(shape, buffers, args);
+  // What the kernel launches: the call, or its packed GQA view (a decoding step).
+  const int group =
+      pack_gqa_from_environment() ? gqa_pack_group(shape, config, hooks_use_heads) : 1;
+  AttentionShape launch_shape = shape;
+  AttentionBuffers launch_buffers = buffers;
+  pack_gqa(group, launch_shape, launch_buffers);
+  FwdParams params = make_forward_params(launch_shape, launch_buffers, args);
+  params.pack_gqa = group;
 
   // One scratch for the call: the tensor summaries, then the split-KV partials.
+  // Note: the summaries of the call's own query axis, which is what the hooks index.
   const SummaryPlan summaries =
       plan_summaries(expr::summary_requests(mask), shape, config, args);
-  const int num_splits =
-      choose_num_splits(shape, config, device.multiprocessors, split_kv_from_environment());
-  const SplitPlan split = plan_split(shape, config, num_splits, summaries.total_ints * sizeof(int));
+  const int num_splits = choose_num_splits(launch_shape, config, device.multiprocessors,
+                                           split_kv_from_environment());
+  const SplitPlan split =
+      plan_split(launch_shape, config, num_splits, summaries.total_ints * sizeof(int));
   if (split.num_splits > 1 && loaded.combine == nullptr) {
     throw_error(Status::internal, "a split-KV call needs the {} entry, which the kernel module "
                 "lacks", codegen::kSplitCombineEntry);
@@ -364,11 +380,14 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
                    reinterpret_cast<const int*>(scratch_base));
   SplitCombineParams combine{};
   if (split.num_splits > 1) {
-    combine = attach_split(split, shape, buffers, reinterpret_cast<void*>(scratch_base), params);
+    combine = attach_split(split, launch_shape, launch_buffers,
+                           reinterpret_cast<void*>(scratch_base), params);
     log().debug("split-KV: {} slices of {} key tiles for {} query tile(s) x {} head(s)",
-                split.num_splits, split.split_tiles, (shape.q_len + config.block_m - 1) /
-                config.block_m, shape.batch * shape.num_heads_q);
+                split.num_splits, split.split_tiles,
+                (launch_shape.q_len + config.block_m - 1) / config.block_m,
+                launch_shape.batch * launch_shape.num_heads_q);
   }
+  if (group > 1) log().debug("packed GQA: {} query heads per key/value head", group);
 
   static_assert(std::is_trivially_copyable_v<FwdParams> && std::is_standard_layout_v<FwdParams>,
                 "FwdParams is copied into the kernel's parameter buffer byte for byte");
@@ -376,7 +395,8 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
                     std::is_standard_layout_v<Sm90FwdParams>,
                 "Sm90FwdParams is copied into the kernel's parameter buffer byte for byte");
   static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
-  const LaunchGrid grid = forward_grid(shape, config, device.multiprocessors, split.num_splits);
+  const LaunchGrid grid =
+      forward_grid(launch_shape, config, device.multiprocessors, split.num_splits);
   if (config.family == codegen::KernelFamily::sm90) {
     Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
     void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel

@@ -38,12 +38,17 @@ DeviceInfo current_device();
 // Everything is checked before the first launch: dtypes, shapes, that every buffer is device (or
 // managed) memory of the current device and context, large enough and 16-byte aligned, and that the
 // kernel fits the device. Throws Error with the reason.
+// `hooks_use_heads`: the variant's mask or score uses h or num_heads, which rules out packing
+// the query heads of a GQA group as rows of one block (runtime/forward_plan.hpp, pack_gqa).
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
-             const AttentionShape& shape, const AttentionBuffers& buffers, void* stream);
+             const AttentionShape& shape, const AttentionBuffers& buffers, bool hooks_use_heads,
+             void* stream);
 
 // How many split-KV slices forward() gives this call on the current device with a kernel of
-// `config` (runtime/forward_plan.hpp, choose_num_splits; ATTNJIT_SPLIT_KV applies).
-int planned_splits(const codegen::KernelConfig& config, const AttentionShape& shape);
+// `config` (runtime/forward_plan.hpp, choose_num_splits of the packed view where GQA packs;
+// ATTNJIT_SPLIT_KV applies).
+int planned_splits(const codegen::KernelConfig& config, const AttentionShape& shape,
+                   bool hooks_use_heads);
 
 // Unloads every module and frees every workspace attnjit holds. Safe to call more than once; the
 // next forward call loads what it needs again. Called at process exit.

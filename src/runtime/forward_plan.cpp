@@ -72,7 +72,10 @@ std::optional<int> split_kv_from_environment() {
 
 int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& config,
                       int multiprocessors, std::optional<int> forced) {
-  if (config.family != codegen::KernelFamily::sm80 || config.persistent) return 1;
+  if (config.family != codegen::KernelFamily::sm80 || config.persistent ||
+      !has_decoding_features(shape.head_dim)) {
+    return 1;
+  }
   const long long blocks = static_cast<long long>(ceil_div(shape.q_len, config.block_m)) *
                            shape.batch * shape.num_heads_q;
   const int kv_tiles = ceil_div(shape.kv_len, config.block_n);
@@ -97,6 +100,33 @@ int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& 
     if (efficiency(n) >= 0.85 * best) return n;
   }
   return 1;
+}
+
+bool pack_gqa_from_environment() {
+  const char* value = std::getenv("ATTNJIT_PACK_GQA");
+  if (value == nullptr || *value == '\0' || std::string_view(value) == "auto") return true;
+  if (std::string_view(value) == "off") return false;
+  throw_error(Status::invalid_argument, "ATTNJIT_PACK_GQA must be auto or off; got '{}'", value);
+}
+
+int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
+                   bool hooks_use_heads) {
+  if (config.family != codegen::KernelFamily::sm80 || !has_decoding_features(shape.head_dim) ||
+      hooks_use_heads || shape.q_len != 1 ||
+      shape.num_heads_kv <= 0 || shape.num_heads_q <= shape.num_heads_kv) {
+    return 1;
+  }
+  return shape.num_heads_q / shape.num_heads_kv;
+}
+
+void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers) {
+  if (group <= 1) return;
+  shape.num_heads_q = shape.num_heads_kv;
+  shape.q_len = group;
+  for (Strides* strides : {&buffers.q_strides, &buffers.out_strides}) {
+    strides->row = strides->head;
+    strides->head *= group;
+  }
 }
 
 SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& config,
@@ -169,6 +199,7 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
   params.kv_len = shape.kv_len;
   params.scale = effective_scale(shape, buffers);
   params.num_splits = 1;  // attach_split sets a split call's slices
+  params.pack_gqa = 1;    // the caller sets a packed call's group
   params.args = args;
   return params;
 }

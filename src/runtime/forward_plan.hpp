@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "attnjit/fwd_config.cuh"
 #include "attnjit/fwd_params.cuh"
 #include "attnjit/split_combine.cuh"
 #include "codegen/variant_source.hpp"
@@ -49,12 +50,31 @@ constexpr int kMinSplitTiles = 4;
 std::optional<int> split_kv_from_environment();
 
 // How many slices the call's keys get on a GPU of `multiprocessors` SMs: 1 unless the kernel is
-// of the sm80 family (not persistent) and the unsplit grid fills under 80% of one wave of
-// resident blocks. Then the smallest count whose waves are at least 85% as busy as the best
+// of the sm80 family (not persistent) with has_decoding_features(head_dim), and the unsplit grid
+// fills under 80% of one wave of resident blocks. Then the smallest count whose waves are at least 85% as busy as the best
 // count's (FlashAttention-2's rule for split-KV), within kMaxSplits, kMinSplitTiles tiles per
 // slice and the grid's y limit. `forced` (split_kv_from_environment) replaces the heuristic.
 int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& config,
                       int multiprocessors, std::optional<int> forced = std::nullopt);
+
+// ---- Packed GQA (decoding). One query per sequence with num_heads_q / num_heads_kv = g > 1:
+// the g query heads of a group become g query rows of one head, so one block reads each key tile
+// once for the whole group and fills g rows of its tile instead of one (FwdParams::pack_gqa).
+
+// ATTNJIT_PACK_GQA: unset, empty or "auto": pack where gqa_pack_group allows; "off": never (for
+// measurements). Error(invalid_argument) for anything else.
+bool pack_gqa_from_environment();
+
+// g when the call packs on a kernel of `config`, 1 otherwise: the sm80 family with
+// has_decoding_features(head_dim), q_len 1, g > 1,
+// and neither expression uses h or num_heads (`hooks_use_heads`), which would differ per row.
+int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
+                   bool hooks_use_heads);
+
+// The packed launch's view of the call: num_heads_kv heads of `group` rows, the rows of q and
+// out one query head apart (lse's layout is unchanged: row (b, h) of q_len 1 is row h % group of
+// head h / group).
+void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers);
 
 // A split call's slices and where their partials live in the call's scratch (after the tensor
 // summaries, at `offset` bytes): num_splits * rows LSEs, then num_splits * rows * head_dim

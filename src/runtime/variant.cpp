@@ -30,7 +30,8 @@ void check_head_dim(const VariantSpec& spec, Backend backend) {
 Variant::Variant(Runtime& runtime, VariantSpec spec)
     : runtime_(runtime),
       spec_(std::move(spec)),
-      parsed_((expr::validate_signature(spec_.signature), parse_variant(spec_))) {
+      parsed_((expr::validate_signature(spec_.signature), parse_variant(spec_))),
+      hooks_use_heads_(expressions_use_heads(parsed_)) {
   check_head_dim(spec_, runtime_.backend());
   if (runtime_.backend() == Backend::cuda && spec_.dtype == DType::fp32) {
     throw_error(Status::unsupported,
@@ -57,10 +58,16 @@ std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
   return sm80_kernel_;
 }
 
-codegen::KernelConfig Variant::sm80_config() const {
-  const codegen::Target target = arch_target(runtime_.device_arch());
-  return codegen::kernel_config_for(parsed_.mask, parsed_.score, spec_.dtype, spec_.head_dim,
-                                    target, codegen::FamilyRequest::sm80);
+codegen::KernelConfig Variant::sm80_config() {
+  std::lock_guard lock(mutex_);
+  if (!sm80_config_) {
+    // Note: once, like the kernels (ATTNJIT_TUNE is read when a variant's kernel is first asked
+    // for), so that a call does not redo the configuration's choice.
+    sm80_config_ = codegen::kernel_config_for(parsed_.mask, parsed_.score, spec_.dtype,
+                                              spec_.head_dim, arch_target(runtime_.device_arch()),
+                                              codegen::FamilyRequest::sm80);
+  }
+  return *sm80_config_;
 }
 
 void Variant::prepare() {
@@ -124,16 +131,18 @@ void Variant::forward(const ForwardCall& call) {
                   "kernel for {}",
                   why, runtime_.device_arch());
       binary = sm80_kernel();
-    } else if (const int splits = cuda::planned_splits(sm80_config(), shape); splits > 1) {
+    } else if (const codegen::KernelConfig decoding = sm80_config();
+               (pack_gqa_from_environment() &&
+                gqa_pack_group(shape, decoding, hooks_use_heads_) > 1) ||
+               cuda::planned_splits(decoding, shape, hooks_use_heads_) > 1) {
       // Note: a decoding call (few query tiles, many keys) is bound by reading K and V; the
-      // sm80 kernel split over the keys keeps every SM reading, where the sm90 kernel would run
-      // a handful of blocks over all of them.
-      log().debug("split-KV call ({} slices): it runs on the sm80 kernel for {}", splits,
-                  runtime_.device_arch());
+      // sm80 kernel, with the keys split and a GQA group's heads packed into one block, keeps
+      // every SM reading, where the sm90 kernel would run a handful of blocks over all of them.
+      log().debug("decoding call: it runs on the sm80 kernel for {}", runtime_.device_arch());
       binary = sm80_kernel();
     }
   }
-  cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, call.stream);
+  cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, hooks_use_heads_, call.stream);
 }
 
 }  // namespace attnjit

@@ -52,14 +52,16 @@ class Variant {
   // The sm80-family kernel for the same arch: what calls the sm90 kernel's TMA cannot load run.
   std::shared_ptr<const KernelBinary> sm80_kernel();
   // That kernel's configuration, without compiling it (what decides a call's split-KV).
-  codegen::KernelConfig sm80_config() const;
+  codegen::KernelConfig sm80_config();
 
   Runtime& runtime_;
   VariantSpec spec_;
   ParsedVariant parsed_;  // once, here: kernel requests and forward calls reuse it
+  bool hooks_use_heads_;  // expressions_use_heads(parsed_)
   std::mutex mutex_;
   std::shared_ptr<const KernelBinary> kernel_;
   std::shared_ptr<const KernelBinary> sm80_kernel_;
+  std::optional<codegen::KernelConfig> sm80_config_;
 };
 
 }  // namespace attnjit

@@ -509,6 +509,22 @@ TEST_CASE("fake device: split-KV decoding launches the slices, then the merge", 
   CHECK(device().param_info_past_end() == 0);
 }
 
+TEST_CASE("fake device: packed GQA decoding through the backend", "[dispatch]") {
+  const std::vector<KernelCase> cases = gqa_decoding_cases();
+  const std::size_t grids = device().forward_grids().size();
+  check_through_backend(cases);
+  REQUIRE(device().forward_grids().size() == grids + cases.size());
+  // The first case (2 x 8 query heads over 2, causal over the cache) packs 4 heads per block:
+  // B * Hkv = 4 block rows, which fill the fake's 4 SMs, so no split.
+  CHECK(device().forward_grids()[grids].grid_y == 4u);
+  CHECK(device().forward_grids()[grids].grid_x == 1u);
+
+  // ATTNJIT_PACK_GQA=off: a block per query head, 16 of them.
+  const test::ScopedEnv off("ATTNJIT_PACK_GQA", "off");
+  check_through_backend({cases[0]});
+  CHECK(device().forward_grids().back().grid_y == 16u);
+}
+
 TEST_CASE("fake device: a decoding call on sm_90a runs split on the sm80 kernel",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;
@@ -534,7 +550,8 @@ TEST_CASE("fake device: a decoding call on sm_90a runs split on the sm80 kernel"
   INFO(result.describe());
   CHECK(result.passed());
   CHECK(device().launch_count() - before == 2);
-  CHECK(device().forward_grids().back().grid_y == 2u * 2u);  // 2 heads x 2 slices on 4 SMs
+  // The 2 query heads packed into one block row, split 4 ways for the fake's 4 SMs.
+  CHECK(device().forward_grids().back().grid_y == 4u);
   CHECK(device().forward_grids().back().threads == 256u);    // the sm80 kernel's 8 warps
   device().use(nullptr, 0);
   attnjit_runtime_destroy(runtime);

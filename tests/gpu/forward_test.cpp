@@ -126,10 +126,17 @@ TEST_CASE("split-KV decoding matches the reference", "[gpu]") {
   check_cases(split_kv_cases());
 }
 
+// The query heads of a GQA group packed as the rows of one block (the sm80 family; the sm90
+// kernel runs them unpacked).
+TEST_CASE("packed GQA decoding matches the reference", "[gpu]") {
+  check_cases(gqa_decoding_cases());
+}
+
 // Hardware only ([large]: the fake device's emulator would take hours over its 256 x 512 tiles).
 TEST_CASE("a serving-sized decoding step matches the reference", "[gpu][large]") {
-  // 8 sequences, 32 query heads over 8, one query, 32K keys of a cache; and one sequence, where
-  // the heuristic splits the keys (32 blocks on an H100's 132 SMs).
+  // 8 sequences, 32 query heads over 8, one query, 32K keys of a cache; and one sequence. Both
+  // pack the 4 query heads of a group into one block (64 and 8 blocks), which the heuristic
+  // then splits over the keys (to 2 and 16 slices on an H100's 132 SMs).
   KernelCase step;
   step.mask = "kv_idx <= q_idx + P";
   step.params = {"P:int"};

@@ -101,7 +101,8 @@ CaseResult run_case(const KernelCase& c) {
     std::optional<test::ScopedEnv> split_kv;
     const std::string slices = c.split_kv ? std::to_string(*c.split_kv) : std::string();
     if (c.split_kv) split_kv.emplace("ATTNJIT_SPLIT_KV", slices.c_str());
-    cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device, c.stream);
+    cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device,
+                  expressions_use_heads({prepared.mask, prepared.score}), c.stream);
   }
   cuda::synchronize_context();
 

@@ -176,8 +176,46 @@ TEST_CASE("split-KV: decoding calls split their keys, calls that fill the GPU do
   // Short keys: a slice keeps at least kMinSplitTiles tiles.
   CHECK(choose_num_splits({1, 1, 1, 1, 7 * 64, 128}, sm80, 132) == 1);
   CHECK(choose_num_splits({1, 1, 1, 1, 8 * 64, 128}, sm80, 132) == 2);
-  // The sm90 kernel never splits (decoding calls run on the sm80 kernel instead).
+  // The sm90 kernel never splits (decoding calls run on the sm80 kernel instead), nor does the
+  // head-dim-32 kernel (no decoding features: has_decoding_features).
   CHECK(choose_num_splits({1, 1, 1, 1, 65536, 128}, codegen::sm90_kernel_config(128), 132) == 1);
+  const auto d32 = codegen::choose_kernel_config(90, DType::bf16, 32);
+  CHECK(choose_num_splits({1, 1, 1, 1, 65536, 32}, d32, 132) == 1);
+  CHECK(choose_num_splits({1, 1, 1, 1, 65536, 32}, d32, 132, 4) == 1);
+}
+
+TEST_CASE("packed GQA: one query per sequence, a group of query heads per block", "[runtime]") {
+  const auto sm80 = codegen::choose_kernel_config(90, DType::bf16, 128);
+  const AttentionShape decode{2, 32, 8, 1, 4096, 128};
+  CHECK(gqa_pack_group(decode, sm80, false) == 4);
+  CHECK(gqa_pack_group(decode, sm80, true) == 1);  // h or num_heads in an expression
+  CHECK(gqa_pack_group({2, 32, 8, 2, 4096, 128}, sm80, false) == 1);  // two queries
+  CHECK(gqa_pack_group({2, 8, 8, 1, 4096, 128}, sm80, false) == 1);   // no grouping
+  CHECK(gqa_pack_group(decode, codegen::sm90_kernel_config(128), false) == 1);
+  CHECK(gqa_pack_group({2, 32, 8, 1, 4096, 32}, codegen::choose_kernel_config(90, DType::bf16, 32),
+                       false) == 1);
+
+  // The packed view: 8 heads of 4 rows, the rows of q and out one query head apart.
+  AttentionShape shape = decode;
+  AttentionBuffers buffers;
+  buffers.q_strides = layout_strides(Layout::blhd, 32, 1, 128);  // [B, 1, 32, 128]
+  buffers.out_strides = layout_strides(Layout::bhld, 32, 1, 128);
+  buffers.k_strides = buffers.v_strides = layout_strides(Layout::bhld, 8, 4096, 128);
+  const Strides k = buffers.k_strides;
+  pack_gqa(4, shape, buffers);
+  CHECK(shape.num_heads_q == 8);
+  CHECK(shape.num_heads_kv == 8);
+  CHECK(shape.q_len == 4);
+  CHECK(buffers.q_strides.row == 128);        // the next query head
+  CHECK(buffers.q_strides.head == 4 * 128);   // the next group
+  CHECK(buffers.q_strides.batch == 32 * 128);
+  CHECK(buffers.out_strides.row == 128);
+  CHECK(buffers.out_strides.head == 512);
+  CHECK(buffers.k_strides.row == k.row);  // keys and values as they were
+  CHECK(buffers.k_strides.head == k.head);
+  // Split-KV then sees 2 x 8 blocks instead of 2 x 32.
+  CHECK(choose_num_splits(shape, sm80, 132) == choose_num_splits({2, 8, 8, 1, 4096, 128}, sm80,
+                                                                 132));
 }
 
 TEST_CASE("split-KV: a forced slice count is clamped to the key tiles and the grid", "[runtime]") {
@@ -263,4 +301,16 @@ TEST_CASE("split-KV: ATTNJIT_SPLIT_KV is auto, off or a count", "[runtime]") {
     CHECK_THROWS_WITH(with(bad), Catch::Contains("ATTNJIT_SPLIT_KV must be auto, off or a slice "
                                                  "count"));
   }
+}
+
+TEST_CASE("packed GQA: ATTNJIT_PACK_GQA is auto or off", "[runtime]") {
+  const auto with = [](const char* value) {
+    test::ScopedEnv env("ATTNJIT_PACK_GQA", value);
+    return pack_gqa_from_environment();
+  };
+  CHECK(with(nullptr));
+  CHECK(with(""));
+  CHECK(with("auto"));
+  CHECK_FALSE(with("off"));
+  CHECK_THROWS_WITH(with("0"), Catch::Contains("ATTNJIT_PACK_GQA must be auto or off"));
 }

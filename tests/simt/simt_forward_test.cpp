@@ -212,3 +212,21 @@ TEST_CASE("emulated: split-KV decoding matches the reference", "[simt]") {
     CHECK(outcome.passed());
   }
 }
+
+// A GQA group's query heads as the rows of one block (q_idx seen as 0 by the hooks), split or not.
+TEST_CASE("emulated: packed GQA decoding matches the reference", "[simt]") {
+  const std::vector<KernelCase> cases = gqa_decoding_cases();
+  const auto outcomes = simt::run_simt_cases(cases, 80);
+  REQUIRE(outcomes.size() == std::size(kGqaDecodingGroups));
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const simt::SimtOutcome& outcome = outcomes[i];
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.packed_group == kGqaDecodingGroups[i]);
+    // One block row per (batch, key/value head) when packed: the grid's y is B * Hkv * slices.
+    const AttentionShape& s = cases[i].shape;
+    const int heads = outcome.packed_group > 1 ? s.num_heads_kv : s.num_heads_q;
+    CHECK(outcome.grid.grid_y == static_cast<unsigned>(s.batch * heads * outcome.num_splits));
+    CHECK(outcome.passed());
+  }
+}

@@ -47,10 +47,11 @@ Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
 }
 
 // The CUDA backend's forward() with the emulator in place of the driver.
-// Returns the forward launch's grid; `num_splits` gets its split-KV slices.
+// Returns the forward launch's grid; `num_splits` gets its split-KV slices, `packed_group` its
+// packed GQA group (1: not packed).
 LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
                         const SimtLaunchOptions& options, PreparedCase& prepared,
-                        int& num_splits) {
+                        int& num_splits, int& packed_group) {
   const int multiprocessors = options.multiprocessors;
   reference::HostProblem& problem = prepared.problem;
   const AttentionBuffers buffers = problem.buffers();
@@ -66,9 +67,15 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   VariantArgs args = prepared.host_args;
   const SummaryPlan plan =
       plan_summaries(expr::summary_requests(prepared.mask), prepared.shape, config, args);
+  const int group = gqa_pack_group(prepared.shape, config,
+                                   expressions_use_heads({prepared.mask, prepared.score}));
+  AttentionShape launch_shape = prepared.shape;
+  AttentionBuffers launch_buffers = buffers;
+  pack_gqa(group, launch_shape, launch_buffers);
+  packed_group = group;
   const SplitPlan split =
-      plan_split(prepared.shape, config,
-                 choose_num_splits(prepared.shape, config, multiprocessors,
+      plan_split(launch_shape, config,
+                 choose_num_splits(launch_shape, config, multiprocessors,
                                    prepared.test_case.split_kv ? prepared.test_case.split_kv
                                                                : options.split_kv),
                  plan.total_ints * sizeof(int));
@@ -87,8 +94,9 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
     module.run_summary(module.summary_entry(kernel), summary_args, launch.grid, regions);
     attach_summary(launch, scratch.data(), args);
   }
-  FwdParams params = make_forward_params(prepared.shape, buffers, args);
-  const LaunchGrid grid = forward_grid(prepared.shape, config, multiprocessors, split.num_splits);
+  FwdParams params = make_forward_params(launch_shape, launch_buffers, args);
+  params.pack_gqa = group;
+  const LaunchGrid grid = forward_grid(launch_shape, config, multiprocessors, split.num_splits);
   if (config.family == codegen::KernelFamily::sm90) {
     module.run_forward(module.forward_entry(kernel),
                        sm90_params(params, prepared, buffers, config), grid, regions);
@@ -96,7 +104,7 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   }
   SplitCombineParams combine{};
   if (split.num_splits > 1) {
-    combine = attach_split(split, prepared.shape, buffers, scratch.data(), params);
+    combine = attach_split(split, launch_shape, launch_buffers, scratch.data(), params);
   }
   module.run_forward(module.forward_entry(kernel), params, grid, regions);
   if (split.num_splits > 1) {
@@ -152,7 +160,7 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
                                codegen::kernel_family_name(configs[i].family));
     try {
       outcome.grid = run_emulated(module, kernel_of_case[i], configs[i], options, *prepared[i],
-                                  outcome.num_splits);
+                                  outcome.num_splits, outcome.packed_group);
       outcome.result = prepared[i]->check(prepared[i]->problem.lse);
     } catch (const std::exception& error) {
       outcome.error = error.what();

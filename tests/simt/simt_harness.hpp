@@ -31,6 +31,7 @@ struct SimtOutcome {
   codegen::KernelConfig config;  // the kernel's
   LaunchGrid grid;               // the forward launch's
   int num_splits = 1;            // its split-KV slices (1: unsplit)
+  int packed_group = 1;          // its packed GQA group (1: not packed)
   kernel_test::CaseResult result;
   bool passed() const { return error.empty() && result.passed(); }
   std::string describe() const { return error.empty() ? result.describe() : error; }

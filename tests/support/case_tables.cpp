@@ -138,16 +138,27 @@ std::vector<KernelCase> empty_stretch_cases() {
           ids};
 }
 
+namespace {
+
+// Appends a case of `mask` at `s` and `head_dim`, seeded by its place in `cases`, and returns it
+// for further settings (valid until the next append).
+KernelCase& add_case(std::vector<KernelCase>& cases, const char* mask, AttentionShape s,
+                     int head_dim, std::uint64_t seed_base) {
+  KernelCase c;
+  c.mask = mask;
+  c.shape = s;
+  c.head_dim = head_dim;
+  c.seed = seed_base + cases.size();
+  cases.push_back(c);
+  return cases.back();
+}
+
+}  // namespace
+
 std::vector<KernelCase> split_kv_cases() {
   std::vector<KernelCase> cases;
   const auto make = [&](const char* mask, AttentionShape s, int head_dim) -> KernelCase& {
-    KernelCase c;
-    c.mask = mask;
-    c.shape = s;
-    c.head_dim = head_dim;
-    c.seed = 7000 + cases.size();
-    cases.push_back(c);
-    return cases.back();
+    return add_case(cases, mask, s, head_dim, 7000);
   };
   // One query per sequence, 8 query heads over 2 key heads.
   make("true", shape(2, 8, 2, 1, 1000), 128);
@@ -174,7 +185,7 @@ std::vector<KernelCase> split_kv_cases() {
   // Forced counts: 3 uneven slices, more slices than tiles (clamped), two query tiles, no LSE.
   KernelCase& uneven = make("true", shape(1, 1, 1, 7, 1000), 256);
   uneven.split_kv = 3;
-  KernelCase& many = make("kv_idx % 3 != 0", shape(1, 1, 1, 2, 333), 32);
+  KernelCase& many = make("kv_idx % 3 != 0", shape(1, 1, 1, 2, 333), 64);
   many.split_kv = 1000;
   KernelCase& two_tiles = make("kv_idx <= q_idx + P", shape(1, 1, 1, 129, 600), 96);
   two_tiles.params = {"P:int"};
@@ -182,6 +193,28 @@ std::vector<KernelCase> split_kv_cases() {
   two_tiles.split_kv = 2;
   two_tiles.with_lse = false;
   two_tiles.layout = Layout::blhd;
+  return cases;
+}
+
+std::vector<KernelCase> gqa_decoding_cases() {
+  std::vector<KernelCase> cases;
+  const auto make = [&](const char* mask, AttentionShape s, int head_dim) -> KernelCase& {
+    return add_case(cases, mask, s, head_dim, 8000);
+  };
+  KernelCase& causal = make("kv_idx <= q_idx + P", shape(2, 8, 2, 1, 900), 128);
+  causal.params = {"P:int"};
+  causal.scalars = {700};  // keys 701.. are the cache's unused tail
+  KernelCase& doc = make("doc[q_idx] == doc[kv_idx]", shape(1, 8, 1, 1, 800), 64);
+  doc.tensors = {document_ids(800, 5, false, 13)};
+  KernelCase& scored = make("true", shape(1, 4, 2, 1, 650), 64);
+  scored.score = "score - 0.01 * float(q_idx + 600 - kv_idx)";
+  scored.split_kv = 3;
+  scored.with_lse = false;
+  scored.layout = Layout::blhd;
+  make("kv_idx % 4 != h % 4", shape(1, 4, 1, 1, 700), 64);  // uses h: not packed
+  KernelCase& mqa = make("true", shape(1, 16, 1, 1, 600), 64);
+  mqa.dtype = DType::fp16;
+  make("kv_idx < q_idx", shape(1, 8, 2, 1, 300), 64);  // keeps nothing: zeros, -inf
   return cases;
 }
 

@@ -45,8 +45,16 @@ std::vector<KernelCase> empty_stretch_cases();
 // slice count on an H100's 132 SMs or a forced one: GQA, a causal mask with the cache offset as
 // a parameter, a sliding window that leaves most slices empty, document ids through tensor
 // summaries, a row no slice keeps, a score, NaN in one key, uneven slices, two query tiles,
-// head dims 32 to 256, fp16, no LSE.
+// head dims 64 to 256 (the head-dim-32 kernel has no decoding features), fp16, no LSE.
 std::vector<KernelCase> split_kv_cases();
+
+// Decoding steps with GQA (one query, num_heads_q a multiple of num_heads_kv), which pack a
+// group's query heads as the rows of one block where neither expression uses h or num_heads:
+// the packed group of each, in order, is kGqaDecodingGroups (1: a mask using h, not packed).
+// Causal over a cache (q_idx seen as 0), document ids through summaries, a score of q_idx and
+// kv_idx with 3 forced slices and no LSE, MQA in fp16, and a mask that keeps nothing.
+std::vector<KernelCase> gqa_decoding_cases();
+inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4};
 
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no

@@ -23,7 +23,8 @@ summaries otherwise).
 
 --decode times one decoding step (q_len query rows over a kv_len cache, GQA) per variant (noop,
 causal over the cache, sliding window 1024 over it), kv length (4K, 16K, 64K) and head dim:
-attnjit with split-KV (ATTNJIT_SPLIT_KV unset) and without (off), FlexAttention and SDPA, each
+attnjit as shipped and with its decoding switches off (ATTNJIT_SPLIT_KV, ATTNJIT_PACK_GQA),
+FlexAttention and SDPA, each
 checked against an fp32 torch reference; ms and GB/s (K and V of the kept keys, plus Q and O).
 """
 
@@ -270,7 +271,8 @@ def parse_args(argv):
         "one decoding step: --decode-q-len query rows over a cache of --length keys (default "
         "4K, 16K, 64K; --head-dim default 64 and 128), variants noop, causal (over the cache: "
         "kv_idx <= q_idx + P, P = kv_len - q_len) and sliding_window (1024 over the cache); rows "
-        "attnjit split (ATTNJIT_SPLIT_KV unset), attnjit unsplit (off), flex, sdpa (noop and "
+        "attnjit (as shipped), attnjit unsplit (ATTNJIT_SPLIT_KV=off), attnjit unpacked "
+        "(ATTNJIT_PACK_GQA=off), attnjit before (both off), flex, sdpa (noop and "
         "causal); ms and GB/s")
     decode.add_argument("--decode", action="store_true", help="time decoding steps")
     decode.add_argument("--decode-q-len", type=int,
@@ -564,33 +566,44 @@ def decode_shapes(opts):
             for length in lengths for batch in batches]
 
 
+# The decoding switches the library reads on every forward call.
+DECODE_SWITCHES = ("ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA")
+NEITHER = {"ATTNJIT_SPLIT_KV": "off", "ATTNJIT_PACK_GQA": "off"}
+
+
 def decode_impls(name, opts, baseline):
-    """The rows of one decoding configuration, in measuring order: (label, what, ATTNJIT_SPLIT_KV)
-    with `what` one of jit (--lib), base (the baseline), flex, sdpa; the split setting None
-    (unset: the heuristic) for the others too."""
-    impls = [("attnjit split", "jit", None), ("attnjit unsplit", "jit", "off")]
-    impls += [(f"attnjit split={n}", "jit", str(n)) for n in opts.split_kv or []]
+    """The rows of one decoding configuration, in measuring order: (label, what, switches) with
+    `what` one of jit (--lib), base (the baseline), flex, sdpa, and `switches` the decoding
+    switches set for the row (the others unset: the library's choice). `attnjit` is the library
+    as shipped; `unsplit` turns split-KV off, `unpacked` packed GQA, `before` both (the kernel
+    before the decoding work)."""
+    impls = [("attnjit", "jit", {}),
+             ("attnjit unsplit", "jit", {"ATTNJIT_SPLIT_KV": "off"}),
+             ("attnjit unpacked", "jit", {"ATTNJIT_PACK_GQA": "off"}),
+             ("attnjit before", "jit", NEITHER)]
+    impls += [(f"attnjit split={n}", "jit", {"ATTNJIT_SPLIT_KV": str(n)})
+              for n in opts.split_kv or []]
     if baseline:
-        impls += [("base split", "base", None), ("base unsplit", "base", "off")]
-    impls.append(("flex", "flex", None))
+        impls += [("base", "base", {}), ("base before", "base", NEITHER)]
+    impls.append(("flex", "flex", {}))
     if name in DECODE_SDPA_VARIANTS:
-        impls.append(("sdpa", "sdpa", None))
+        impls.append(("sdpa", "sdpa", {}))
     return impls
 
 
 @contextlib.contextmanager
-def split_kv(value):
-    """ATTNJIT_SPLIT_KV = value inside (None: unset, the library's heuristic), whatever it is
-    outside. The library reads it on every forward call."""
-    saved = os.environ.pop("ATTNJIT_SPLIT_KV", None)
-    if value is not None:
-        os.environ["ATTNJIT_SPLIT_KV"] = value
+def decode_switches(values):
+    """The decoding switches as `values` says inside (unset where it says nothing: the library's
+    choice), whatever they are outside."""
+    saved = {name: os.environ.pop(name, None) for name in DECODE_SWITCHES}
+    os.environ.update(values)
     try:
         yield
     finally:
-        os.environ.pop("ATTNJIT_SPLIT_KV", None)
-        if saved is not None:
-            os.environ["ATTNJIT_SPLIT_KV"] = saved
+        for name in DECODE_SWITCHES:
+            os.environ.pop(name, None)
+            if saved[name] is not None:
+                os.environ[name] = saved[name]
 
 
 def decode_keep(torch, name, q_len, kv_len, device):
@@ -624,7 +637,7 @@ def decode_reference(torch, q, k, v, keep):
 
 def measure_decode(torch, env, name, spec, sets, opts, emit):
     """The rows of one decoding configuration, each handed to emit() as soon as it is measured
-    (decode_impls: attnjit with and without split-KV, the baseline's, Flex, SDPA). Every output,
+    (decode_impls: attnjit with its decoding switches, the baseline's, Flex, SDPA). Every output,
     and LSE where there is one, is checked against decode_reference with compare_flex's
     tolerances; the timed calls rotate through `sets`, (q, k, v) of one shape."""
     q0, k0, v0 = sets[0]
@@ -666,7 +679,7 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
     stream = torch.cuda.current_stream().cuda_stream
     prepared_by_jit = {}
 
-    def attnjit_row(which, split):
+    def attnjit_row(which, switches):
         jit = env[which]
         if which not in prepared_by_jit:
             family, tune = ((opts.family, opts.tune) if which == "jit"
@@ -678,7 +691,7 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
                 jit.forward_args(q, k, v, out, spec["scalars"](offset), [], stream, lse=lse)
                 for q, k, v in sets])
         variant, prepared = prepared_by_jit[which]
-        with split_kv(split):
+        with decode_switches(switches):
             out.fill_(float("nan"))
             lse.fill_(float("nan"))
             jit.forward(variant, prepared[0])
@@ -727,7 +740,7 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
         return best[0], check(best[2], None), best[1] + mask_note
 
     split_ms = None
-    for label, what, split in decode_impls(name, opts, env.get("base") is not None):
+    for label, what, switches in decode_impls(name, opts, env.get("base") is not None):
         t0 = time.perf_counter()
         row = dict(common, impl=label)
         try:
@@ -736,11 +749,11 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
             elif what == "sdpa":
                 ms, checked, note = sdpa_row()
             else:
-                ms, checked, note = attnjit_row(what, split)
+                ms, checked, note = attnjit_row(what, switches)
             row.update(checked, ms=ms, gbps=nbytes / ms / 1e6 if ms else None, note=note)
         except Exception as e:  # noqa: BLE001 -- one failing row must not lose the others
             row.update(ok=False, error=f"{type(e).__name__}: {e}")
-        if label == "attnjit split" and row.get("ms"):
+        if label == "attnjit" and row.get("ms"):
             split_ms = row["ms"]
         row["x_split"] = row["ms"] / split_ms if split_ms and row.get("ms") else None
         row["row_s"] = time.perf_counter() - t0
@@ -748,12 +761,13 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
 
 
 DECODE_HEADER = (f"{'variant':<16}{'L':>7}{'q':>4}{'D':>5}{'B':>4}{'H':>7}  {'impl':<18}"
-                 f"{'ms':>9}{'GB/s':>8}{'x/split':>8}{'max err':>10}{'lse err':>10}{'row s':>7}"
+                 f"{'ms':>9}{'GB/s':>8}{'x/jit':>8}{'max err':>10}{'lse err':>10}{'row s':>7}"
                  f"  note")
 
 
 def format_decode_row(r):
-    """x/split: this row's time over attnjit split's (above 1: split-KV attnjit is faster)."""
+    """x/jit: this row's time over the `attnjit` row's (above 1: attnjit as shipped is
+    faster)."""
     head = (f"{r['variant']:<16}{r['L']:>7}{r['q_len']:>4}{r['D']:>5}{r['B']:>4}"
             f"{str(r['Hq']) + ':' + str(r['Hkv']):>7}  {r['impl']:<18}")
     if "error" in r:

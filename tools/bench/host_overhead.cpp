@@ -8,8 +8,11 @@
 //   for them outside the timing, so the launch queue never fills.
 //   On the fake device (ATTNJIT_CUDA_DRIVER=.../libattnjit_fake_device.so) launches are not run
 //   at all: the figure is attnjit's own share, measurable without a GPU.
-// ATTNJIT_KERNEL_FAMILY picks the kernel family as for any call.
-// Usage: attnjit_host_overhead [--iters N] [--seq-len L] [--head-dim D] [--variant NAME]...
+// ATTNJIT_KERNEL_FAMILY picks the kernel family as for any call. --q-len Q (default: the key
+// length L) times a decoding step's call instead: with ATTNJIT_SPLIT_KV=N it includes split-KV's
+// plan, its scratch and the merge's launch.
+// Usage: attnjit_host_overhead [--iters N] [--seq-len L] [--q-len Q] [--head-dim D]
+//                              [--variant NAME]...
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -33,6 +36,7 @@ constexpr int kCallsBetweenWaits = 64;
 struct Options {
   int iterations = 2000;
   int seq_len = 256;
+  int q_len = 0;  // 0: seq_len
   int head_dim = 128;
   int heads = 8;
   std::vector<std::string> variants;  // empty: all
@@ -53,19 +57,23 @@ Options parse_options(int argc, char** argv) {
       options.iterations = int_value(i, argc, argv);
     } else if (arg == "--seq-len") {
       options.seq_len = int_value(i, argc, argv);
+    } else if (arg == "--q-len") {
+      options.q_len = int_value(i, argc, argv);
     } else if (arg == "--head-dim") {
       options.head_dim = int_value(i, argc, argv);
     } else if (arg == "--variant" && i + 1 < argc) {
       options.variants.emplace_back(argv[++i]);
     } else if (arg == "--help" || arg == "-h") {
       std::puts(
-          "usage: attnjit_host_overhead [--iters N] [--seq-len L] [--head-dim D] "
+          "usage: attnjit_host_overhead [--iters N] [--seq-len L] [--q-len Q] [--head-dim D] "
           "[--variant NAME]...");
       std::exit(0);
     } else {
       throw std::runtime_error(fmt::format("unknown argument '{}'", arg));
     }
   }
+  if (options.q_len == 0) options.q_len = options.seq_len;
+  if (options.q_len > options.seq_len) throw std::runtime_error("--q-len must not exceed --seq-len");
   return options;
 }
 
@@ -116,7 +124,8 @@ void measure(attnjit_runtime* runtime, const attnjit_manifest_variant& mv, const
   call.q_dtype = call.k_dtype = call.v_dtype = ATTNJIT_DTYPE_BF16;
   call.batch = 1;
   call.num_heads_q = call.num_heads_kv = options.heads;
-  call.q_len = call.kv_len = options.seq_len;
+  call.q_len = options.q_len;
+  call.kv_len = options.seq_len;
   call.params = inputs.params.data();
   call.num_params = static_cast<int>(inputs.params.size());
   call.tensors = tensors.args.data();
@@ -162,12 +171,15 @@ int run(const Options& options) {
     buffer->upload(ones.data(), 2 * elements);
   }
   const char* family = std::getenv("ATTNJIT_KERNEL_FAMILY");
-  fmt::print("{} ({}), kernel family {}; B=1 H={} L={} D={} bf16, {} calls per variant\n",
+  const char* split_kv = std::getenv("ATTNJIT_SPLIT_KV");
+  fmt::print("{} ({}), kernel family {}, split-KV {}; B=1 H={} Lq={} Lkv={} D={} bf16, {} calls "
+             "per variant\n",
              attnjit_runtime_device_arch(runtime.get()),
              fake ? "fake device: launches not run, attnjit's own host time"
                   : "GPU: attnjit's and the driver's host time, kernels queued",
-             family != nullptr && *family != '\0' ? family : "auto", options.heads, options.seq_len,
-             options.head_dim, options.iterations);
+             family != nullptr && *family != '\0' ? family : "auto",
+             split_kv != nullptr && *split_kv != '\0' ? split_kv : "auto", options.heads,
+             options.q_len, options.seq_len, options.head_dim, options.iterations);
   fmt::print("{:<18} {:>9} {:>9} {:>9}\n", "variant", "median us", "p10 us", "p90 us");
   int measured = 0;
   for (std::size_t v = 0; v < attnjit_manifest_count(manifest.get()); ++v) {
