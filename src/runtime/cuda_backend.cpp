@@ -321,17 +321,6 @@ DeviceInfo current_device() {
   return cached_device(context.device);
 }
 
-int planned_splits(const codegen::KernelConfig& config, const AttentionShape& shape,
-                   bool hooks_use_heads) {
-  AttentionShape launch_shape = shape;
-  AttentionBuffers unused;
-  if (pack_gqa_from_environment()) {
-    pack_gqa(gqa_pack_group(shape, config, hooks_use_heads), launch_shape, unused);
-  }
-  return choose_num_splits(launch_shape, config, current_device().multiprocessors,
-                           split_kv_from_environment());
-}
-
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
              const AttentionShape& shape, const AttentionBuffers& buffers, bool hooks_use_heads,
              void* stream_handle) {

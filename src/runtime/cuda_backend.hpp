@@ -44,12 +44,6 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
              const AttentionShape& shape, const AttentionBuffers& buffers, bool hooks_use_heads,
              void* stream);
 
-// How many split-KV slices forward() gives this call on the current device with a kernel of
-// `config` (runtime/forward_plan.hpp, choose_num_splits of the packed view where GQA packs;
-// ATTNJIT_SPLIT_KV applies).
-int planned_splits(const codegen::KernelConfig& config, const AttentionShape& shape,
-                   bool hooks_use_heads);
-
 // Unloads every module and frees every workspace attnjit holds. Safe to call more than once; the
 // next forward call loads what it needs again. Called at process exit.
 void release_resources() noexcept;

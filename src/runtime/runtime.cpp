@@ -22,6 +22,7 @@ Runtime::Runtime(const RuntimeOptions& options) : backend_(options.backend) {
     try {
       const cuda::DeviceInfo device = cuda::current_device();
       device_arch_ = nvrtc::device_arch(device.sm);
+      device_multiprocessors_ = device.multiprocessors;
       backend_ = Backend::cuda;
       log().info("using {} ({}) on the cuda backend", device.name, device_arch_);
     } catch (const Error& e) {

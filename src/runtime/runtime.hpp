@@ -31,10 +31,14 @@ class Runtime {
   KernelCache& cache() { return *cache_; }
   // Arch of the current device ("sm_86", "sm_90a": nvrtc::device_arch); CUDA backend only.
   const std::string& device_arch() const { return device_arch_; }
+  // That device's SM count (0 on the CPU backend): what decides, without a driver call, whether
+  // a call of an sm90-family variant goes to the sm80 kernel for decoding (Variant::forward).
+  int device_multiprocessors() const { return device_multiprocessors_; }
 
  private:
   Backend backend_;
   std::string device_arch_;
+  int device_multiprocessors_ = 0;
   std::unique_ptr<KernelCache> cache_;
 };
 

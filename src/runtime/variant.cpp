@@ -70,6 +70,16 @@ codegen::KernelConfig Variant::sm80_config() {
   return *sm80_config_;
 }
 
+bool Variant::decoding_on_sm80(const AttentionShape& shape) {
+  const codegen::KernelConfig config = sm80_config();
+  if (pack_gqa_from_environment() && gqa_pack_group(shape, config, hooks_use_heads_) > 1) {
+    return true;
+  }
+  // Note: the SM count of the runtime's device (the one its arch is of), not a driver query.
+  return choose_num_splits(shape, config, runtime_.device_multiprocessors(),
+                           split_kv_from_environment()) > 1;
+}
+
 void Variant::prepare() {
   if (runtime_.backend() == Backend::cuda) kernel();
 }
@@ -131,10 +141,7 @@ void Variant::forward(const ForwardCall& call) {
                   "kernel for {}",
                   why, runtime_.device_arch());
       binary = sm80_kernel();
-    } else if (const codegen::KernelConfig decoding = sm80_config();
-               (pack_gqa_from_environment() &&
-                gqa_pack_group(shape, decoding, hooks_use_heads_) > 1) ||
-               cuda::planned_splits(decoding, shape, hooks_use_heads_) > 1) {
+    } else if (decoding_on_sm80(shape)) {
       // Note: a decoding call (few query tiles, many keys) is bound by reading K and V; the
       // sm80 kernel, with the keys split and a GQA group's heads packed into one block, keeps
       // every SM reading, where the sm90 kernel would run a handful of blocks over all of them.

@@ -53,6 +53,9 @@ class Variant {
   std::shared_ptr<const KernelBinary> sm80_kernel();
   // That kernel's configuration, without compiling it (what decides a call's split-KV).
   codegen::KernelConfig sm80_config();
+  // Whether a call of an sm90-family variant runs on the sm80 kernel because that kernel packs
+  // its GQA group or splits its keys (a decoding step; runtime/forward_plan.hpp).
+  bool decoding_on_sm80(const AttentionShape& shape);
 
   Runtime& runtime_;
   VariantSpec spec_;
