@@ -12,13 +12,14 @@
 //   P (bf16/fp16 in registers, reusing the S fragments as A operands) x V -> O (fp32)
 //   O / l  -> smem (Q's space) -> 16-byte coalesced stores; LSE = max * ln 2 + ln l
 //
-// Grid: gridDim.x * gridDim.y blocks, exactly ceil(q_len / BLOCK_M) * batch * num_heads_q of
-// them (the host launches x = query tiles, y = batch * num_heads_q). The linear block index is
-// re-mapped head-major: consecutive blocks are consecutive query tiles of one (batch, head), so
-// the blocks resident together read the same K and V and share them in L2 (measured on an H100:
-// +8% on noop at D=128, +3.5% causal). Within a head the *last* query tiles start first: under a
-// causal-like mask they have the most key tiles, and starting the longest work first balances
-// the tail.
+// Grid: gridDim.x * gridDim.y blocks, exactly ceil(q_len / BLOCK_M) * batch * num_heads_q *
+// num_splits of them (the host launches x = query tiles, y = batch * num_heads_q * num_splits;
+// num_splits is 1 unless a decoding call splits its keys, and a packed GQA call arrives with its
+// groups as heads: FwdParams). The linear block index is re-mapped head-major: consecutive
+// blocks are consecutive query tiles of one (batch, head), so the blocks resident together read
+// the same K and V and share them in L2 (measured on an H100: +8% on noop at D=128, +3.5%
+// causal). Within a head the *last* query tiles start first: under a causal-like mask they have
+// the most key tiles, and starting the longest work first balances the tail.
 #pragma once
 
 #include "attnjit/copy.cuh"
@@ -170,8 +171,8 @@ struct AttentionForward {
 
   // Per-block constants.
   const FwdParams& params;
-  // The block's key tiles are [kv_tile_begin, num_kv_tiles): all of them, or split `split`'s
-  // slice under split-KV (FwdParams::num_splits). q0, q_end: the block's rows [q0, q_end) of the
+  // The block's key tiles are [kv_tile_begin, num_kv_tiles): all of them, or its slice under
+  // split-KV (FwdParams::num_splits). q0, q_end: the block's rows [q0, q_end) of the
   // launch's problem; with packed GQA those rows are query heads (FwdParams::pack_gqa), and the
   // hooks see the one real query instead (hook_q, hook_q_len).
   int b = 0, h = 0, h_kv = 0, q0 = 0, q_end = 0, kv_tile_begin = 0, num_kv_tiles = 0;

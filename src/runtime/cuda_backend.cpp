@@ -234,12 +234,12 @@ void launch(const char* name, CUfunction function, unsigned grid_x, unsigned gri
 // allocation and free nodes): the cached workspace cannot be used there, because growing it
 // needs cuStreamSynchronize (illegal during capture) and frees a buffer the graph would still
 // point at, and graph replays would race with direct calls writing the same buffer.
-class SummaryScratch {
+class CallScratch {
  public:
-  SummaryScratch() = default;
-  SummaryScratch(const SummaryScratch&) = delete;
-  SummaryScratch& operator=(const SummaryScratch&) = delete;
-  ~SummaryScratch() {
+  CallScratch() = default;
+  CallScratch(const CallScratch&) = delete;
+  CallScratch& operator=(const CallScratch&) = delete;
+  ~CallScratch() {
     // Note: queued after the forward launch (destruction order in forward()), or after a failed
     // one; stream order makes the free wait for every reader.
     if (graph_owned_ != 0 && driver::api().cuMemFreeAsync != nullptr) {
@@ -362,7 +362,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
       split.num_splits > 1 ? split.offset + split.bytes : summaries.total_ints * sizeof(int);
   // Note: destroyed after the launches below, so the scratch is released (unlocked, or freed in
   // stream order) only once the kernels that read it are queued.
-  SummaryScratch scratch;
+  CallScratch scratch;
   const CUdeviceptr scratch_base =
       scratch_bytes > 0 ? scratch.acquire(context, stream, scratch_bytes) : 0;
   attach_summaries(stream, loaded, summaries, params.args,
