@@ -133,6 +133,9 @@ done
 cache_note=""
 if [[ -z "${ATTNJIT_CACHE_DIR:-}" ]]; then
   ATTNJIT_CACHE_DIR=$(mktemp -d /tmp/attnjit-cache.XXXXXX)
+  # Note: the run's own cache goes with it (each run starts a fresh one anyway); a caller's
+  # ATTNJIT_CACHE_DIR is theirs and stays.
+  trap 'rm -rf "$ATTNJIT_CACHE_DIR"' EXIT
   # The kernels tools/gpu-bundle.sh compiled for the test and sanitize stages: a copy, so the
   # carried bundle stays as it came and each run starts from the same cache.
   if [[ -d "$build_dir/cache" ]]; then

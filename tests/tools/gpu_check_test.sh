@@ -20,6 +20,7 @@ fake() {  # fake PATH NAME: an executable printing NAME, its ATTNJIT_TUNE and it
 fake "$scratch/build/test_gpu" FAKE_TEST_GPU
 cat >> "$scratch/build/test_gpu" <<'SH'
 echo "FAKE_TEST_GPU cache: $(find "$ATTNJIT_CACHE_DIR" -name '*.cubin' 2>/dev/null | wc -l) cubins"
+echo "FAKE_TEST_GPU cache dir: $ATTNJIT_CACHE_DIR"
 touch "$ATTNJIT_CACHE_DIR/written-by-test-gpu"
 SH
 cat >> "$scratch/build/test_gpu" <<'SH'
@@ -107,9 +108,18 @@ if [[ -e "$scratch/build/cache/written-by-test-gpu" ]]; then
   echo "FAIL: the bundle's cache is used in place (test_gpu wrote into it)"
   failures=$((failures + 1))
 fi
+own_cache=$(sed -n 's/^FAKE_TEST_GPU cache dir: //p' <<< "$out" | head -n 1)
+if [[ -z "$own_cache" || -e "$own_cache" ]]; then
+  echo "FAIL: the run's own cache (${own_cache:-none seen}) outlives the run"
+  failures=$((failures + 1))
+fi
 out=$(ATTNJIT_CACHE_DIR_FOR_TEST="$scratch/own" run_with_cache)
 check "$out" '^FAKE_TEST_GPU cache: 0 cubins' "a caller's ATTNJIT_CACHE_DIR is used as it is"
 refute "$out" 'prewarmed' "and not seeded"
+if [[ ! -e "$scratch/own/written-by-test-gpu" ]]; then
+  echo "FAIL: a caller's ATTNJIT_CACHE_DIR is removed or not used"
+  failures=$((failures + 1))
+fi
 rm -rf "$scratch/build/cache"
 
 out=$(run --tune sm90_overlap=1 --watchdog-ms 90000)
