@@ -44,12 +44,20 @@ int count_of(const attnjit::testkit::SassCounts& counts, const std::string& name
   return -1;
 }
 
-// An executable shell script in a fresh folder.
+// The folder of this process's scripts, removed when the process ends.
+struct ScriptDir {
+  fs::path path = fs::temp_directory_path() / ("attnjit-sass-test-" + std::to_string(getpid()));
+  ScriptDir() { fs::create_directories(path); }
+  ~ScriptDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+// An executable shell script in this process's folder.
 fs::path script(const std::string& name, const std::string& body) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("attnjit-sass-test-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const fs::path path = dir / name;
+  static const ScriptDir dir;
+  const fs::path path = dir.path / name;
   std::ofstream(path) << "#!/bin/sh\n" << body;
   ::chmod(path.c_str(), 0755);
   return path;
