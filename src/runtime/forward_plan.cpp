@@ -143,9 +143,8 @@ SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& c
                            static_cast<std::size_t>(shape.q_len);
   const std::size_t slices = static_cast<std::size_t>(plan.num_splits);
   plan.offset = (offset + kAlign - 1) / kAlign * kAlign;
-  plan.lse_offset = plan.offset;
   const std::size_t lse_bytes = (slices * rows * sizeof(float) + kAlign - 1) / kAlign * kAlign;
-  plan.o_offset = plan.lse_offset + lse_bytes;
+  plan.o_offset = plan.offset + lse_bytes;
   plan.bytes = lse_bytes + slices * rows * static_cast<std::size_t>(shape.head_dim) * sizeof(float);
   plan.combine.grid_x = static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps);
   plan.combine.threads = kCombineThreads;
@@ -158,7 +157,7 @@ SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& sha
   auto* base = static_cast<unsigned char*>(scratch);
   params.num_splits = plan.num_splits;
   params.split_tiles = plan.split_tiles;
-  params.lse_partial = reinterpret_cast<float*>(base + plan.lse_offset);
+  params.lse_partial = reinterpret_cast<float*>(base + plan.offset);
   params.o_partial = reinterpret_cast<float*>(base + plan.o_offset);
   SplitCombineParams combine{};
   combine.o_partial = params.o_partial;

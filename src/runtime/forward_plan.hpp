@@ -82,10 +82,9 @@ void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers);
 struct SplitPlan {
   int num_splits = 1;
   int split_tiles = 0;  // key tiles per slice (the last may have fewer)
-  std::size_t offset = 0;
-  std::size_t lse_offset = 0;  // bytes from the scratch's start
-  std::size_t o_offset = 0;
-  std::size_t bytes = 0;       // the partials' bytes
+  std::size_t offset = 0;    // bytes from the scratch's start: the LSEs
+  std::size_t o_offset = 0;  // the outputs
+  std::size_t bytes = 0;     // the partials' bytes
   LaunchGrid combine;          // the merge launch: one warp per row
 };
 

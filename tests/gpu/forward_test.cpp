@@ -254,7 +254,15 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   // and both consumer warpgroups take turns (ATTNJIT_KERNEL_FAMILY=sm90 under the sanitizers).
   KernelCase ring;
   ring.shape = shape(1, 2, 1, 200, 300);
+  // A decoding step, packed (4 query heads per block) and split into 3 slices: the partials'
+  // stores and the merge kernel (the sm80 family; the sm90 kernel runs it whole).
+  KernelCase step;
+  step.mask = "kv_idx <= q_idx + P";
+  step.params = {"P:int"};
+  step.scalars = {599};
+  step.shape = shape(1, 8, 2, 1, 600);
+  step.split_kv = 3;
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
-               with(ring, DType::bf16, Layout::bhld, 128)});
+               with(ring, DType::bf16, Layout::bhld, 128), step});
 }

@@ -245,7 +245,6 @@ TEST_CASE("split-KV: slices are balanced, never empty, and their partials placed
   CHECK(five.split_tiles == 3);  // ceil(11 / 5) = 3, so 4 slices suffice: none is empty
   CHECK(five.num_splits == 4);
   CHECK(four.offset == 256);  // after 100 bytes of summaries, 256-byte aligned
-  CHECK(four.lse_offset == 256);
   CHECK(four.o_offset == 256 + 512);  // 4 x 30 LSEs = 480 bytes, rounded up
   CHECK(four.bytes == 512 + 4 * 30 * 128 * 4);
   CHECK(four.combine.grid_x == 8u);  // 30 rows, 4 per block
@@ -272,7 +271,7 @@ TEST_CASE("split-KV: the forward parameters point at the partials and the merge 
   const SplitCombineParams combine = attach_split(plan, call.shape, call.buffers, scratch, params);
   CHECK(params.num_splits == 4);
   CHECK(params.split_tiles == 5);
-  CHECK(reinterpret_cast<unsigned char*>(params.lse_partial) == scratch + plan.lse_offset);
+  CHECK(reinterpret_cast<unsigned char*>(params.lse_partial) == scratch + plan.offset);
   CHECK(reinterpret_cast<unsigned char*>(params.o_partial) == scratch + plan.o_offset);
   CHECK(combine.o_partial == params.o_partial);
   CHECK(combine.lse_partial == params.lse_partial);
