@@ -32,6 +32,16 @@ void check_cases(const std::vector<KernelCase>& cases) {
   }
 }
 
+// A decoding step causal over its cache: query i sits at position kv_len - q_len + i.
+KernelCase cache_step(AttentionShape s) {
+  KernelCase step;
+  step.mask = "kv_idx <= q_idx + P";
+  step.params = {"P:int"};
+  step.scalars = {s.kv_len - s.q_len};
+  step.shape = s;
+  return step;
+}
+
 }  // namespace
 
 TEST_CASE("masks and scores of the standard variants match the reference", "[gpu][heavy]") {
@@ -137,11 +147,7 @@ TEST_CASE("a serving-sized decoding step matches the reference", "[gpu][large]")
   // 8 sequences, 32 query heads over 8, one query, 32K keys of a cache; and one sequence. Both
   // pack the 4 query heads of a group into one block (64 and 8 blocks), which the heuristic
   // then splits over the keys (to 2 and 16 slices on an H100's 132 SMs).
-  KernelCase step;
-  step.mask = "kv_idx <= q_idx + P";
-  step.params = {"P:int"};
-  step.scalars = {32767};
-  step.shape = shape(8, 32, 8, 1, 32768);
+  KernelCase step = cache_step(shape(8, 32, 8, 1, 32768));
   step.head_dim = 128;
   KernelCase lone = step;
   lone.shape.batch = 1;
@@ -256,11 +262,7 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   ring.shape = shape(1, 2, 1, 200, 300);
   // A decoding step, packed (4 query heads per block) and split into 3 slices: the partials'
   // stores and the merge kernel (the sm80 family; the sm90 kernel runs it whole).
-  KernelCase step;
-  step.mask = "kv_idx <= q_idx + P";
-  step.params = {"P:int"};
-  step.scalars = {599};
-  step.shape = shape(1, 8, 2, 1, 600);
+  KernelCase step = cache_step(shape(1, 8, 2, 1, 600));
   step.split_kv = 3;
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
