@@ -303,7 +303,8 @@ elif wants compare || wants scaling || wants decode || wants sweep; then
     record scaling $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
   fi
   if wants decode; then
-    # One decoding step, split-KV on and off against Flex and SDPA. Beside compare, scaling or
+    # One decoding step, the decoding entry, split-KV and packing each on and off, against Flex
+    # and SDPA. Beside compare, scaling or
     # sweep, the rows are in compare-flex.txt only (OUTDIR keeps to 8 files).
     decode_json=(--json "$out_dir/decode.json")
     (wants compare || wants scaling || wants sweep) && decode_json=()

@@ -260,6 +260,15 @@ typedef struct attnjit_variant_info {
    * than this many milliseconds records which wait and faults the kernel, and the failed call's
    * error names the wait; 0: off (every other kernel). */
   int sm90_watchdog_ms;
+  /* The decoding entry ("attnjit_fwd_decode"), which runs launches of at most decode_block_m
+   * query rows (after packing GQA groups; README, "Decoding"): 1 where the module has one (the
+   * sm80 kernel at head dims 64 and up), else 0 and the fields below 0. Its tiles, and its
+   * cubin resources when has_resources. */
+  int has_decode_entry;
+  int decode_block_m, decode_block_n, decode_num_warps, decode_num_stages;
+  int decode_dynamic_smem_bytes, decode_blocks_per_sm;
+  int decode_registers, decode_stack_frame_bytes, decode_spill_store_bytes,
+      decode_spill_load_bytes;
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);

@@ -127,8 +127,12 @@ extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
 // The sm80 kernel has them; the sm90 kernel, which reuses this block state and row math, does not
 // (decoding calls run on the sm80 kernel), and without them its three-consumer schedules stay
 // inside their 160 registers.
+// SKIP_IDLE_WARPS: a warp whose rows are all past the block's last query skips the math (the
+// decoding entry, whose blocks are mostly such warps). Not in the 128-row kernels: the branch
+// cost ptxas 17-19 registers there (D=128, sm_80: 203 -> 220 noop, 215 -> 234 causal) for a
+// saving only in a call's last query tile.
 template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
-          int NUM_STAGES, bool DECODING = false>
+          int NUM_STAGES, bool DECODING = false, bool SKIP_IDLE_WARPS = false>
 struct AttentionForward {
   static_assert(HEAD_DIM == 32 || HEAD_DIM == 64 || HEAD_DIM == 96 || HEAD_DIM == 128 ||
                     HEAD_DIM == 256,
@@ -440,6 +444,7 @@ struct AttentionForward {
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) softmax[mt].init();
 
+    const bool warp_has_rows = !SKIP_IDLE_WARPS || q0 + Layout::warp_row0(warp) < q_end;
     int load_stage = NUM_STAGES - 1;
     int compute_stage = 0;
     // ---- Main loop: iteration i consumes the i-th non-empty tile and prefetches the
@@ -461,9 +466,14 @@ struct AttentionForward {
       cp_async_commit();
       load_stage = load_stage + 1 == NUM_STAGES ? 0 : load_stage + 1;
 
-      compute_tile(ring_tile[0], ring_class[0], k_smem + compute_stage * KVTile::kBytes,
-                   v_smem + compute_stage * KVTile::kBytes, q_warp, q_lane, q_frag, warp, lane,
-                   row_values, acc_o, softmax);
+      // Note: a warp all of whose rows are past the block's last query (a decoding block of a
+      // few rows) skips the math but still loads and meets the barriers; its softmax state stays
+      // empty and its rows are never stored. Warp-uniform, and compute_tile has no barrier.
+      if (warp_has_rows) {
+        compute_tile(ring_tile[0], ring_class[0], k_smem + compute_stage * KVTile::kBytes,
+                     v_smem + compute_stage * KVTile::kBytes, q_warp, q_lane, q_frag, warp, lane,
+                     row_values, acc_o, softmax);
+      }
       compute_stage = compute_stage + 1 == NUM_STAGES ? 0 : compute_stage + 1;
 
 #pragma unroll
@@ -815,6 +825,16 @@ template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_
 ATTNJIT_DEVICE void attention_forward(const FwdParams& params) {
   AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES,
                    has_decoding_features(HEAD_DIM)>
+      kernel(params);
+  kernel.run();
+}
+
+// The decoding entry's body (kDecodeBlockM rows, kDecodeWarps warps; fwd_config.cuh).
+template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_N, int NUM_STAGES>
+ATTNJIT_DEVICE void attention_forward_decode(const FwdParams& params) {
+  static_assert(has_decoding_features(HEAD_DIM), "the decoding entry needs the decoding features");
+  AttentionForward<VARIANT, ELEM, HEAD_DIM, kDecodeBlockM, BLOCK_N, kDecodeWarps, NUM_STAGES,
+                   /*DECODING=*/true, /*SKIP_IDLE_WARPS=*/true>
       kernel(params);
   kernel.run();
 }

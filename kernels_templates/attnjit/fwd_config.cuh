@@ -18,6 +18,16 @@ constexpr int kMaxForwardWarps = 16;
 ATTNJIT_HD constexpr bool has_decoding_features(int head_dim) { return head_dim >= 64; }
 constexpr int kTileWindowBytes = 2 * kMaxForwardWarps * 4;
 
+// The decoding entry (attnjit_fwd_decode, sm80 modules with the decoding features): the forward
+// kernel with 32-row blocks of two warps, for launches of at most 32 query rows (a decoding step,
+// packed or not). A 128-row tile computes 128 rows of MMA work for the few real ones, which makes
+// such calls bound by the tensor cores rather than by reading K and V; small blocks, several per
+// SM (codegen's decode tiles), and the warps with no real row skipping the math
+// (AttentionForward::run) leave them bound by the reads. Two warps, not one: the tile loaders
+// need 64 threads to keep every thread's swizzle fixed (copy.cuh, TileLoadPlan).
+constexpr int kDecodeBlockM = 32;
+constexpr int kDecodeWarps = 2;
+
 // Q tile [BLOCK_M][HEAD_DIM] plus NUM_STAGES pipeline stages of K and V tiles [BLOCK_N][HEAD_DIM],
 // all of 16-bit elements, then the tile window. The output tile is staged in the Q tile's space.
 ATTNJIT_HD constexpr int forward_smem_bytes(int head_dim, int block_m, int block_n,

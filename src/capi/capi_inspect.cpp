@@ -27,15 +27,32 @@ std::string resolve_arch(const char* requested, const attnjit::Runtime& runtime)
   return runtime.device_arch().empty() ? "sm_90" : runtime.device_arch();
 }
 
+// One entry's ptxas report into the info's fields of that entry.
+struct EntryFields {
+  int* registers;
+  int* stack_frame_bytes;
+  int* spill_store_bytes;
+  int* spill_load_bytes;
+};
+
+void copy_usage(const attnjit::ResourceUsage& usage, const EntryFields& fields) {
+  *fields.registers = usage.registers;
+  *fields.stack_frame_bytes = usage.stack_frame_bytes;
+  *fields.spill_store_bytes = usage.spill_store_bytes;
+  *fields.spill_load_bytes = usage.spill_load_bytes;
+}
+
 void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cubin) {
-  const attnjit::ResourceUsage& usage = cubin.forward_resources;
   info.has_resources = 1;
-  info.registers = usage.registers;
-  info.static_smem_bytes = usage.shared_bytes;
-  info.stack_frame_bytes = usage.stack_frame_bytes;
-  info.spill_store_bytes = usage.spill_store_bytes;
-  info.spill_load_bytes = usage.spill_load_bytes;
+  copy_usage(cubin.forward_resources, {&info.registers, &info.stack_frame_bytes,
+                                       &info.spill_store_bytes, &info.spill_load_bytes});
+  info.static_smem_bytes = cubin.forward_resources.shared_bytes;
   info.cubin_bytes = cubin.image.size();
+  if (info.has_decode_entry) {
+    copy_usage(cubin.decode_resources,
+               {&info.decode_registers, &info.decode_stack_frame_bytes,
+                &info.decode_spill_store_bytes, &info.decode_spill_load_bytes});
+  }
   info.origin = attnjit::capi::to_c_origin(cubin.origin);
 }
 
@@ -62,6 +79,16 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   info.sm90_persistent = config.persistent ? 1 : 0;
   info.sm90_p_smem = config.p_in_smem ? 1 : 0;
   info.sm90_watchdog_ms = config.watchdog_ms;
+  if (config.decode_block_n > 0) {
+    const attnjit::codegen::KernelConfig decode = attnjit::codegen::decode_config(config);
+    info.has_decode_entry = 1;
+    info.decode_block_m = decode.block_m;
+    info.decode_block_n = decode.block_n;
+    info.decode_num_warps = decode.num_warps;
+    info.decode_num_stages = decode.num_stages;
+    info.decode_dynamic_smem_bytes = decode.smem_bytes;
+    info.decode_blocks_per_sm = decode.blocks_per_sm;
+  }
   if ((parts & ATTNJIT_INSPECT_SOURCE) != 0) result->source = generated.source;
   if ((parts & ATTNJIT_INSPECT_RESOURCES) != 0) {
     fill_resources(info, attnjit::compile_variant(spec, arch, cache));

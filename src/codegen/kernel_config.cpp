@@ -1,5 +1,7 @@
 // Tile configuration of the forward kernel per arch and head dim (see docs/KERNELS.md).
+#include <algorithm>
 #include <array>
+#include <span>
 
 #include "attnjit/fwd_config.cuh"
 #include "attnjit/sm90_fwd_config.cuh"
@@ -25,6 +27,13 @@ constexpr int shared_memory_limit(int sm) {
 
 static_assert(shared_memory_limit(90) == kSm90SharedMemoryLimit,
               "the sm90 kernel's own shared-memory budget (sm90_fwd_config.cuh) is sm_90's");
+
+// Shared memory of one SM, which the resident blocks share, each also reserving 1 KB: on every
+// SM80+ part it is the per-block limit plus that 1 KB (164, 228, 100 KB).
+constexpr int kReservedSmemPerBlock = 1024;
+constexpr int shared_memory_per_sm(int sm) {
+  return shared_memory_limit(sm) + kReservedSmemPerBlock;
+}
 
 struct TileShape {
   int head_dim;
@@ -85,7 +94,69 @@ KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
   return config;
 }
 
+// The decoding entry's blocks of `block_n`-key tiles and `stages` stages that fit one SM at
+// once: at most 4, since 4 blocks of 64 threads leave ptxas its 255 registers a thread.
+int decode_residency(int sm, int head_dim, int block_n, int stages) {
+  const int bytes = forward_smem_bytes(head_dim, kDecodeBlockM, block_n, stages);
+  if (bytes > shared_memory_limit(sm)) return 0;
+  return std::min(4, shared_memory_per_sm(sm) / (bytes + kReservedSmemPerBlock));
+}
+
+// The decoding entry's tiles: the first of the candidates (key tiles, stages) with 3 blocks
+// resident per SM (their loads in flight keep an SM's share of the memory bandwidth busy while
+// each block's one real warp computes; docs/PERFORMANCE.md, "The decoding entry"); when none
+// reaches 3 (the 100 KB SMs), the last. At head dim 256 the key tiles are 16 rows: with 32 the
+// 64 threads' tile loads took ptxas past 255 registers (document mask, sm_90: 20-24 bytes of
+// spills in 2 stages, 4 in 3). ATTNJIT_TUNE's decode_block_n and decode_stages replace the
+// choice.
+void choose_decode_tiles(int sm, int head_dim, const KernelTuning& tuning, KernelConfig& config) {
+  constexpr int kWantedResidency = 3;
+  constexpr int kCandidates[][2] = {{64, 3}, {64, 2}, {32, 3}, {32, 2}};
+  constexpr int kWideCandidates[][2] = {{16, 3}, {16, 2}};
+  const std::span<const int[2]> candidates =
+      head_dim >= 256 ? std::span<const int[2]>(kWideCandidates)
+                      : std::span<const int[2]>(kCandidates);
+  int block_n = candidates.back()[0];
+  int stages = candidates.back()[1];
+  for (const auto& [n, s] : candidates) {
+    if (decode_residency(sm, head_dim, n, s) >= kWantedResidency) {
+      block_n = n;
+      stages = s;
+      break;
+    }
+  }
+  block_n = tuning.decode_block_n.value_or(block_n);
+  stages = tuning.decode_stages.value_or(stages);
+  const int residency = decode_residency(sm, head_dim, block_n, stages);
+  if (residency < 1) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: head dim {} with decode_block_n={} and decode_stages={} needs {} "
+                "bytes of shared memory; sm_{} allows {}",
+                head_dim, block_n, stages,
+                forward_smem_bytes(head_dim, kDecodeBlockM, block_n, stages), sm,
+                shared_memory_limit(sm));
+  }
+  config.decode_block_n = block_n;
+  config.decode_stages = stages;
+  config.decode_blocks_per_sm = residency;
+  config.decode_smem_bytes = forward_smem_bytes(head_dim, kDecodeBlockM, block_n, stages);
+}
+
 }  // namespace
+
+KernelConfig decode_config(const KernelConfig& config) {
+  if (config.family != KernelFamily::sm80 || config.decode_block_n <= 0) {
+    throw_error(Status::internal, "the kernel has no decoding entry");
+  }
+  KernelConfig decode;
+  decode.block_m = kDecodeBlockM;
+  decode.block_n = config.decode_block_n;
+  decode.num_warps = kDecodeWarps;
+  decode.num_stages = config.decode_stages;
+  decode.blocks_per_sm = config.decode_blocks_per_sm;
+  decode.smem_bytes = config.decode_smem_bytes;
+  return decode;
+}
 
 KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim, const KernelTuning& tuning) {
   if (sm < 80) {
@@ -120,6 +191,7 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim, const Kerne
         // 256 threads (measured, docs/KERNELS.md); larger head dims would spill under a
         // 128-register cap, so they promise one block and ptxas may use up to 255.
         config.blocks_per_sm = head_dim <= 32 ? 2 : 1;
+        if (has_decoding_features(head_dim)) choose_decode_tiles(sm, head_dim, tuning, config);
         // Note: the defaults pass every check below, so an override is what can fail them.
         return tuned_sm80_config(sm, head_dim, config, tuning);
       }

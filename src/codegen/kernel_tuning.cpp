@@ -57,6 +57,14 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
       tuning.sm80_stages = int_value(key, value, 2, 4);
     } else if (key == "sm80_blocks_per_sm") {
       tuning.sm80_blocks_per_sm = int_value(key, value, 1, 4);
+    } else if (key == "decode_block_n") {
+      tuning.decode_block_n = multiple_of_16(key, value, 16);
+      if (*tuning.decode_block_n > 128) {
+        throw_error(Status::invalid_argument, "ATTNJIT_TUNE: decode_block_n={} is above 128",
+                    value);
+      }
+    } else if (key == "decode_stages") {
+      tuning.decode_stages = int_value(key, value, 2, 4);
     } else if (key == "sm90_block_n") {
       // Note: FlashAttention-3's own tiles include 80 (head dim 256) and 176 (128).
       tuning.sm90_block_n = multiple_of_16(key, value, 64);
@@ -81,7 +89,7 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     } else {
       throw_error(Status::invalid_argument,
                   "ATTNJIT_TUNE: unknown key '{}'; keys: sm80_block_m, sm80_block_n, sm80_warps, "
-                  "sm80_stages, sm80_blocks_per_sm, sm90_block_m, sm90_block_n, sm90_stages, "
+                  "sm80_stages, sm80_blocks_per_sm, decode_block_n, decode_stages, sm90_block_m, sm90_block_n, sm90_stages, "
                   "sm90_overlap, sm90_persistent, sm90_p_smem, sm90_watchdog_ms",
                   key);
     }

@@ -9,6 +9,9 @@
 //   sm80_stages    2 .. 4                  cp.async pipeline depth
 //   sm80_blocks_per_sm 1 .. 4              blocks per SM promised to ptxas (__launch_bounds__);
 //                                          65536 / (32 * warps * blocks) registers per thread
+//   decode_block_n 16 .. 128               keys per stage of the SM80 decoding entry (launches
+//                                          of at most 32 query rows), a multiple of 16
+//   decode_stages  2 .. 4                  its cp.async pipeline depth
 //   sm90_block_n   64 .. 256               keys per stage, a multiple of 16
 //   sm90_stages    2 .. 8                  depth of the K/V ring
 //   sm90_overlap   0 | 1                   intra-warpgroup pipelining (S of the next tile issued
@@ -35,6 +38,8 @@ struct KernelTuning {
   std::optional<int> sm80_warps;
   std::optional<int> sm80_stages;
   std::optional<int> sm80_blocks_per_sm;
+  std::optional<int> decode_block_n;
+  std::optional<int> decode_stages;
   std::optional<int> sm90_block_m;
   std::optional<int> sm90_block_n;
   std::optional<int> sm90_stages;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "attnjit/fwd_config.cuh"
 #include "codegen/lower_expr.hpp"
 #include "codegen/lower_hooks.hpp"
 #include "common/error.hpp"
@@ -65,6 +66,13 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   s += fmt::format(
       "// tiles: block_m {}, block_n {}, warps {}, stages {}, dynamic shared memory {} bytes\n",
       config.block_m, config.block_n, config.num_warps, config.num_stages, config.smem_bytes);
+  if (config.decode_block_n > 0) {
+    s += fmt::format(
+        "// decoding entry tiles: block_m {}, block_n {}, warps {}, stages {}, dynamic shared "
+        "memory {} bytes, {} blocks per SM\n",
+        kDecodeBlockM, config.decode_block_n, kDecodeWarps, config.decode_stages,
+        config.decode_smem_bytes, config.decode_blocks_per_sm);
+  }
   if (sm90) {
     s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}\n",
                      config.overlap ? "on" : "off", config.persistent ? "on" : "off",
@@ -127,6 +135,15 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
       kSummaryEntry);
   s += "  attnjit::tensor_summary(data, len, index_len, granularity, out_min, out_max);\n";
   s += "}\n";
+  if (config.decode_block_n > 0) {
+    s += fmt::format(
+        "\nextern \"C\" __global__ void __launch_bounds__({}, {})\n"
+        "{}(const attnjit::FwdParams params) {{\n",
+        kDecodeWarps * 32, config.decode_blocks_per_sm, kDecodeEntry);
+    s += fmt::format("  attnjit::attention_forward_decode<AttnjitVariant, {}, {}, {}, {}>(params);\n",
+                     elem_type(dtype), head_dim, config.decode_block_n, config.decode_stages);
+    s += "}\n";
+  }
   if (!sm90) {
     s += fmt::format(
         "\nextern \"C\" __global__ void __launch_bounds__(attnjit::kCombineThreads)\n"

@@ -29,7 +29,17 @@ struct KernelConfig {
   bool p_in_smem = false;  // P V reads P from shared memory (FA3's MmaPV_is_RS = false)
   // sm90 kernel only: an mbarrier wait longer than this prints its label and traps (0: off).
   int watchdog_ms = 0;
+  // sm80 kernel with the decoding features only: the tiles of the module's decoding entry
+  // (kDecodeEntry: kDecodeBlockM rows, kDecodeWarps warps; decode_config). 0: no such entry.
+  int decode_block_n = 0;
+  int decode_stages = 0;
+  int decode_blocks_per_sm = 0;  // resident per SM (shared memory), promised to ptxas too
+  int decode_smem_bytes = 0;
 };
+
+// The configuration the decoding entry of a module of `config` launches with (block_m, warps,
+// tiles, shared memory, blocks per SM); config.decode_block_n must be set.
+KernelConfig decode_config(const KernelConfig& config);
 
 // Throws Error(unsupported) for head dims or arches (sm < 80) that are not supported.
 // `sm` is 80, 86, 89, 90...; the configuration fits the arch's shared-memory opt-in limit.
@@ -51,6 +61,9 @@ KernelConfig kernel_config_for(const expr::Expression& mask, const expr::Express
                                const KernelTuning& tuning);
 
 constexpr const char* kForwardEntry = "attnjit_fwd";
+// The forward kernel in 32-row blocks for launches of at most 32 query rows (fwd_config.cuh,
+// kDecodeBlockM); sm80-family modules with the decoding features.
+constexpr const char* kDecodeEntry = "attnjit_fwd_decode";
 constexpr const char* kSummaryEntry = "attnjit_tensor_summary";
 // The split-KV merge (split_combine.cuh); sm80-family modules only, since split-KV calls run on
 // the sm80 kernel on every arch.

@@ -82,6 +82,9 @@ std::shared_ptr<const KernelBinary> KernelCache::load_from_disk(const KernelRequ
   binary->image = std::move(loaded.entry->binary);
   binary->config = request.config;
   binary->forward_resources = resources_from_json(sidecar.at("forward_resources"));
+  if (request.config.decode_block_n > 0) {
+    binary->decode_resources = resources_from_json(sidecar.at("decode_resources"));
+  }
   binary->key = request.key;
   binary->path = loaded.entry->binary_path.string();
   binary->origin = KernelOrigin::disk;
@@ -95,6 +98,9 @@ std::string KernelCache::store(const KernelRequest& request, const cache::EntryI
   fields["summary"] = variant_summary(request.variant);
   fields["config"] = to_json(request.config);
   fields["forward_resources"] = to_json(compiled.binary.forward_resources);
+  if (request.config.decode_block_n > 0) {
+    fields["decode_resources"] = to_json(compiled.binary.decode_resources);
+  }
   try {
     return store_.store(id, compiled.binary.image, fields).string();
   } catch (const Error& e) {

@@ -46,7 +46,9 @@ bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) 
          a.num_warps == b.num_warps &&
          a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes &&
          a.overlap == b.overlap && a.persistent == b.persistent && a.p_in_smem == b.p_in_smem &&
-         a.watchdog_ms == b.watchdog_ms;
+         a.watchdog_ms == b.watchdog_ms && a.decode_block_n == b.decode_block_n &&
+         a.decode_stages == b.decode_stages && a.decode_blocks_per_sm == b.decode_blocks_per_sm &&
+         a.decode_smem_bytes == b.decode_smem_bytes;
 }
 
 }  // namespace
@@ -59,6 +61,12 @@ nlohmann::json to_json(const codegen::KernelConfig& config) {
                          {"persistent", config.persistent}, {"p_in_smem", config.p_in_smem}};
   // Note: only when on, so that the default kernels' sidecars are what they were.
   if (config.watchdog_ms > 0) json["watchdog_ms"] = config.watchdog_ms;
+  if (config.decode_block_n > 0) {
+    json["decode"] = {{"block_n", config.decode_block_n},
+                      {"num_stages", config.decode_stages},
+                      {"blocks_per_sm", config.decode_blocks_per_sm},
+                      {"smem_bytes", config.decode_smem_bytes}};
+  }
   return json;
 }
 
@@ -92,6 +100,14 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   config.persistent = bool_field(json, "persistent");
   config.p_in_smem = bool_field(json, "p_in_smem");
   config.watchdog_ms = json.contains("watchdog_ms") ? int_field(json, "watchdog_ms", 0) : 0;
+  // Note: entries written before the decoding entry existed have none.
+  if (const auto decode = json.is_object() ? json.find("decode") : json.end();
+      decode != json.end()) {
+    config.decode_block_n = int_field(*decode, "block_n", 16);
+    config.decode_stages = int_field(*decode, "num_stages", 2);
+    config.decode_blocks_per_sm = int_field(*decode, "blocks_per_sm", 1);
+    config.decode_smem_bytes = int_field(*decode, "smem_bytes", 1);
+  }
   return config;
 }
 
@@ -127,6 +143,11 @@ std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::
     const auto resources = sidecar.find("forward_resources");
     if (resources == sidecar.end()) return "sidecar lacks 'forward_resources'";
     resources_from_json(*resources);
+    if (config.decode_block_n > 0) {
+      const auto decode = sidecar.find("decode_resources");
+      if (decode == sidecar.end()) return "sidecar lacks 'decode_resources'";
+      resources_from_json(*decode);
+    }
   } catch (const Error& e) {
     return e.what();
   }

@@ -118,12 +118,22 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
     if (const auto it = program.resources.find(codegen::kForwardEntry);
         it != program.resources.end()) {
       compiled.binary.forward_resources = it->second;
+    }
+    if (const auto it = program.resources.find(codegen::kDecodeEntry);
+        it != program.resources.end()) {
+      compiled.binary.decode_resources = it->second;
+    }
+    for (const char* entry : {codegen::kForwardEntry, codegen::kDecodeEntry}) {
+      const auto it = program.resources.find(entry);
+      if (it == program.resources.end()) continue;
       const ResourceUsage& usage = it->second;
       if (usage.spill_store_bytes > 0 || usage.spill_load_bytes > 0) {
         // Note: a spilling kernel is still correct; the user should know why it is slow.
-        log().warn("kernel {} for {} spills ({} bytes stored, {} loaded, {} registers): expect "
-                   "lower speed; a simpler score expression or a smaller head dim avoids it",
-                   key, arch, usage.spill_store_bytes, usage.spill_load_bytes, usage.registers);
+        log().warn("kernel {} ({}) for {} spills ({} bytes stored, {} loaded, {} registers): "
+                   "expect lower speed; a simpler score expression or a smaller head dim avoids "
+                   "it",
+                   key, entry, arch, usage.spill_store_bytes, usage.spill_load_bytes,
+                   usage.registers);
       }
     }
     nlohmann::json resources = nlohmann::json::object();

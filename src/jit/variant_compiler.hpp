@@ -32,6 +32,7 @@ struct KernelBinary {
   std::vector<char> image;     // cubin bytes or PTX text
   codegen::KernelConfig config;
   ResourceUsage forward_resources;  // of kForwardEntry
+  ResourceUsage decode_resources;   // of kDecodeEntry, where config.decode_block_n > 0
   std::string key;             // cache key (hex)
   std::string path;            // cache file, empty when not stored
   KernelOrigin origin = KernelOrigin::compiled;

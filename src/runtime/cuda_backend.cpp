@@ -337,46 +337,45 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   const codegen::KernelConfig& config = kernel.config;
   auto stream = static_cast<CUstream>(stream_handle);
 
-  // What the kernel launches: the call, or its packed GQA view (a decoding step).
-  const int group =
-      pack_gqa_from_environment() ? gqa_pack_group(shape, config, hooks_use_heads) : 1;
-  AttentionShape launch_shape = shape;
-  AttentionBuffers launch_buffers = buffers;
-  pack_gqa(group, launch_shape, launch_buffers);
-  FwdParams params = make_forward_params(launch_shape, launch_buffers, args);
-  params.pack_gqa = group;
-
-  // One scratch for the call: the tensor summaries, then the split-KV partials.
-  // Note: the summaries of the call's own query axis, which is what the hooks index.
-  const SummaryPlan summaries =
-      plan_summaries(expr::summary_requests(mask), shape, config, args);
-  const int num_splits = choose_num_splits(launch_shape, config, device.multiprocessors,
-                                           split_kv_from_environment());
-  const SplitPlan split =
-      plan_split(launch_shape, config, num_splits, summaries.total_ints * sizeof(int));
+  // What the kernel launches: the call, or its packed GQA view (a decoding step), on the forward
+  // or the decoding entry, split or not; one scratch holds the tensor summaries, then the
+  // split-KV partials.
+  const ForwardLaunch plan =
+      plan_forward_launch(shape, buffers, config, hooks_use_heads, expr::summary_requests(mask),
+                          args, device.multiprocessors, launch_choices_from_environment());
+  const SplitPlan& split = plan.split;
+  FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
+  params.pack_gqa = plan.decoding.group;
   if (split.num_splits > 1 && loaded.combine == nullptr) {
     throw_error(Status::internal, "a split-KV call needs the {} entry, which the kernel module "
                 "lacks", codegen::kSplitCombineEntry);
   }
-  const std::size_t scratch_bytes =
-      split.num_splits > 1 ? split.offset + split.bytes : summaries.total_ints * sizeof(int);
+  const CUfunction entry = plan.decoding.decode_entry ? loaded.decode : loaded.forward;
+  if (entry == nullptr) {
+    throw_error(Status::internal, "the kernel module lacks the {} entry", plan.entry);
+  }
   // Note: destroyed after the launches below, so the scratch is released (unlocked, or freed in
   // stream order) only once the kernels that read it are queued.
   CallScratch scratch;
   const CUdeviceptr scratch_base =
-      scratch_bytes > 0 ? scratch.acquire(context, stream, scratch_bytes) : 0;
-  attach_summaries(stream, loaded, summaries, params.args,
+      plan.scratch_bytes > 0 ? scratch.acquire(context, stream, plan.scratch_bytes) : 0;
+  attach_summaries(stream, loaded, plan.summaries, params.args,
                    reinterpret_cast<const int*>(scratch_base));
   SplitCombineParams combine{};
   if (split.num_splits > 1) {
-    combine = attach_split(split, launch_shape, launch_buffers,
+    combine = attach_split(split, plan.shape, plan.buffers,
                            reinterpret_cast<void*>(scratch_base), params);
     log().debug("split-KV: {} slices of {} key tiles for {} query tile(s) x {} head(s)",
-                split.num_splits, split.split_tiles,
-                (launch_shape.q_len + config.block_m - 1) / config.block_m,
-                launch_shape.batch * launch_shape.num_heads_q);
+                split.num_splits, split.split_tiles, plan.grid.grid_x,
+                plan.shape.batch * plan.shape.num_heads_q);
   }
-  if (group > 1) log().debug("packed GQA: {} query heads per key/value head", group);
+  if (plan.decoding.group > 1) {
+    log().debug("packed GQA: {} query heads per key/value head", plan.decoding.group);
+  }
+  if (plan.decoding.decode_entry) {
+    log().debug("decoding entry: {}-row blocks of {}-key tiles", plan.decoding.config.block_m,
+                plan.decoding.config.block_n);
+  }
 
   static_assert(std::is_trivially_copyable_v<FwdParams> && std::is_standard_layout_v<FwdParams>,
                 "FwdParams is copied into the kernel's parameter buffer byte for byte");
@@ -384,8 +383,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
                     std::is_standard_layout_v<Sm90FwdParams>,
                 "Sm90FwdParams is copied into the kernel's parameter buffer byte for byte");
   static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
-  const LaunchGrid grid =
-      forward_grid(launch_shape, config, device.multiprocessors, split.num_splits);
+  const LaunchGrid& grid = plan.grid;
   if (config.family == codegen::KernelFamily::sm90) {
     Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
     void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel
@@ -394,8 +392,8 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
     return;
   }
   void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
-  launch(codegen::kForwardEntry, loaded.forward, grid.grid_x, grid.grid_y, grid.threads,
-         grid.smem_bytes, stream, launch_params);
+  launch(plan.entry, entry, grid.grid_x, grid.grid_y, grid.threads, grid.smem_bytes, stream,
+         launch_params);
   if (split.num_splits > 1) {
     void* combine_params[] = {&combine};
     launch(codegen::kSplitCombineEntry, loaded.combine, split.combine.grid_x,

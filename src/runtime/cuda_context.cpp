@@ -212,6 +212,36 @@ DeviceInfo query_device(CUdevice device) {
   return info;
 }
 
+namespace {
+
+// Opts a forward entry in to its dynamic shared memory and checks that it can launch `threads`
+// threads a block. Static and dynamic shared memory share the opt-in limit, on which
+// cuFuncSetAttribute would only say CUDA_ERROR_INVALID_VALUE, so the check comes first.
+void configure_entry(const std::string& key, const char* entry, CUfunction function,
+                     int smem_bytes, int threads, const DeviceInfo& device) {
+  int static_smem = 0;
+  ATTNJIT_CU(cuFuncGetAttribute, &static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);
+  if (static_smem + smem_bytes > device.smem_optin_bytes) {
+    throw_error(Status::unsupported,
+                "kernel {} ({}) needs {} bytes of dynamic and {} of static shared memory per "
+                "block; {} (sm_{}) allows {} in all",
+                key, entry, smem_bytes, static_smem, device.name, device.sm,
+                device.smem_optin_bytes);
+  }
+  ATTNJIT_CU(cuFuncSetAttribute, function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+             smem_bytes);
+  int max_threads = 0;
+  ATTNJIT_CU(cuFuncGetAttribute, &max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function);
+  if (threads > max_threads) {
+    throw_error(Status::unsupported,
+                "kernel {} ({}) launches {} threads per block but uses too many registers for "
+                "more than {} on {}",
+                key, entry, threads, max_threads, device.name);
+  }
+}
+
+}  // namespace
+
 const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& device,
                                 const KernelBinary& kernel) {
   ContextState& state = registry().state(context);
@@ -279,27 +309,14 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
   // comes next and that call's error reads the record.
   if (config.watchdog_ms > 0) driver::attach_watchdog_record(module);
 
-  // Static and dynamic shared memory share the opt-in limit; cuFuncSetAttribute would only say
-  // CUDA_ERROR_INVALID_VALUE.
-  int static_smem = 0;
-  ATTNJIT_CU(cuFuncGetAttribute, &static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-             loaded->forward);
-  if (static_smem + config.smem_bytes > device.smem_optin_bytes) {
-    throw_error(Status::unsupported,
-                "kernel {} needs {} bytes of dynamic and {} of static shared memory per block; {} "
-                "(sm_{}) allows {} in all",
-                key, config.smem_bytes, static_smem, device.name, device.sm,
-                device.smem_optin_bytes);
-  }
-  ATTNJIT_CU(cuFuncSetAttribute, loaded->forward, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-             config.smem_bytes);
-  ATTNJIT_CU(cuFuncGetAttribute, &loaded->max_threads_per_block,
-             CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, loaded->forward);
-  if (config.num_warps * 32 > loaded->max_threads_per_block) {
-    throw_error(Status::unsupported,
-                "kernel {} launches {} threads per block but uses too many registers for more "
-                "than {} on {}",
-                key, config.num_warps * 32, loaded->max_threads_per_block, device.name);
+  configure_entry(key, codegen::kForwardEntry, loaded->forward, config.smem_bytes,
+                  config.num_warps * 32, device);
+  if (config.decode_block_n > 0) {
+    const codegen::KernelConfig decode = codegen::decode_config(config);
+    ATTNJIT_CU(cuModuleGetFunction, &loaded->decode, module, codegen::kDecodeEntry);
+    check_parameter_layout(key, loaded->decode, kForwardParams);
+    configure_entry(key, codegen::kDecodeEntry, loaded->decode, decode.smem_bytes,
+                    decode.num_warps * 32, device);
   }
   log().debug("loaded kernel {} on {} (context {})", key, device.name, context.id);
   return *state.kernels.emplace(key, std::move(loaded)).first->second;

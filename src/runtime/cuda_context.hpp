@@ -28,7 +28,7 @@ struct LoadedKernel {
   CUfunction forward = nullptr;
   CUfunction summary = nullptr;  // null when the module has no summary entry
   CUfunction combine = nullptr;  // the split-KV merge; null in sm90-family modules
-  int max_threads_per_block = 0;
+  CUfunction decode = nullptr;   // the decoding entry; null where the module has none
 };
 
 // The kernel's module in `context`, loaded and configured on first use. Thread-safe.

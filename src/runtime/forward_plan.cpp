@@ -102,6 +102,39 @@ int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& 
   return 1;
 }
 
+bool decode_entry_from_environment() {
+  const char* value = std::getenv("ATTNJIT_DECODE_ENTRY");
+  if (value == nullptr || *value == '\0' || std::string_view(value) == "auto") return true;
+  if (std::string_view(value) == "off") return false;
+  throw_error(Status::invalid_argument, "ATTNJIT_DECODE_ENTRY must be auto or off; got '{}'",
+              value);
+}
+
+LaunchChoices launch_choices_from_environment() {
+  return {pack_gqa_from_environment(), split_kv_from_environment(),
+          decode_entry_from_environment()};
+}
+
+DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelConfig& config,
+                           bool hooks_use_heads, int multiprocessors,
+                           const LaunchChoices& choices) {
+  DecodingPlan plan;
+  plan.group = choices.pack_gqa ? gqa_pack_group(shape, config, hooks_use_heads) : 1;
+  AttentionShape launch_shape = shape;
+  AttentionBuffers no_buffers;  // Note: only the shape of the packed view is needed here
+  pack_gqa(plan.group, launch_shape, no_buffers);
+  plan.decode_entry = choices.decode_entry && config.family == codegen::KernelFamily::sm80 &&
+                      config.decode_block_n > 0 && launch_shape.q_len <= kDecodeBlockM;
+  plan.config = plan.decode_entry ? codegen::decode_config(config) : config;
+  // Note: the count plan_split launches (re-balanced so that no slice is empty).
+  plan.num_splits =
+      plan_split(launch_shape, plan.config,
+                 choose_num_splits(launch_shape, plan.config, multiprocessors, choices.split_kv),
+                 0)
+          .num_splits;
+  return plan;
+}
+
 bool pack_gqa_from_environment() {
   const char* value = std::getenv("ATTNJIT_PACK_GQA");
   if (value == nullptr || *value == '\0' || std::string_view(value) == "auto") return true;
@@ -285,6 +318,30 @@ void attach_summary(const SummaryLaunch& launch, const int* scratch, VariantArgs
   const int* min = scratch + launch.offset;
   const TensorSummary summary{min, min + launch.num_blocks, launch.granularity, launch.num_blocks};
   (launch.request.axis == expr::SummaryAxis::q ? tensor.q_summary : tensor.kv_summary) = summary;
+}
+
+ForwardLaunch plan_forward_launch(const AttentionShape& shape, const AttentionBuffers& buffers,
+                                  const codegen::KernelConfig& config, bool hooks_use_heads,
+                                  const std::vector<expr::SummaryRequest>& summary_requests,
+                                  const VariantArgs& args, int multiprocessors,
+                                  const LaunchChoices& choices) {
+  ForwardLaunch launch;
+  launch.decoding = plan_decoding(shape, config, hooks_use_heads, multiprocessors, choices);
+  const codegen::KernelConfig& entry_config = launch.decoding.config;
+  launch.entry = launch.decoding.decode_entry ? codegen::kDecodeEntry : codegen::kForwardEntry;
+  launch.shape = shape;
+  launch.buffers = buffers;
+  pack_gqa(launch.decoding.group, launch.shape, launch.buffers);
+  // Note: the summaries of the call's own query axis, which is what the hooks index, at the
+  // launched entry's tiles.
+  launch.summaries = plan_summaries(summary_requests, shape, entry_config, args);
+  launch.split = plan_split(launch.shape, entry_config, launch.decoding.num_splits,
+                            launch.summaries.total_ints * sizeof(int));
+  launch.grid = forward_grid(launch.shape, entry_config, multiprocessors, launch.split.num_splits);
+  launch.scratch_bytes = launch.split.num_splits > 1
+                             ? launch.split.offset + launch.split.bytes
+                             : launch.summaries.total_ints * sizeof(int);
+  return launch;
 }
 
 }  // namespace attnjit

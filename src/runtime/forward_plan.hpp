@@ -99,6 +99,34 @@ SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& sha
                                 const AttentionBuffers& buffers, void* scratch,
                                 FwdParams& params);
 
+// ---- The decoding entry (codegen::kDecodeEntry): a launch of at most kDecodeBlockM query rows
+// (after packing) runs the forward kernel in kDecodeBlockM-row blocks, several per SM, whose warps
+// without a real row skip the math (fwd_config.cuh).
+
+// ATTNJIT_DECODE_ENTRY: unset, empty or "auto": use it where it applies; "off": never (for
+// measurements). Error(invalid_argument) for anything else.
+bool decode_entry_from_environment();
+
+// What the environment may change about how a call launches (for measurements).
+struct LaunchChoices {
+  bool pack_gqa = true;         // ATTNJIT_PACK_GQA
+  std::optional<int> split_kv;  // ATTNJIT_SPLIT_KV (nullopt: the heuristic)
+  bool decode_entry = true;     // ATTNJIT_DECODE_ENTRY
+};
+LaunchChoices launch_choices_from_environment();
+
+// How a call runs on the kernel of `config` on a GPU of `multiprocessors` SMs: its packed GQA
+// group, whether the decoding entry runs it, with which tiles, and in how many slices.
+struct DecodingPlan {
+  int group = 1;                 // gqa_pack_group's (1: not packed)
+  bool decode_entry = false;
+  codegen::KernelConfig config;  // the launched entry's: decode_config(config) or config
+  int num_splits = 1;            // the slices launched (choose_num_splits, then plan_split)
+};
+DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelConfig& config,
+                           bool hooks_use_heads, int multiprocessors,
+                           const LaunchChoices& choices);
+
 // The parameter block, with the args' tensor summaries still empty (see SummaryLaunch).
 FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffers& buffers,
                               const VariantArgs& args);
@@ -148,5 +176,25 @@ SummaryPlan plan_summaries(const std::vector<expr::SummaryRequest>& requests,
 // Points the summary of `launch`'s tensor in `args` at its results inside `scratch` (an int
 // array of plan.total_ints, in the memory the kernels will read).
 void attach_summary(const SummaryLaunch& launch, const int* scratch, VariantArgs& args);
+
+// Everything a forward call launches, in order: the summary kernels, the forward entry
+// (`entry` of the module, with `params`' shape and buffers as `shape` / `buffers`: the call's
+// packed view), then the split-KV merge when split.num_splits > 1. `scratch_bytes` of device
+// scratch hold the summaries and the partials.
+struct ForwardLaunch {
+  DecodingPlan decoding;
+  AttentionShape shape;
+  AttentionBuffers buffers;
+  const char* entry = codegen::kForwardEntry;
+  SummaryPlan summaries;
+  SplitPlan split;
+  LaunchGrid grid;
+  std::size_t scratch_bytes = 0;
+};
+ForwardLaunch plan_forward_launch(const AttentionShape& shape, const AttentionBuffers& buffers,
+                                  const codegen::KernelConfig& config, bool hooks_use_heads,
+                                  const std::vector<expr::SummaryRequest>& summary_requests,
+                                  const VariantArgs& args, int multiprocessors,
+                                  const LaunchChoices& choices);
 
 }  // namespace attnjit

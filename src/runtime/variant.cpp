@@ -71,13 +71,11 @@ codegen::KernelConfig Variant::sm80_config() {
 }
 
 bool Variant::decoding_on_sm80(const AttentionShape& shape) {
-  const codegen::KernelConfig config = sm80_config();
-  if (pack_gqa_from_environment() && gqa_pack_group(shape, config, hooks_use_heads_) > 1) {
-    return true;
-  }
   // Note: the SM count of the runtime's device (the one its arch is of), not a driver query.
-  return choose_num_splits(shape, config, runtime_.device_multiprocessors(),
-                           split_kv_from_environment()) > 1;
+  const DecodingPlan plan =
+      plan_decoding(shape, sm80_config(), hooks_use_heads_, runtime_.device_multiprocessors(),
+                    launch_choices_from_environment());
+  return plan.decode_entry || plan.group > 1 || plan.num_splits > 1;
 }
 
 void Variant::prepare() {
@@ -142,9 +140,10 @@ void Variant::forward(const ForwardCall& call) {
                   why, runtime_.device_arch());
       binary = sm80_kernel();
     } else if (decoding_on_sm80(shape)) {
-      // Note: a decoding call (few query tiles, many keys) is bound by reading K and V; the
-      // sm80 kernel, with the keys split and a GQA group's heads packed into one block, keeps
-      // every SM reading, where the sm90 kernel would run a handful of blocks over all of them.
+      // Note: a decoding call (a few query rows, many keys) is bound by reading K and V; the
+      // sm80 kernel's decoding entry, with the keys split and a GQA group's heads packed into
+      // one small block, keeps every SM reading, where the sm90 kernel would run a handful of
+      // 128-row blocks over all of them.
       log().debug("decoding call: it runs on the sm80 kernel for {}", runtime_.device_arch());
       binary = sm80_kernel();
     }

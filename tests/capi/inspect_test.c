@@ -41,6 +41,13 @@ static void test_source_only_compiles_nothing(void) {
   CHECK(info->mask_reads_tensors == 0);
   CHECK(info->block_m > 0 && info->block_n > 0 && info->num_warps > 0 && info->num_stages > 0);
   CHECK(info->dynamic_smem_bytes > 0);
+  /* Head dim 64 on sm_80: the decoding entry, 32-row blocks of 2 warps. */
+  CHECK(info->has_decode_entry == 1);
+  CHECK(info->decode_block_m == 32 && info->decode_num_warps == 2);
+  CHECK(info->decode_block_n > 0 && info->decode_num_stages >= 2);
+  CHECK(info->decode_dynamic_smem_bytes > 0 && info->decode_blocks_per_sm >= 1);
+  CHECK(info->decode_registers == 0);
+  CHECK(contains(info->source, "attnjit_fwd_decode("));
   CHECK(info->has_resources == 0 && info->registers == 0);
   CHECK(contains(info->source, "attnjit_fwd"));
   CHECK(info->ptx == NULL);
@@ -61,6 +68,8 @@ static void test_all_parts_compile_cubin_and_ptx(void) {
   if (info == NULL) return;
   CHECK(info->has_resources == 1);
   CHECK(info->registers > 0);
+  CHECK(info->decode_registers > 0);
+  CHECK(info->decode_spill_store_bytes == 0 && info->decode_spill_load_bytes == 0);
   CHECK(info->cubin_bytes > 0);
   CHECK(info->origin == ATTNJIT_ORIGIN_COMPILED);
   CHECK(info->cached == 1);
@@ -73,6 +82,7 @@ static void test_all_parts_compile_cubin_and_ptx(void) {
   CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
   if (info == NULL) return;
   CHECK(info->origin == ATTNJIT_ORIGIN_MEMORY);
+  CHECK(info->decode_registers > 0); /* from the cubin's record, not a recompile */
   CHECK(info->source == NULL && info->ptx == NULL);
   attnjit_variant_info_destroy(info);
 }

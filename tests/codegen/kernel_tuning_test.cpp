@@ -56,6 +56,39 @@ TEST_CASE("ATTNJIT_TUNE's sm80 items reshape the SM80 kernel's tiles", "[codegen
   CHECK_THROWS_WITH(parse_kernel_tuning("sm80_warps=32"), Catch::Contains("[1, 16]"));
 }
 
+TEST_CASE("ATTNJIT_TUNE's decode items reshape the decoding entry's tiles, in its source too",
+          "[codegen][tuning]") {
+  const auto tuning = parse_kernel_tuning("decode_block_n=32,decode_stages=4");
+  const auto config = codegen::choose_kernel_config(90, DType::bf16, 128, tuning);
+  CHECK(config.decode_block_n == 32);
+  CHECK(config.decode_stages == 4);
+  CHECK(config.decode_smem_bytes == forward_smem_bytes(128, kDecodeBlockM, 32, 4));
+  CHECK(config.decode_blocks_per_sm == 3);  // 82 KB each on a 228 KB SM
+  // The forward entry's tiles stay the defaults.
+  const auto defaults = codegen::choose_kernel_config(90, DType::bf16, 128);
+  CHECK(config.block_n == defaults.block_n);
+  CHECK(config.num_stages == defaults.num_stages);
+  const auto mask = test::parse_mask("q_idx >= kv_idx");
+  const auto score = test::parse_score("score");
+  const std::string source =
+      codegen::generate_kernel_source(mask, score, DType::bf16, 128, codegen::Target(90),
+                                      codegen::FamilyRequest::sm80, tuning)
+          .source;
+  CHECK_THAT(source, Catch::Contains("__launch_bounds__(64, 3)\nattnjit_fwd_decode("));
+  CHECK_THAT(source,
+             Catch::Contains("attention_forward_decode<AttnjitVariant, attnjit::bf16_t, 128, 32, 4>"));
+
+  CHECK_THROWS_WITH(parse_kernel_tuning("decode_block_n=144"),
+                    Catch::Contains("decode_block_n=144 is above 128"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("decode_block_n=40"),
+                    Catch::Contains("not a multiple of 16"));
+  CHECK_THROWS_WITH(parse_kernel_tuning("decode_stages=5"), Catch::Contains("[2, 4]"));
+  CHECK_THROWS_WITH(
+      codegen::choose_kernel_config(86, DType::bf16, 256,
+                                    parse_kernel_tuning("decode_block_n=128,decode_stages=4")),
+      Catch::Contains("decode_block_n=128 and decode_stages=4 needs"));
+}
+
 TEST_CASE("a malformed ATTNJIT_TUNE names the item and the reason", "[codegen][tuning]") {
   CHECK_THROWS_WITH(parse_kernel_tuning("sm90_stages"),
                     Catch::Contains("'sm90_stages' is not key=value"));

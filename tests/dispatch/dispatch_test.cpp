@@ -28,6 +28,7 @@
 #include "gpu_harness.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
+#include "runtime/forward_plan.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/variant.hpp"
 #include "simt_module.hpp"
@@ -71,8 +72,9 @@ class EmulatedDevice {
     error_.clear();
   }
   const std::string& error() const { return error_; }
-  // The grids of the forward launches so far, oldest first.
+  // The grids of the forward launches so far (either entry), oldest first, and their entries.
   const std::vector<LaunchGrid>& forward_grids() const { return forward_grids_; }
+  const std::vector<std::string>& forward_entries() const { return forward_entries_; }
   int launch_count() const { return launch_count_(); }
   int param_info_past_end() const { return param_info_past_end_(); }
   // Where the loaded watchdog kernel's record pointer lives (its module global), or null.
@@ -107,8 +109,13 @@ class EmulatedDevice {
     grid.grid_y = launch.grid_y;
     grid.threads = launch.threads;
     grid.smem_bytes = launch.smem_bytes;
+    if (std::string(launch.function) == codegen::kDecodeEntry) {
+      forward_grids_.push_back(grid);
+      forward_entries_.push_back(launch.function);
+    }
     if (std::string(launch.function) == codegen::kForwardEntry) {
       forward_grids_.push_back(grid);
+      forward_entries_.push_back(launch.function);
       if (expiry_) {
         Sm90WatchdogRecord** global = watchdog_global();
         if (global == nullptr || *global == nullptr) {
@@ -132,6 +139,7 @@ class EmulatedDevice {
   int kernel_ = 0;
   std::string error_;
   std::vector<LaunchGrid> forward_grids_;
+  std::vector<std::string> forward_entries_;
 };
 
 EmulatedDevice& device() {
@@ -484,21 +492,52 @@ TEST_CASE("fake device: a mask reading a tensor launches its summary first", "[d
   CHECK(device().launch_count() - middle == 1);
 }
 
+// How the backend should launch `c` on the fake device: the planner's answer for the kernel
+// configuration of the device's arch and its SM count.
+DecodingPlan expected_decoding(const KernelCase& c, const codegen::FamilyRequest family =
+                                                        codegen::FamilyRequest::environment) {
+  const PreparedCase prepared(c);
+  const codegen::KernelConfig config = codegen::kernel_config_for(
+      prepared.mask, prepared.score, c.dtype, c.head_dim,
+      arch_target(nvrtc::device_arch(cuda::current_device().sm)), family);
+  AttentionShape s = c.shape;
+  s.head_dim = c.head_dim;
+  LaunchChoices choices = launch_choices_from_environment();
+  if (c.split_kv) choices.split_kv = c.split_kv;
+  return plan_decoding(s, config, expressions_use_heads({prepared.mask, prepared.score}),
+                       cuda::current_device().multiprocessors, choices);
+}
+
+// The last forward launch was `plan`'s for `c`: its entry, block size and grid.
+void check_last_launch(const KernelCase& c, const DecodingPlan& plan) {
+  REQUIRE_FALSE(device().forward_grids().empty());
+  const LaunchGrid& grid = device().forward_grids().back();
+  CHECK(device().forward_entries().back() ==
+        (plan.decode_entry ? codegen::kDecodeEntry : codegen::kForwardEntry));
+  CHECK(grid.threads == static_cast<unsigned>(32 * plan.config.num_warps));
+  const int heads = plan.group > 1 ? c.shape.num_heads_kv : c.shape.num_heads_q;
+  CHECK(grid.grid_y == static_cast<unsigned>(c.shape.batch * heads * plan.num_splits));
+}
+
 TEST_CASE("fake device: split-KV decoding launches the slices, then the merge", "[dispatch]") {
   // The decoding table: its forced slice counts split on any device; the heuristic's cases fill
   // the fake's 4 SMs and run unsplit.
   check_through_backend(split_kv_cases());
 
-  // One (batch, head), one query, 32 key tiles: 1 block for 4 SMs, so the heuristic splits.
+  // One (batch, head), one query, 2048 keys: 1 block for 4 SMs, so the heuristic splits it, on
+  // the decoding entry.
   KernelCase lone;
   lone.shape = shape(1, 1, 1, 1, 2048);
   lone.mask = "kv_idx % 7 != 3";
+  const DecodingPlan plan = expected_decoding(lone);
+  REQUIRE(plan.decode_entry);
+  REQUIRE(plan.num_splits > 1);
   const int before = device().launch_count();
   const std::size_t grids = device().forward_grids().size();
   check_through_backend({lone});
   CHECK(device().launch_count() - before == 2);  // the forward kernel and the merge
   REQUIRE(device().forward_grids().size() == grids + 1);
-  CHECK(device().forward_grids().back().grid_y == 4u);  // 4 slices of 8 tiles
+  check_last_launch(lone, plan);
 
   // ATTNJIT_SPLIT_KV=off: one launch, one block.
   lone.split_kv = 1;
@@ -509,20 +548,49 @@ TEST_CASE("fake device: split-KV decoding launches the slices, then the merge", 
   CHECK(device().param_info_past_end() == 0);
 }
 
+TEST_CASE("fake device: the decoding entry runs launches of at most 32 rows", "[dispatch]") {
+  const std::vector<KernelCase> cases = decode_entry_cases();
+  const auto module = emulated_module(cases);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO(cases[i].name());
+    const DecodingPlan plan = expected_decoding(cases[i]);
+    CHECK(plan.decode_entry);
+    device().use(module.get(), static_cast<int>(i));
+    const CaseResult result = gpu_test::run_case(cases[i]);
+    INFO(result.describe());
+    CHECK(result.passed());
+    check_last_launch(cases[i], plan);
+  }
+  device().use(nullptr, 0);
+
+  // ATTNJIT_DECODE_ENTRY=off: the same call on the forward entry's blocks.
+  const test::ScopedEnv off("ATTNJIT_DECODE_ENTRY", "off");
+  const DecodingPlan plan = expected_decoding(cases[0]);
+  CHECK_FALSE(plan.decode_entry);
+  check_through_backend({cases[0]});
+  check_last_launch(cases[0], plan);
+}
+
 TEST_CASE("fake device: packed GQA decoding through the backend", "[dispatch]") {
   const std::vector<KernelCase> cases = gqa_decoding_cases();
   const std::size_t grids = device().forward_grids().size();
   check_through_backend(cases);
   REQUIRE(device().forward_grids().size() == grids + cases.size());
   // The first case (2 x 8 query heads over 2, causal over the cache) packs 4 heads per block:
-  // B * Hkv = 4 block rows, which fill the fake's 4 SMs, so no split.
-  CHECK(device().forward_grids()[grids].grid_y == 4u);
+  // B * Hkv = 4 block rows of the decoding entry, split as the planner says for the fake's SMs.
+  const DecodingPlan plan = expected_decoding(cases[0]);
+  CHECK(plan.group == 4);
+  CHECK(plan.decode_entry);
+  CHECK(device().forward_grids()[grids].grid_y == static_cast<unsigned>(4 * plan.num_splits));
   CHECK(device().forward_grids()[grids].grid_x == 1u);
+  CHECK(device().forward_entries()[grids] == codegen::kDecodeEntry);
 
-  // ATTNJIT_PACK_GQA=off: a block per query head, 16 of them.
+  // ATTNJIT_PACK_GQA=off: a block row per query head, 16 of them (times the slices).
   const test::ScopedEnv off("ATTNJIT_PACK_GQA", "off");
+  const DecodingPlan unpacked = expected_decoding(cases[0]);
+  CHECK(unpacked.group == 1);
   check_through_backend({cases[0]});
-  CHECK(device().forward_grids().back().grid_y == 16u);
+  check_last_launch(cases[0], unpacked);
 }
 
 TEST_CASE("fake device: a decoding call on sm_90a runs split on the sm80 kernel",
@@ -550,9 +618,12 @@ TEST_CASE("fake device: a decoding call on sm_90a runs split on the sm80 kernel"
   INFO(result.describe());
   CHECK(result.passed());
   CHECK(device().launch_count() - before == 2);
-  // The 2 query heads packed into one block row, split 4 ways for the fake's 4 SMs.
-  CHECK(device().forward_grids().back().grid_y == 4u);
-  CHECK(device().forward_grids().back().threads == 256u);    // the sm80 kernel's 8 warps
+  // The 2 query heads packed into one block row of the sm80 kernel's decoding entry, split for
+  // the fake's 4 SMs.
+  const DecodingPlan plan = expected_decoding(decode, codegen::FamilyRequest::sm80);
+  CHECK(plan.group == 2);
+  CHECK(plan.num_splits > 1);
+  check_last_launch(decode, plan);
   device().use(nullptr, 0);
   attnjit_runtime_destroy(runtime);
   std::error_code ignored;

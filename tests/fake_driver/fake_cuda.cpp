@@ -443,8 +443,13 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, cons
   const Module& found = *reinterpret_cast<Module*>(module);
   const bool combine = std::strcmp(name, "attnjit_split_combine") == 0 &&
                        found.source.find("attnjit::Sm90FwdParams") == std::string::npos;
+  // Note: the decoding entry where codegen wrote one (sm80 modules with the decoding features),
+  // or in any module whose source is unknown (a test's own launcher runs it).
+  const bool decode = std::strcmp(name, "attnjit_fwd_decode") == 0 &&
+                      (found.source.empty() ||
+                       found.source.find("attnjit_fwd_decode(") != std::string::npos);
   if (std::strcmp(name, "attnjit_fwd") != 0 && std::strcmp(name, "attnjit_tensor_summary") != 0 &&
-      !combine && !found.probes) {
+      !combine && !decode && !found.probes) {
     return CUDA_ERROR_NOT_FOUND;
   }
   auto& functions = reinterpret_cast<Module*>(module)->functions;
@@ -469,6 +474,7 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* o
                                     size_t* size) {
   static const std::size_t summary[][2] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
   const bool forward = reinterpret_cast<Function*>(function)->name == "attnjit_fwd" ||
+                       reinterpret_cast<Function*>(function)->name == "attnjit_fwd_decode" ||
                        reinterpret_cast<Function*>(function)->module->probes;
   const bool combine = reinterpret_cast<Function*>(function)->name == "attnjit_split_combine";
   if (index >= (forward || combine ? 1u : std::size(summary))) {

@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "gpu_harness.hpp"
 #include "support/case_tables.hpp"
+#include "support/scoped_env.hpp"
 #include "runtime/cuda_memory.hpp"
 
 using namespace attnjit;
@@ -142,6 +143,20 @@ TEST_CASE("packed GQA decoding matches the reference", "[gpu]") {
   check_cases(gqa_decoding_cases());
 }
 
+// Launches of at most 32 rows: the sm80 family's decoding entry (32-row blocks of 2 warps).
+TEST_CASE("the decoding entry matches the reference", "[gpu]") {
+  check_cases(decode_entry_cases());
+}
+
+// ATTNJIT_DECODE_ENTRY=off: the same decoding steps on the forward entry's 128-row blocks,
+// packed and split.
+TEST_CASE("decoding on the forward entry matches the reference", "[gpu]") {
+  const test::ScopedEnv off("ATTNJIT_DECODE_ENTRY", "off");
+  std::vector<KernelCase> cases = gqa_decoding_cases();
+  cases.push_back(split_kv_cases().front());
+  check_cases(cases);
+}
+
 // Hardware only ([large]: the fake device's emulator would take hours over its 256 x 512 tiles).
 TEST_CASE("a serving-sized decoding step matches the reference", "[gpu][large]") {
   // 8 sequences, 32 query heads over 8, one query, 32K keys of a cache; and one sequence. Both
@@ -249,7 +264,7 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   window.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
   window.params = {"W:int"};
   window.scalars = {9};
-  window.shape = shape(1, 2, 2, 17, 130);
+  window.shape = shape(1, 2, 2, 40, 130);  // over 32 rows: the forward entry
   window.row_padding = 8;
   KernelCase cap;
   cap.score = "cap * tanh(score / cap)";
@@ -260,8 +275,9 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   // and both consumer warpgroups take turns (ATTNJIT_KERNEL_FAMILY=sm90 under the sanitizers).
   KernelCase ring;
   ring.shape = shape(1, 2, 1, 200, 300);
-  // A decoding step, packed (4 query heads per block) and split into 3 slices: the partials'
-  // stores and the merge kernel (the sm80 family; the sm90 kernel runs it whole).
+  // A decoding step, packed (4 query heads per block) and split into 3 slices: the decoding
+  // entry, the partials' stores and the merge kernel (the sm80 family; the sm90 kernel runs it
+  // whole). `cap` (one row) runs on the decoding entry unsplit.
   KernelCase step = cache_step(shape(1, 8, 2, 1, 600));
   step.split_kv = 3;
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),

@@ -134,6 +134,38 @@ TEST_CASE("the sm90 mbarrier watchdog is part of a stored kernel's configuration
   CHECK_THROWS_WITH(config_from_json(odd), Catch::Contains("'watchdog_ms' is not an int >= 0"));
 }
 
+TEST_CASE("the decoding entry's tiles are part of a stored kernel's configuration",
+          "[jit][sidecar]") {
+  codegen::KernelConfig with_decode = config();
+  with_decode.decode_block_n = 64;
+  with_decode.decode_stages = 2;
+  with_decode.decode_blocks_per_sm = 3;
+  with_decode.decode_smem_bytes = 73856;
+  const codegen::KernelConfig back = config_from_json(to_json(with_decode));
+  CHECK(back.decode_block_n == 64);
+  CHECK(back.decode_stages == 2);
+  CHECK(back.decode_blocks_per_sm == 3);
+  CHECK(back.decode_smem_bytes == 73856);
+  // A module with other decoding tiles (or none) never serves the request.
+  codegen::KernelConfig other = with_decode;
+  other.decode_block_n = 32;
+  const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(with_decode)},
+                                 {"forward_resources", to_json(ResourceUsage{})}};
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), other),
+             Catch::Contains("is not the variant's"));
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), config()),
+             Catch::Contains("is not the variant's"));
+  // The decoding entry's resources are stored beside the forward entry's, and required.
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), with_decode),
+             Catch::Contains("lacks 'decode_resources'"));
+  nlohmann::json complete = stored;
+  complete["decode_resources"] = to_json(ResourceUsage{});
+  CHECK(check_kernel_sidecar(complete, variant(), with_decode).empty());
+  // Without a decoding entry the sidecar has no such field.
+  CHECK_FALSE(to_json(config()).contains("decode"));
+  CHECK(config_from_json(to_json(config())).decode_block_n == 0);
+}
+
 TEST_CASE("a variant summary is one line for cache list", "[jit][sidecar]") {
   CHECK(variant_summary(variant()) == "causal: mask='q_idx>=kv_idx' score='' bf16 d128");
   nlohmann::json with_params = variant();

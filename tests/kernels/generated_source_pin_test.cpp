@@ -27,10 +27,10 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0xae090da50ba55cc3ull},           {"causal", 0x759ac66e30b2fbbfull},
-    {"sliding_window", 0x2898c60467aaf903ull}, {"prefix_lm", 0x66c9d531c424084bull},
-    {"document", 0xebf5276dd53ba3a7ull},       {"alibi", 0x69af0d410d4bda0full},
-    {"softcap", 0x55eac1907f73919full},
+    {"noop", 0x3b8c420d6cd9f229ull},           {"causal", 0xe8a3a65c7c13a2b5ull},
+    {"sliding_window", 0x71082fe5ddae8a11ull}, {"prefix_lm", 0x25b997c4693ec235ull},
+    {"document", 0x0e147f3266b7ca95ull},       {"alibi", 0x63e5c646ad53bf65ull},
+    {"softcap", 0x31105767d4b229d9ull},
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Every standard variant x dtype x head dim x {sm_80, sm_90} compiles with NVRTC, and ptxas
-// reports no spill and no stack frame for the forward, summary and split-KV merge kernels; the same for the
+// reports no spill and no stack frame for the forward, summary and split-KV merge kernels (and the
+// decoding entry, where there is one); the same for the
 // sm90 kernel on sm_90a, whose PTX must use wgmma and TMA, in its default and its persistent
 // schedule; with three consumer warpgroups (block_m 192) the measured spills are listed. One
 // TEST_CASE per head dim so that CTest runs them in parallel.
@@ -12,7 +13,9 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "attnjit/fwd_config.cuh"
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "standard_variants.hpp"
@@ -39,8 +42,12 @@ void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {}) {
         const auto kernel = codegen::generate_kernel_source(
             variant.mask, variant.score, dtype, head_dim, sm, codegen::FamilyRequest::sm80, tuning);
         const auto compiled = attnjit::nvrtc::compile_program(kernel.source, arch, false);
-        for (const char* entry :
-             {codegen::kForwardEntry, codegen::kSummaryEntry, codegen::kSplitCombineEntry}) {
+        std::vector<const char*> entries = {codegen::kForwardEntry, codegen::kSummaryEntry,
+                                            codegen::kSplitCombineEntry};
+        // The decoding entry exactly where the decoding features are.
+        CHECK((kernel.config.decode_block_n > 0) == attnjit::has_decoding_features(head_dim));
+        if (kernel.config.decode_block_n > 0) entries.push_back(codegen::kDecodeEntry);
+        for (const char* entry : entries) {
           INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim
                             << " " << arch << " " << entry << "\n"
                             << compiled.log);
@@ -56,6 +63,15 @@ void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {}) {
                     kernel.config.block_n, kernel.config.num_warps, kernel.config.num_stages,
                     kernel.config.blocks_per_sm, fwd.spill_store_bytes, fwd.spill_load_bytes,
                     fwd.stack_frame_bytes);
+        if (kernel.config.decode_block_n > 0) {
+          const auto& decode = compiled.resources.find(codegen::kDecodeEntry)->second;
+          std::printf("%-15s %-9s hd %3d %s decode: %3d registers, %6d B dynamic smem (%d x %d, "
+                      "%d stages, %d per SM)\n",
+                      variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(),
+                      head_dim, arch, decode.registers, kernel.config.decode_smem_bytes,
+                      attnjit::kDecodeBlockM, kernel.config.decode_block_n,
+                      kernel.config.decode_stages, kernel.config.decode_blocks_per_sm);
+        }
       }
     }
   }

@@ -5,6 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "support/scoped_env.hpp"
 
 using namespace attnjit;
@@ -312,4 +315,131 @@ TEST_CASE("packed GQA: ATTNJIT_PACK_GQA is auto or off", "[runtime]") {
   CHECK(with("auto"));
   CHECK_FALSE(with("off"));
   CHECK_THROWS_WITH(with("0"), Catch::Contains("ATTNJIT_PACK_GQA must be auto or off"));
+}
+
+TEST_CASE("the decoding entry: launches of at most 32 rows, in its own tiles", "[runtime]") {
+  const auto sm80 = codegen::choose_kernel_config(90, DType::bf16, 128);
+  REQUIRE(sm80.decode_block_n > 0);
+  const codegen::KernelConfig decode = codegen::decode_config(sm80);
+  CHECK(decode.block_m == kDecodeBlockM);
+  CHECK(decode.num_warps == kDecodeWarps);
+  CHECK(decode.block_n == sm80.decode_block_n);
+  CHECK(decode.num_stages == sm80.decode_stages);
+  CHECK(decode.smem_bytes ==
+        forward_smem_bytes(128, kDecodeBlockM, decode.block_n, decode.num_stages));
+  CHECK(decode.blocks_per_sm == sm80.decode_blocks_per_sm);
+
+  const LaunchChoices defaults;
+  // A GQA decoding step: packed 4 rows a block, on the decoding entry, split to fill 132 SMs
+  // of its resident blocks.
+  const AttentionShape step{2, 32, 8, 1, 32768, 128};
+  const DecodingPlan packed = plan_decoding(step, sm80, false, 132, defaults);
+  CHECK(packed.group == 4);
+  CHECK(packed.decode_entry);
+  CHECK(packed.config.block_m == kDecodeBlockM);
+  CHECK(packed.num_splits ==
+        plan_split({2, 8, 8, 4, 32768, 128}, decode,
+                   choose_num_splits({2, 8, 8, 4, 32768, 128}, decode, 132), 0)
+            .num_splits);
+  CHECK(packed.num_splits > 1);
+  // Up to 32 rows (a speculative step over a cache, or a group of 32) use it; 33 do not.
+  CHECK(plan_decoding({1, 8, 8, 32, 4096, 128}, sm80, false, 132, defaults).decode_entry);
+  CHECK(plan_decoding({1, 32, 1, 1, 4096, 128}, sm80, false, 132, defaults).decode_entry);
+  const DecodingPlan rows33 = plan_decoding({1, 8, 8, 33, 4096, 128}, sm80, false, 132, defaults);
+  CHECK_FALSE(rows33.decode_entry);
+  CHECK(rows33.config.block_m == sm80.block_m);
+  // A mask using h: unpacked, one row a block, still the decoding entry.
+  const DecodingPlan by_head = plan_decoding(step, sm80, true, 132, defaults);
+  CHECK(by_head.group == 1);
+  CHECK(by_head.decode_entry);
+  // ATTNJIT_DECODE_ENTRY=off: the forward entry's tiles, packing and splitting as before.
+  LaunchChoices off;
+  off.decode_entry = false;
+  const DecodingPlan plain = plan_decoding(step, sm80, false, 132, off);
+  CHECK_FALSE(plain.decode_entry);
+  CHECK(plain.group == 4);
+  CHECK(plain.config.block_m == sm80.block_m);
+  CHECK(plain.config.block_n == sm80.block_n);
+  // Neither the sm90 kernel nor the head-dim-32 one has it.
+  const DecodingPlan sm90 =
+      plan_decoding(step, codegen::sm90_kernel_config(128), false, 132, defaults);
+  CHECK_FALSE(sm90.decode_entry);
+  CHECK(sm90.group == 1);
+  CHECK(sm90.num_splits == 1);
+  const auto d32 = codegen::choose_kernel_config(90, DType::bf16, 32);
+  CHECK(d32.decode_block_n == 0);
+  CHECK_FALSE(plan_decoding({1, 8, 8, 1, 4096, 32}, d32, false, 132, defaults).decode_entry);
+  CHECK_THROWS_WITH(codegen::decode_config(d32), Catch::Contains("no decoding entry"));
+}
+
+TEST_CASE("the decoding entry's tiles keep 3 blocks on an SM where they can", "[runtime]") {
+  struct Expected {
+    int sm, head_dim, block_n, stages, per_sm;
+  };
+  // H100 (228 KB an SM), A100 (164 KB), the 100 KB parts (sm_86, sm_89: fewer fit).
+  const Expected table[] = {
+      {90, 64, 64, 3, 4},  {90, 96, 64, 2, 4},  {90, 128, 64, 2, 3}, {90, 256, 16, 3, 3},
+      {80, 64, 64, 3, 3},  {80, 96, 32, 3, 3},  {80, 128, 32, 2, 3}, {80, 256, 16, 2, 3},
+      {86, 64, 32, 3, 3},  {86, 128, 32, 2, 2}, {89, 256, 16, 2, 2},
+  };
+  for (const Expected& e : table) {
+    INFO("sm_" << e.sm << " head dim " << e.head_dim);
+    const auto config = codegen::choose_kernel_config(e.sm, DType::bf16, e.head_dim);
+    CHECK(config.decode_block_n == e.block_n);
+    CHECK(config.decode_stages == e.stages);
+    CHECK(config.decode_blocks_per_sm == e.per_sm);
+    CHECK(config.decode_smem_bytes ==
+          forward_smem_bytes(e.head_dim, kDecodeBlockM, e.block_n, e.stages));
+  }
+}
+
+TEST_CASE("a forward launch on the decoding entry: its entry, grid, summaries and scratch",
+          "[runtime]") {
+  const auto sm80 = codegen::choose_kernel_config(90, DType::bf16, 64);
+  Call call(Layout::bhld);
+  call.shape = {2, 4, 2, 20, 3000, 64};
+  call.buffers.q_strides = call.buffers.out_strides = layout_strides(Layout::bhld, 4, 20, 64);
+  call.buffers.k_strides = call.buffers.v_strides = layout_strides(Layout::bhld, 2, 3000, 64);
+  VariantArgs args{};
+  static int ids[3000] = {};
+  args.tensors[0].data = ids;
+  args.tensors[0].dims[0] = 3000;
+  args.tensors[0].rank = 1;
+  const std::vector<expr::SummaryRequest> requests = {{0, expr::SummaryAxis::kv}};
+  const ForwardLaunch launch = plan_forward_launch(call.shape, call.buffers, sm80, false, requests,
+                                                   args, 132, LaunchChoices{});
+  REQUIRE(launch.decoding.decode_entry);
+  CHECK(std::string(launch.entry) == codegen::kDecodeEntry);
+  CHECK(launch.grid.threads == 32u * kDecodeWarps);
+  CHECK(launch.grid.grid_x == 1u);  // 20 rows: one 32-row block
+  CHECK(launch.grid.grid_y == static_cast<unsigned>(8 * launch.split.num_splits));
+  CHECK(launch.grid.smem_bytes == static_cast<unsigned>(sm80.decode_smem_bytes));
+  // The summaries are per key tile of the entry that reads them.
+  REQUIRE(launch.summaries.launches.size() == 1);
+  CHECK(launch.summaries.launches[0].granularity == sm80.decode_block_n);
+  CHECK(launch.scratch_bytes == (launch.split.num_splits > 1
+                                     ? launch.split.offset + launch.split.bytes
+                                     : launch.summaries.total_ints * sizeof(int)));
+  // On the forward entry (ATTNJIT_DECODE_ENTRY=off) the same call has the 128-row tiles.
+  LaunchChoices off;
+  off.decode_entry = false;
+  const ForwardLaunch plain =
+      plan_forward_launch(call.shape, call.buffers, sm80, false, requests, args, 132, off);
+  CHECK(std::string(plain.entry) == codegen::kForwardEntry);
+  CHECK(plain.grid.threads == static_cast<unsigned>(32 * sm80.num_warps));
+  CHECK(plain.summaries.launches[0].granularity == sm80.block_n);
+}
+
+TEST_CASE("the decoding entry: ATTNJIT_DECODE_ENTRY is auto or off", "[runtime]") {
+  const auto with = [](const char* value) {
+    test::ScopedEnv env("ATTNJIT_DECODE_ENTRY", value);
+    return decode_entry_from_environment();
+  };
+  CHECK(with(nullptr));
+  CHECK(with(""));
+  CHECK(with("auto"));
+  CHECK_FALSE(with("off"));
+  CHECK_THROWS_WITH(with("no"), Catch::Contains("ATTNJIT_DECODE_ENTRY must be auto or off"));
+  test::ScopedEnv env("ATTNJIT_DECODE_ENTRY", "off");
+  CHECK_FALSE(launch_choices_from_environment().decode_entry);
 }

@@ -203,12 +203,47 @@ TEST_CASE("emulated: tuned sm80 tile shapes match the reference", "[simt]") {
 // Decoding shapes: the keys split into slices, one block each, merged by attnjit_split_combine
 // (the heuristic's count for an H100's 132 SMs, or the case's forced one). Every case splits.
 TEST_CASE("emulated: split-KV decoding matches the reference", "[simt]") {
-  for (const simt::SimtOutcome& outcome : simt::run_simt_cases(split_kv_cases(), 80)) {
+  const std::vector<KernelCase> cases = split_kv_cases();
+  const auto outcomes = simt::run_simt_cases(cases, 80);
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const simt::SimtOutcome& outcome = outcomes[i];
     INFO(outcome.name);
     INFO(outcome.describe());
     INFO("slices: " << outcome.num_splits);
     CHECK(outcome.num_splits > 1);
+    // Launches of at most 32 rows run on the decoding entry, longer ones on the forward entry.
+    CHECK(outcome.decode_entry == (cases[i].shape.q_len <= kDecodeBlockM));
     CHECK(outcome.grid.grid_y % static_cast<unsigned>(outcome.num_splits) == 0u);
+    CHECK(outcome.passed());
+  }
+}
+
+// Launches of at most 32 rows on the decoding entry: 32-row blocks of 2 warps, the warps without
+// a real row skipping the math.
+TEST_CASE("emulated: the decoding entry matches the reference", "[simt]") {
+  for (const simt::SimtOutcome& outcome : simt::run_simt_cases(decode_entry_cases(), 80)) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.decode_entry);
+    CHECK(outcome.grid.threads == static_cast<unsigned>(32 * kDecodeWarps));
+    CHECK(outcome.passed());
+  }
+}
+
+// ATTNJIT_DECODE_ENTRY=off: packing and split-KV on the forward entry's 128-row blocks.
+TEST_CASE("emulated: packed and split decoding on the forward entry match the reference",
+          "[simt]") {
+  simt::SimtLaunchOptions options;
+  options.decode_entry = false;
+  std::vector<KernelCase> cases = gqa_decoding_cases();
+  const std::vector<KernelCase> split = split_kv_cases();
+  cases.insert(cases.end(), split.begin(), split.begin() + 3);
+  for (const simt::SimtOutcome& outcome :
+       simt::run_simt_cases(cases, 80, codegen::FamilyRequest::sm80, options)) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK_FALSE(outcome.decode_entry);
+    CHECK(outcome.grid.threads == static_cast<unsigned>(32 * outcome.config.num_warps));
     CHECK(outcome.passed());
   }
 }

@@ -48,10 +48,10 @@ Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
 
 // The CUDA backend's forward() with the emulator in place of the driver.
 // Returns the forward launch's grid; `num_splits` gets its split-KV slices, `packed_group` its
-// packed GQA group (1: not packed).
+// packed GQA group (1: not packed), `decode_entry` whether the decoding entry ran it.
 LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
                         const SimtLaunchOptions& options, PreparedCase& prepared,
-                        int& num_splits, int& packed_group) {
+                        int& num_splits, int& packed_group, bool& decode_entry) {
   const int multiprocessors = options.multiprocessors;
   reference::HostProblem& problem = prepared.problem;
   const AttentionBuffers buffers = problem.buffers();
@@ -65,27 +65,19 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   }
 
   VariantArgs args = prepared.host_args;
-  const SummaryPlan plan =
-      plan_summaries(expr::summary_requests(prepared.mask), prepared.shape, config, args);
-  const int group = gqa_pack_group(prepared.shape, config,
-                                   expressions_use_heads({prepared.mask, prepared.score}));
-  AttentionShape launch_shape = prepared.shape;
-  AttentionBuffers launch_buffers = buffers;
-  pack_gqa(group, launch_shape, launch_buffers);
-  packed_group = group;
-  const SplitPlan split =
-      plan_split(launch_shape, config,
-                 choose_num_splits(launch_shape, config, multiprocessors,
-                                   prepared.test_case.split_kv ? prepared.test_case.split_kv
-                                                               : options.split_kv),
-                 plan.total_ints * sizeof(int));
-  num_splits = split.num_splits;
+  LaunchChoices choices;
+  choices.split_kv = prepared.test_case.split_kv ? prepared.test_case.split_kv : options.split_kv;
+  choices.decode_entry = options.decode_entry;
+  const ForwardLaunch plan = plan_forward_launch(
+      prepared.shape, buffers, config, expressions_use_heads({prepared.mask, prepared.score}),
+      expr::summary_requests(prepared.mask), args, multiprocessors, choices);
+  packed_group = plan.decoding.group;
+  num_splits = plan.split.num_splits;
+  decode_entry = plan.decoding.decode_entry;
   // Note: ints, so the summaries' part is aligned; the partials start at split.offset bytes.
-  const std::size_t scratch_bytes =
-      split.num_splits > 1 ? split.offset + split.bytes : plan.total_ints * sizeof(int);
-  std::vector<int> scratch((scratch_bytes + sizeof(int) - 1) / sizeof(int));
-  if (split.num_splits > 1) regions.push_back(region(scratch.data(), scratch_bytes, true));
-  for (const SummaryLaunch& launch : plan.launches) {
+  std::vector<int> scratch((plan.scratch_bytes + sizeof(int) - 1) / sizeof(int));
+  if (plan.split.num_splits > 1) regions.push_back(region(scratch.data(), plan.scratch_bytes, true));
+  for (const SummaryLaunch& launch : plan.summaries.launches) {
     const TensorArg& tensor = args.tensors[launch.request.tensor];
     int* min = scratch.data() + launch.offset;
     const SimtSummaryArgs summary_args{static_cast<const int*>(tensor.data), launch.len,
@@ -94,21 +86,23 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
     module.run_summary(module.summary_entry(kernel), summary_args, launch.grid, regions);
     attach_summary(launch, scratch.data(), args);
   }
-  FwdParams params = make_forward_params(launch_shape, launch_buffers, args);
-  params.pack_gqa = group;
-  const LaunchGrid grid = forward_grid(launch_shape, config, multiprocessors, split.num_splits);
+  FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
+  params.pack_gqa = plan.decoding.group;
+  const LaunchGrid& grid = plan.grid;
   if (config.family == codegen::KernelFamily::sm90) {
     module.run_forward(module.forward_entry(kernel),
                        sm90_params(params, prepared, buffers, config), grid, regions);
     return grid;
   }
   SplitCombineParams combine{};
-  if (split.num_splits > 1) {
-    combine = attach_split(split, launch_shape, launch_buffers, scratch.data(), params);
+  if (plan.split.num_splits > 1) {
+    combine = attach_split(plan.split, plan.shape, plan.buffers, scratch.data(), params);
   }
-  module.run_forward(module.forward_entry(kernel), params, grid, regions);
-  if (split.num_splits > 1) {
-    module.run_combine(module.combine_entry(kernel), combine, split.combine, regions);
+  module.run_forward(plan.decoding.decode_entry ? module.decode_entry(kernel)
+                                                : module.forward_entry(kernel),
+                     params, grid, regions);
+  if (plan.split.num_splits > 1) {
+    module.run_combine(module.combine_entry(kernel), combine, plan.split.combine, regions);
   }
   return grid;
 }
@@ -160,7 +154,8 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
                                codegen::kernel_family_name(configs[i].family));
     try {
       outcome.grid = run_emulated(module, kernel_of_case[i], configs[i], options, *prepared[i],
-                                  outcome.num_splits, outcome.packed_group);
+                                  outcome.num_splits, outcome.packed_group,
+                                  outcome.decode_entry);
       outcome.result = prepared[i]->check(prepared[i]->problem.lse);
     } catch (const std::exception& error) {
       outcome.error = error.what();

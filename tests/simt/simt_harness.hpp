@@ -32,6 +32,7 @@ struct SimtOutcome {
   LaunchGrid grid;               // the forward launch's
   int num_splits = 1;            // its split-KV slices (1: unsplit)
   int packed_group = 1;          // its packed GQA group (1: not packed)
+  bool decode_entry = false;     // whether the decoding entry (kDecodeEntry) ran it
   kernel_test::CaseResult result;
   bool passed() const { return error.empty() && result.passed(); }
   std::string describe() const { return error.empty() ? result.describe() : error; }
@@ -40,11 +41,13 @@ struct SimtOutcome {
 // How the harness launches: the device's SM count sizes a persistent kernel's grid
 // (forward_grid), and `tuning`, when set, replaces ATTNJIT_TUNE's overrides (either family).
 // `split_kv`, when set, replaces the split-KV heuristic's slice count as ATTNJIT_SPLIT_KV does
-// (choose_num_splits; 1: never split).
+// (choose_num_splits; 1: never split). `decode_entry` false keeps every launch on the forward
+// entry, as ATTNJIT_DECODE_ENTRY=off does.
 struct SimtLaunchOptions {
   int multiprocessors = 132;  // an H100 SXM's
   std::optional<codegen::KernelTuning> tuning;
   std::optional<int> split_kv;
+  bool decode_entry = true;  // false: as ATTNJIT_DECODE_ENTRY=off
 };
 
 // One shared object for all the cases (one host compiler run), then every case in turn. The

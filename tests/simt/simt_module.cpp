@@ -46,9 +46,10 @@ SimtModule::SimtModule(const std::vector<std::string>& sources,
     wrapper += fmt::format(
         "#define AttnjitVariant AttnjitVariant_{0}\n#define attnjit_fwd attnjit_fwd_{0}\n"
         "#define attnjit_tensor_summary attnjit_tensor_summary_{0}\n"
-        "#define attnjit_split_combine attnjit_split_combine_{0}\n#include \"{1}\"\n"
+        "#define attnjit_split_combine attnjit_split_combine_{0}\n"
+        "#define attnjit_fwd_decode attnjit_fwd_decode_{0}\n#include \"{1}\"\n"
         "#undef AttnjitVariant\n#undef attnjit_fwd\n#undef attnjit_tensor_summary\n"
-        "#undef attnjit_split_combine\n",
+        "#undef attnjit_split_combine\n#undef attnjit_fwd_decode\n",
         i, file);
   }
   write_file(work_dir / "module.cpp", wrapper);
@@ -97,6 +98,10 @@ const void* SimtModule::combine_entry(int kernel) const {
   return symbol(fmt::format("attnjit_split_combine_{}", kernel));
 }
 
+const void* SimtModule::decode_entry(int kernel) const {
+  return symbol(fmt::format("attnjit_fwd_decode_{}", kernel));
+}
+
 namespace {
 
 // One launch through an entry of the shared object's C boundary; its error becomes an exception.
@@ -139,6 +144,10 @@ void SimtModule::run_launch(int kernel, const char* function, const LaunchGrid& 
     } else {
       run_forward(forward_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions);
     }
+    return;
+  }
+  if (std::string_view(function) == codegen::kDecodeEntry) {
+    run_forward(decode_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions);
     return;
   }
   if (std::string_view(function) == codegen::kSplitCombineEntry) {

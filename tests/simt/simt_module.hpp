@@ -28,6 +28,7 @@ class SimtModule {
   const void* forward_entry(int kernel) const;
   const void* summary_entry(int kernel) const;
   const void* combine_entry(int kernel) const;  // sm80-family kernels only
+  const void* decode_entry(int kernel) const;   // sm80-family kernels with decoding features
 
   // Run a whole grid; throw std::runtime_error with the emulator's first error (block, thread,
   // reason).
@@ -41,8 +42,9 @@ class SimtModule {
                    std::span<const SimtRegion> regions) const;
 
   // A launch as cuLaunchKernel receives it: entry point `function` ("attnjit_fwd",
-  // "attnjit_tensor_summary" or "attnjit_split_combine") of kernel `kernel`, with kernelParams `params` (the forward entry's
-  // parameter block is Sm90FwdParams when the kernel's source is of the sm90 family).
+  // "attnjit_fwd_decode", "attnjit_tensor_summary" or "attnjit_split_combine") of kernel
+  // `kernel`, with kernelParams `params` (the forward entry's parameter block is Sm90FwdParams
+  // when the kernel's source is of the sm90 family).
   void run_launch(int kernel, const char* function, const LaunchGrid& grid, void** params,
                   std::span<const SimtRegion> regions) const;
 

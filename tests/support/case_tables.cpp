@@ -196,6 +196,35 @@ std::vector<KernelCase> split_kv_cases() {
   return cases;
 }
 
+std::vector<KernelCase> decode_entry_cases() {
+  std::vector<KernelCase> cases;
+  const auto make = [&](const char* mask, AttentionShape s, int head_dim) -> KernelCase& {
+    return add_case(cases, mask, s, head_dim, 9000);
+  };
+  // 20 queries of a speculative step over a cache (MHA, not packed): both warps have rows, the
+  // second only 4 of its 16.
+  KernelCase& speculative = make("kv_idx <= q_idx + P", shape(2, 3, 3, 20, 500), 128);
+  speculative.params = {"P:int"};
+  speculative.scalars = {480};
+  // A group of 32 query heads packed into one full block.
+  make("true", shape(1, 32, 1, 1, 300), 64);
+  // Exactly 32 rows, a modulo mask (partial tiles everywhere), fp16, head dim 96.
+  KernelCase& rows32 = make("kv_idx % 5 != 1", shape(1, 1, 1, 32, 257), 96);
+  rows32.dtype = DType::fp16;
+  // Head dim 256 with a soft-capping score, 3 rows, blhd layout.
+  KernelCase& wide = make("true", shape(1, 2, 1, 3, 400), 256);
+  wide.score = "30.0 * tanh(score / 30.0)";
+  wide.layout = Layout::blhd;
+  // Too few keys to split: one unsplit block per (batch, head), sorted document ids.
+  KernelCase& doc = make("doc[q_idx] == doc[kv_idx]", shape(3, 2, 2, 9, 90), 64);
+  doc.tensors = {document_ids(90, 3, true, 17)};
+  // A fully masked row (row 0) beside kept ones, split in 2.
+  KernelCase& masked = make("q_idx > 0 && kv_idx < 40 * q_idx", shape(1, 1, 1, 6, 600), 128);
+  masked.split_kv = 2;
+  masked.with_lse = true;
+  return cases;
+}
+
 std::vector<KernelCase> gqa_decoding_cases() {
   std::vector<KernelCase> cases;
   const auto make = [&](const char* mask, AttentionShape s, int head_dim) -> KernelCase& {

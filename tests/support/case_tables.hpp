@@ -48,6 +48,13 @@ std::vector<KernelCase> empty_stretch_cases();
 // head dims 64 to 256 (the head-dim-32 kernel has no decoding features), fp16, no LSE.
 std::vector<KernelCase> split_kv_cases();
 
+// Launches of at most 32 query rows that the decoding entry (kDecodeBlockM-row blocks) runs,
+// beyond those of split_kv_cases and gqa_decoding_cases: 20 queries of a speculative step over
+// a cache (the second warp partly filled), a packed group of 32 (both warps full), exactly 32
+// rows with a modulo mask in fp16 at head dim 96, head dim 256 with a score, an unsplit call
+// with document ids, and a fully masked row in a split call.
+std::vector<KernelCase> decode_entry_cases();
+
 // Decoding steps with GQA (one query, num_heads_q a multiple of num_heads_kv), which pack a
 // group's query heads as the rows of one block where neither expression uses h or num_heads:
 // the packed group of each, in order, is kGqaDecodingGroups (1: a mask using h, not packed).

@@ -23,7 +23,8 @@ summaries otherwise).
 
 --decode times one decoding step (q_len query rows over a kv_len cache, GQA) per variant (noop,
 causal over the cache, sliding window 1024 over it), kv length (4K, 16K, 64K) and head dim:
-attnjit as shipped and with its decoding switches off (ATTNJIT_SPLIT_KV, ATTNJIT_PACK_GQA),
+attnjit as shipped and with its decoding switches off (ATTNJIT_DECODE_ENTRY, ATTNJIT_SPLIT_KV,
+ATTNJIT_PACK_GQA),
 FlexAttention and SDPA, each
 checked against an fp32 torch reference; ms and GB/s (K and V of the kept keys, plus Q and O).
 """
@@ -271,8 +272,9 @@ def parse_args(argv):
         "one decoding step: --decode-q-len query rows over a cache of --length keys (default "
         "4K, 16K, 64K; --head-dim default 64 and 128), variants noop, causal (over the cache: "
         "kv_idx <= q_idx + P, P = kv_len - q_len) and sliding_window (1024 over the cache); rows "
-        "attnjit (as shipped), attnjit unsplit (ATTNJIT_SPLIT_KV=off), attnjit unpacked "
-        "(ATTNJIT_PACK_GQA=off), attnjit before (both off), flex, sdpa (noop and "
+        "attnjit (as shipped), attnjit 128-row (ATTNJIT_DECODE_ENTRY=off: the forward entry's "
+        "128-row blocks), attnjit unsplit (ATTNJIT_SPLIT_KV=off), attnjit unpacked "
+        "(ATTNJIT_PACK_GQA=off), attnjit before (all three off), flex, sdpa (noop and "
         "causal); ms and GB/s")
     decode.add_argument("--decode", action="store_true", help="time decoding steps")
     decode.add_argument("--decode-q-len", type=int,
@@ -567,17 +569,19 @@ def decode_shapes(opts):
 
 
 # The decoding switches the library reads on every forward call.
-DECODE_SWITCHES = ("ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA")
-NEITHER = {"ATTNJIT_SPLIT_KV": "off", "ATTNJIT_PACK_GQA": "off"}
+DECODE_SWITCHES = ("ATTNJIT_DECODE_ENTRY", "ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA")
+NEITHER = {name: "off" for name in DECODE_SWITCHES}
 
 
 def decode_impls(name, opts, baseline):
     """The rows of one decoding configuration, in measuring order: (label, what, switches) with
     `what` one of jit (--lib), base (the baseline), flex, sdpa, and `switches` the decoding
     switches set for the row (the others unset: the library's choice). `attnjit` is the library
-    as shipped; `unsplit` turns split-KV off, `unpacked` packed GQA, `before` both (the kernel
-    before the decoding work)."""
+    as shipped; `128-row` runs it on the forward entry's 128-row blocks instead of the decoding
+    entry's 32-row ones, `unsplit` turns split-KV off, `unpacked` packed GQA, `before` all three
+    (the kernel before the decoding work)."""
     impls = [("attnjit", "jit", {}),
+             ("attnjit 128-row", "jit", {"ATTNJIT_DECODE_ENTRY": "off"}),
              ("attnjit unsplit", "jit", {"ATTNJIT_SPLIT_KV": "off"}),
              ("attnjit unpacked", "jit", {"ATTNJIT_PACK_GQA": "off"}),
              ("attnjit before", "jit", NEITHER)]

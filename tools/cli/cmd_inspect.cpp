@@ -62,6 +62,16 @@ void print_resources(const attnjit_variant_info& info) {
           info.sm90_watchdog_ms);
     }
   }
+  if (info.has_decode_entry) {
+    fmt::print("decode entry  attnjit_fwd_decode (launches of at most {} query rows): {} "
+               "registers, spills {} / {} bytes, stack {} bytes\n",
+               info.decode_block_m, info.decode_registers, info.decode_spill_store_bytes,
+               info.decode_spill_load_bytes, info.decode_stack_frame_bytes);
+    fmt::print("decode config block_m={} block_n={} num_warps={} num_stages={} blocks_per_sm={} "
+               "dynamic smem {} bytes\n",
+               info.decode_block_m, info.decode_block_n, info.decode_num_warps,
+               info.decode_num_stages, info.decode_blocks_per_sm, info.decode_dynamic_smem_bytes);
+  }
   fmt::print("mask          {}\n", info.canonical_mask);
   fmt::print("index-only    {}\n", info.mask_reads_tensors
                                        ? "no (reads tensors: block summaries are computed per call)"
