@@ -12,6 +12,7 @@
 #include "reference/attention.hpp"
 #include "reference/naive.hpp"
 #include "reference/tile_census.hpp"
+#include "runtime/forward_plan.hpp"
 
 namespace {
 
@@ -24,8 +25,11 @@ struct Tiles {
 };
 
 // The tiles of the kernel that runs the call: the kernel chosen for `arch`, else the GPU
-// kernel of a CUDA runtime, else the CPU reference's (whose tiles also classify the mask).
-Tiles tiles_for(const attnjit_variant& variant, const char* arch) {
+// kernel of a CUDA runtime, else the CPU reference's (whose tiles also classify the mask). A call
+// the decoding entry runs (at most kDecodeBlockM rows after packing; on sm_90a through the sm80
+// module) has that entry's tiles.
+Tiles tiles_for(const attnjit_variant& variant, const char* arch,
+                const attnjit::AttentionShape& shape) {
   std::string chosen = arch != nullptr ? attnjit::nvrtc::validate_arch(arch) : std::string();
   if (chosen.empty() && variant.runtime.backend() == attnjit::Backend::cuda) {
     chosen = variant.runtime.device_arch();
@@ -37,9 +41,20 @@ Tiles tiles_for(const attnjit_variant& variant, const char* arch) {
   // Note: the family as the kernel request resolves it (ATTNJIT_KERNEL_FAMILY included): the sm90
   // kernel's key tiles are twice the sm80 kernel's.
   const attnjit::VariantSpec& spec = variant.impl.spec();
+  const attnjit::codegen::Target target = attnjit::arch_target(chosen);
   const attnjit::codegen::KernelConfig config = attnjit::codegen::kernel_config_for(
-      variant.impl.mask(), variant.impl.score(), spec.dtype, spec.head_dim,
-      attnjit::arch_target(chosen));
+      variant.impl.mask(), variant.impl.score(), spec.dtype, spec.head_dim, target);
+  const attnjit::codegen::KernelConfig sm80 =
+      config.family == attnjit::codegen::KernelFamily::sm80
+          ? config
+          : attnjit::codegen::kernel_config_for(variant.impl.mask(), variant.impl.score(),
+                                                spec.dtype, spec.head_dim, target,
+                                                attnjit::codegen::FamilyRequest::sm80);
+  // Note: one SM, since the slice count does not change the tiles.
+  const attnjit::DecodingPlan decoding = attnjit::plan_decoding(
+      shape, sm80, attnjit::expressions_use_heads({variant.impl.mask(), variant.impl.score()}),
+      1, attnjit::launch_choices_from_environment());
+  if (decoding.decode_entry) return {decoding.config.block_m, decoding.config.block_n};
   return {config.block_m, config.block_n};
 }
 
@@ -70,8 +85,8 @@ HostCall examine_call(attnjit_variant& variant, const attnjit_forward_args* args
   attnjit_tile_census_options_init(&defaults);
   const attnjit_tile_census_options& o = options != nullptr ? *options : defaults;
   require_version(o.version, ATTNJIT_TILE_CENSUS_OPTIONS_VERSION, "attnjit_tile_census_options");
-  HostCall host{tiles_for(variant, o.arch),
-                attnjit::capi::to_call(a, variant.impl.spec().head_dim), {}};
+  HostCall host{{}, attnjit::capi::to_call(a, variant.impl.spec().head_dim), {}};
+  host.tiles = tiles_for(variant, o.arch, host.call.shape);
   host.packed = variant.impl.pack_args(host.call);
   attnjit::reference::validate_variant_call(variant.impl.mask(), variant.impl.score(),
                                             host.packed, host.call.shape, host.call.buffers);

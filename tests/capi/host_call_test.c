@@ -101,6 +101,20 @@ static void test_census_for_an_arch_uses_its_kernel_tiles(void) {
   CHECK(census.empty + census.partial + census.full == census.tiles);
   CHECK(census.kept_pairs == 2 * (kLen * (kLen + 1) / 2));
 
+  /* 20 queries: the decoding entry runs the call, in its own tiles (ATTNJIT_DECODE_ENTRY=off: the
+   * forward entry's again). */
+  args.q_len = 20;
+  CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) == ATTNJIT_OK);
+  if (info != NULL) {
+    CHECK(info->has_decode_entry == 1);
+    CHECK(census.tile_q == info->decode_block_m && census.tile_kv == info->decode_block_n);
+    setenv("ATTNJIT_DECODE_ENTRY", "off", 1);
+    CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) == ATTNJIT_OK);
+    CHECK(census.tile_q == info->block_m && census.tile_kv == info->block_n);
+    unsetenv("ATTNJIT_DECODE_ENTRY");
+  }
+  args.q_len = kLen;
+
   options.arch = "sm_7";
   CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) ==
         ATTNJIT_ERROR_INVALID_ARGUMENT);
