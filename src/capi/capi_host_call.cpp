@@ -53,7 +53,7 @@ Tiles tiles_for(const attnjit_variant& variant, const char* arch,
   // Note: one SM, since the slice count does not change the tiles.
   const attnjit::DecodingPlan decoding = attnjit::plan_decoding(
       shape, sm80, attnjit::expressions_use_heads({variant.impl.mask(), variant.impl.score()}),
-      1, attnjit::launch_choices_from_environment());
+      1, variant.impl.launch_choices());
   if (decoding.decode_entry) return {decoding.config.block_m, decoding.config.block_n};
   return {config.block_m, config.block_n};
 }

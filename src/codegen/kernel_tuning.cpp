@@ -19,8 +19,8 @@ int int_value(std::string_view key, std::string_view value, int low, int high) {
   return parsed;
 }
 
-int multiple_of_16(std::string_view key, std::string_view value, int low) {
-  const int parsed = int_value(key, value, low, 256);
+int multiple_of_16(std::string_view key, std::string_view value, int low, int high = 256) {
+  const int parsed = int_value(key, value, low, high);
   if (parsed % 16 != 0) {
     throw_error(Status::invalid_argument, "ATTNJIT_TUNE: {}={} is not a multiple of 16", key,
                 value);
@@ -58,11 +58,7 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     } else if (key == "sm80_blocks_per_sm") {
       tuning.sm80_blocks_per_sm = int_value(key, value, 1, 4);
     } else if (key == "decode_block_n") {
-      tuning.decode_block_n = multiple_of_16(key, value, 16);
-      if (*tuning.decode_block_n > 128) {
-        throw_error(Status::invalid_argument, "ATTNJIT_TUNE: decode_block_n={} is above 128",
-                    value);
-      }
+      tuning.decode_block_n = multiple_of_16(key, value, 16, 128);
     } else if (key == "decode_stages") {
       tuning.decode_stages = int_value(key, value, 2, 4);
     } else if (key == "sm90_block_n") {
@@ -89,8 +85,9 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     } else {
       throw_error(Status::invalid_argument,
                   "ATTNJIT_TUNE: unknown key '{}'; keys: sm80_block_m, sm80_block_n, sm80_warps, "
-                  "sm80_stages, sm80_blocks_per_sm, decode_block_n, decode_stages, sm90_block_m, sm90_block_n, sm90_stages, "
-                  "sm90_overlap, sm90_persistent, sm90_p_smem, sm90_watchdog_ms",
+                  "sm80_stages, sm80_blocks_per_sm, decode_block_n, decode_stages, sm90_block_m, "
+                  "sm90_block_n, sm90_stages, sm90_overlap, sm90_persistent, sm90_p_smem, "
+                  "sm90_watchdog_ms",
                   key);
     }
   }

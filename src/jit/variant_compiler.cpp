@@ -115,18 +115,13 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
     nvrtc::CompiledProgram program = nvrtc::compile_program(generated.source, arch, ptx);
     CompiledKernel compiled;
     compiled.binary.image = std::move(program.image);
-    if (const auto it = program.resources.find(codegen::kForwardEntry);
-        it != program.resources.end()) {
-      compiled.binary.forward_resources = it->second;
-    }
-    if (const auto it = program.resources.find(codegen::kDecodeEntry);
-        it != program.resources.end()) {
-      compiled.binary.decode_resources = it->second;
-    }
-    for (const char* entry : {codegen::kForwardEntry, codegen::kDecodeEntry}) {
+    const std::pair<const char*, ResourceUsage*> entries[] = {
+        {codegen::kForwardEntry, &compiled.binary.forward_resources},
+        {codegen::kDecodeEntry, &compiled.binary.decode_resources}};
+    for (const auto& [entry, recorded] : entries) {
       const auto it = program.resources.find(entry);
       if (it == program.resources.end()) continue;
-      const ResourceUsage& usage = it->second;
+      const ResourceUsage& usage = *recorded = it->second;
       if (usage.spill_store_bytes > 0 || usage.spill_load_bytes > 0) {
         // Note: a spilling kernel is still correct; the user should know why it is slow.
         log().warn("kernel {} ({}) for {} spills ({} bytes stored, {} loaded, {} registers): "

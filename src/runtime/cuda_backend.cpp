@@ -323,7 +323,7 @@ DeviceInfo current_device() {
 
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
              const AttentionShape& shape, const AttentionBuffers& buffers, bool hooks_use_heads,
-             void* stream_handle) {
+             const LaunchChoices& choices, void* stream_handle) {
   check_dtypes(buffers);
   validate_problem(shape, buffers);
   check_grid(shape, kernel.config);
@@ -342,7 +342,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   // split-KV partials.
   const ForwardLaunch plan =
       plan_forward_launch(shape, buffers, config, hooks_use_heads, expr::summary_requests(mask),
-                          args, device.multiprocessors, launch_choices_from_environment());
+                          args, device.multiprocessors, choices);
   const SplitPlan& split = plan.split;
   FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
   params.pack_gqa = plan.decoding.group;

@@ -6,8 +6,9 @@
 
 #include "attnjit/variant_args.cuh"
 #include "common/attention_problem.hpp"
-#include "jit/variant_compiler.hpp"
 #include "expr/expression.hpp"
+#include "jit/variant_compiler.hpp"
+#include "runtime/forward_plan.hpp"
 
 namespace attnjit::cuda {
 
@@ -40,9 +41,10 @@ DeviceInfo current_device();
 // kernel fits the device. Throws Error with the reason.
 // `hooks_use_heads`: the variant's mask or score uses h or num_heads, which rules out packing
 // the query heads of a GQA group as rows of one block (runtime/forward_plan.hpp, pack_gqa).
+// `choices`: the decoding switches (packing, split-KV, the decoding entry) for this call.
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
              const AttentionShape& shape, const AttentionBuffers& buffers, bool hooks_use_heads,
-             void* stream);
+             const LaunchChoices& choices, void* stream);
 
 // Unloads every module and frees every workspace attnjit holds. Safe to call more than once; the
 // next forward call loads what it needs again. Called at process exit.

@@ -36,6 +36,15 @@ std::array<ByteStride, 3> byte_strides(const TensorView& view, const AttentionSh
            {"batch", bytes(view.strides.batch), s.batch}}};
 }
 
+// An auto|off switch: true when `name` is unset, empty or "auto", false for "off";
+// Error(invalid_argument) for anything else.
+bool auto_or_off(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0' || std::string_view(value) == "auto") return true;
+  if (std::string_view(value) == "off") return false;
+  throw_error(Status::invalid_argument, "{} must be auto or off; got '{}'", name, value);
+}
+
 }  // namespace
 
 LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig& config,
@@ -102,13 +111,7 @@ int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& 
   return 1;
 }
 
-bool decode_entry_from_environment() {
-  const char* value = std::getenv("ATTNJIT_DECODE_ENTRY");
-  if (value == nullptr || *value == '\0' || std::string_view(value) == "auto") return true;
-  if (std::string_view(value) == "off") return false;
-  throw_error(Status::invalid_argument, "ATTNJIT_DECODE_ENTRY must be auto or off; got '{}'",
-              value);
-}
+bool decode_entry_from_environment() { return auto_or_off("ATTNJIT_DECODE_ENTRY"); }
 
 LaunchChoices launch_choices_from_environment() {
   return {pack_gqa_from_environment(), split_kv_from_environment(),
@@ -135,12 +138,7 @@ DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelCon
   return plan;
 }
 
-bool pack_gqa_from_environment() {
-  const char* value = std::getenv("ATTNJIT_PACK_GQA");
-  if (value == nullptr || *value == '\0' || std::string_view(value) == "auto") return true;
-  if (std::string_view(value) == "off") return false;
-  throw_error(Status::invalid_argument, "ATTNJIT_PACK_GQA must be auto or off; got '{}'", value);
-}
+bool pack_gqa_from_environment() { return auto_or_off("ATTNJIT_PACK_GQA"); }
 
 int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
                    bool hooks_use_heads) {

@@ -31,7 +31,8 @@ Variant::Variant(Runtime& runtime, VariantSpec spec)
     : runtime_(runtime),
       spec_(std::move(spec)),
       parsed_((expr::validate_signature(spec_.signature), parse_variant(spec_))),
-      hooks_use_heads_(expressions_use_heads(parsed_)) {
+      hooks_use_heads_(expressions_use_heads(parsed_)),
+      launch_choices_(launch_choices_from_environment()) {
   check_head_dim(spec_, runtime_.backend());
   if (runtime_.backend() == Backend::cuda && spec_.dtype == DType::fp32) {
     throw_error(Status::unsupported,
@@ -74,7 +75,7 @@ bool Variant::decoding_on_sm80(const AttentionShape& shape) {
   // Note: the SM count of the runtime's device (the one its arch is of), not a driver query.
   const DecodingPlan plan =
       plan_decoding(shape, sm80_config(), hooks_use_heads_, runtime_.device_multiprocessors(),
-                    launch_choices_from_environment());
+                    launch_choices_);
   return plan.decode_entry || plan.group > 1 || plan.num_splits > 1;
 }
 
@@ -148,7 +149,8 @@ void Variant::forward(const ForwardCall& call) {
       binary = sm80_kernel();
     }
   }
-  cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, hooks_use_heads_, call.stream);
+  cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, hooks_use_heads_,
+                launch_choices_, call.stream);
 }
 
 }  // namespace attnjit

@@ -101,17 +101,22 @@ static void test_census_for_an_arch_uses_its_kernel_tiles(void) {
   CHECK(census.empty + census.partial + census.full == census.tiles);
   CHECK(census.kept_pairs == 2 * (kLen * (kLen + 1) / 2));
 
-  /* 20 queries: the decoding entry runs the call, in its own tiles (ATTNJIT_DECODE_ENTRY=off: the
-   * forward entry's again). */
+  /* 20 queries: the decoding entry runs the call, in its own tiles. A variant created under
+   * ATTNJIT_DECODE_ENTRY=off counts the forward entry's; the switch is read at creation, so the
+   * first variant keeps its own. */
   args.q_len = 20;
   CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) == ATTNJIT_OK);
   if (info != NULL) {
     CHECK(info->has_decode_entry == 1);
     CHECK(census.tile_q == info->decode_block_m && census.tile_kv == info->decode_block_n);
     setenv("ATTNJIT_DECODE_ENTRY", "off", 1);
-    CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) == ATTNJIT_OK);
+    attnjit_variant* off = make_bf16_causal();
+    CHECK(attnjit_variant_tile_census(&census, off, &args, &options) == ATTNJIT_OK);
     CHECK(census.tile_q == info->block_m && census.tile_kv == info->block_n);
+    CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) == ATTNJIT_OK);
+    CHECK(census.tile_q == info->decode_block_m);
     unsetenv("ATTNJIT_DECODE_ENTRY");
+    attnjit_variant_destroy(off);
   }
   args.q_len = kLen;
 

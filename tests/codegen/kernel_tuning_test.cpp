@@ -79,7 +79,7 @@ TEST_CASE("ATTNJIT_TUNE's decode items reshape the decoding entry's tiles, in it
              Catch::Contains("attention_forward_decode<AttnjitVariant, attnjit::bf16_t, 128, 32, 4>"));
 
   CHECK_THROWS_WITH(parse_kernel_tuning("decode_block_n=144"),
-                    Catch::Contains("decode_block_n=144 is above 128"));
+                    Catch::Contains("decode_block_n=144 is not an integer in [16, 128]"));
   CHECK_THROWS_WITH(parse_kernel_tuning("decode_block_n=40"),
                     Catch::Contains("not a multiple of 16"));
   CHECK_THROWS_WITH(parse_kernel_tuning("decode_stages=5"), Catch::Contains("[2, 4]"));

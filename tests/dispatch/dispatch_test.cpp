@@ -193,16 +193,20 @@ attnjit_runtime* cuda_runtime() {
   return runtime;
 }
 
-// A maskless case through the C API's cuda backend: a variant for it, device copies of its
-// inputs, attnjit_forward, the result against the reference.
-CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
+// A maskless variant for the case's dtype and head dim, through the C API.
+attnjit_variant* maskless_c_variant(attnjit_runtime* runtime, const KernelCase& c) {
   attnjit_variant_desc desc;
   attnjit_variant_desc_init(&desc);
   desc.dtype = c.dtype == DType::bf16 ? ATTNJIT_DTYPE_BF16 : ATTNJIT_DTYPE_FP16;
   desc.head_dim = c.head_dim;
   attnjit_variant* variant = nullptr;
   REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+  return variant;
+}
 
+// A maskless case through `variant` (maskless_c_variant): device copies of its inputs,
+// attnjit_forward, the result against the reference.
+CaseResult run_variant_through_c_api(attnjit_variant* variant, const KernelCase& c) {
   PreparedCase prepared(c);
   reference::HostProblem& problem = prepared.problem;
   auto upload = [](const void* data, std::size_t size) {
@@ -223,7 +227,8 @@ CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
   args.v = v->get();
   args.out = out->get();
   args.lse = static_cast<float*>(lse->get());
-  args.q_dtype = args.k_dtype = args.v_dtype = desc.dtype;
+  args.q_dtype = args.k_dtype = args.v_dtype =
+      c.dtype == DType::bf16 ? ATTNJIT_DTYPE_BF16 : ATTNJIT_DTYPE_FP16;
   args.batch = c.shape.batch;
   args.num_heads_q = c.shape.num_heads_q;
   args.num_heads_kv = c.shape.num_heads_kv;
@@ -235,8 +240,15 @@ CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
   REQUIRE(status == ATTNJIT_OK);
   out->download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
   lse->download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
-  attnjit_variant_destroy(variant);
   return prepared.check(problem.lse);
+}
+
+// The same with a variant made for the call and destroyed after it.
+CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
+  attnjit_variant* variant = maskless_c_variant(runtime, c);
+  const CaseResult result = run_variant_through_c_api(variant, c);
+  attnjit_variant_destroy(variant);
+  return result;
 }
 
 // The sm90 kernel with a 1 s mbarrier watchdog, compiled into a cache of its own (where the fake
@@ -569,6 +581,46 @@ TEST_CASE("fake device: the decoding entry runs launches of at most 32 rows", "[
   CHECK_FALSE(plan.decode_entry);
   check_through_backend({cases[0]});
   check_last_launch(cases[0], plan);
+}
+
+TEST_CASE("fake device: a variant reads the decoding switches when it is created", "[dispatch]") {
+  const auto cache = work_dir("switches-cache");
+  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
+  attnjit_runtime* runtime = cuda_runtime();
+  KernelCase step;
+  step.shape = shape(1, 2, 2, 3, 300);
+  const auto module = emulated_module({step});
+  device().use(module.get(), 0);
+  const auto last_entry = [] { return device().forward_entries().back(); };
+
+  // Created before the switch: its calls keep the decoding entry.
+  attnjit_variant* before = maskless_c_variant(runtime, step);
+  attnjit_variant* after = nullptr;
+  {
+    const test::ScopedEnv off("ATTNJIT_DECODE_ENTRY", "off");
+    CHECK(run_variant_through_c_api(before, step).passed());
+    CHECK(last_entry() == codegen::kDecodeEntry);
+    after = maskless_c_variant(runtime, step);
+  }
+  // Created under it: the forward entry, also once the switch is gone.
+  CHECK(run_variant_through_c_api(after, step).passed());
+  CHECK(last_entry() == codegen::kForwardEntry);
+  attnjit_variant_destroy(after);
+  {
+    // A bad value is refused when the variant is created, naming the variable.
+    const test::ScopedEnv bad("ATTNJIT_SPLIT_KV", "many");
+    attnjit_variant_desc desc;
+    attnjit_variant_desc_init(&desc);
+    attnjit_variant* refused = nullptr;
+    CHECK(attnjit_variant_create(&refused, runtime, &desc) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(attnjit_last_error(), Catch::Contains("ATTNJIT_SPLIT_KV must be auto, off"));
+    CHECK(refused == nullptr);
+  }
+  attnjit_variant_destroy(before);
+  device().use(nullptr, 0);
+  attnjit_runtime_destroy(runtime);
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
 }
 
 TEST_CASE("fake device: packed GQA decoding through the backend", "[dispatch]") {

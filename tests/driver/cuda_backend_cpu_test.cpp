@@ -47,7 +47,7 @@ TEST_CASE("forward checks dtypes and shapes before it needs a driver", "[driver]
   SECTION("float32 is unsupported") {
     call.buffers.q_dtype = call.buffers.k_dtype = call.buffers.v_dtype = DType::fp32;
     const Error e = capture_error(
-        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, nullptr); });
+        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, {}, nullptr); });
     CHECK(e.status() == Status::unsupported);
     CHECK_THAT(e.what(),
                Catch::StartsWith("query, key and value must be bfloat16 or float16; got float32"));
@@ -55,7 +55,7 @@ TEST_CASE("forward checks dtypes and shapes before it needs a driver", "[driver]
   SECTION("mismatched dtypes") {
     call.buffers.v_dtype = DType::fp16;
     const Error e = capture_error(
-        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, nullptr); });
+        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, {}, nullptr); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("same dtype"));
   }
@@ -63,14 +63,14 @@ TEST_CASE("forward checks dtypes and shapes before it needs a driver", "[driver]
     call.shape.num_heads_q = 3;
     call.shape.num_heads_kv = 2;
     const Error e = capture_error(
-        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, nullptr); });
+        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, {}, nullptr); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("multiple"));
   }
   SECTION("a grid too tall for the kernel") {
     call.shape.batch = 70000;
     const Error e = capture_error(
-        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, nullptr); });
+        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, {}, nullptr); });
     CHECK(e.status() == Status::unsupported);
     CHECK_THAT(e.what(), Catch::Contains("65535"));
   }
@@ -78,12 +78,12 @@ TEST_CASE("forward checks dtypes and shapes before it needs a driver", "[driver]
     call.shape.batch = 70000;
     call.kernel.config.persistent = true;
     const Error e = capture_error(
-        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, nullptr); });
+        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, {}, nullptr); });
     CHECK(e.status() == Status::no_device);
   }
   SECTION("a valid call needs the driver") {
     const Error e = capture_error(
-        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, nullptr); });
+        [&] { cuda::forward(call.kernel, call.mask, {}, call.shape, call.buffers, false, {}, nullptr); });
     CHECK(e.status() == Status::no_device);
   }
 }

@@ -51,7 +51,7 @@ struct Fixture {
   static std::size_t bytes() { return 2 * 64 * 64 * 2 + 64; }
 
   void run(const AttentionBuffers& b, const AttentionShape& s) {
-    cuda::forward(kernel, mask, VariantArgs{}, s, b, false, nullptr);
+    cuda::forward(kernel, mask, VariantArgs{}, s, b, false, {}, nullptr);
   }
 };
 
@@ -138,7 +138,7 @@ TEST_CASE("the cuda backend rejects bad calls before launching", "[gpu][sanitize
     const expr::Expression mask =
         expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature);
     const Error e =
-        capture_error([&] { cuda::forward(kernel, mask, VariantArgs{}, f.shape, f.buffers, false, nullptr); });
+        capture_error([&] { cuda::forward(kernel, mask, VariantArgs{}, f.shape, f.buffers, false, {}, nullptr); });
     CHECK(e.status() == Status::invalid_argument);
     CHECK_THAT(e.what(), Catch::Contains("tensor 'doc'"));
   }

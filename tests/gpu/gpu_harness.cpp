@@ -14,7 +14,6 @@
 #include "testkit/internal/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
-#include "support/scoped_env.hpp"
 
 namespace attnjit::gpu_test {
 namespace {
@@ -97,13 +96,12 @@ CaseResult run_case(const KernelCase& c) {
   device.v = v.get();
   device.out = out.get();
   device.lse = lse ? static_cast<float*>(lse->get()) : nullptr;
-  {
-    std::optional<test::ScopedEnv> split_kv;
-    const std::string slices = c.split_kv ? std::to_string(*c.split_kv) : std::string();
-    if (c.split_kv) split_kv.emplace("ATTNJIT_SPLIT_KV", slices.c_str());
-    cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device,
-                  expressions_use_heads({prepared.mask, prepared.score}), c.stream);
-  }
+  // The decoding switches as a variant created now would read them (a test's ScopedEnv), with
+  // the case's slice count.
+  LaunchChoices choices = launch_choices_from_environment();
+  if (c.split_kv) choices.split_kv = c.split_kv;
+  cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device,
+                expressions_use_heads({prepared.mask, prepared.score}), choices, c.stream);
   cuda::synchronize_context();
 
   out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/scoped_env.hpp"
@@ -305,16 +306,31 @@ TEST_CASE("split-KV: ATTNJIT_SPLIT_KV is auto, off or a count", "[runtime]") {
   }
 }
 
-TEST_CASE("packed GQA: ATTNJIT_PACK_GQA is auto or off", "[runtime]") {
-  const auto with = [](const char* value) {
-    test::ScopedEnv env("ATTNJIT_PACK_GQA", value);
-    return pack_gqa_from_environment();
-  };
-  CHECK(with(nullptr));
-  CHECK(with(""));
-  CHECK(with("auto"));
-  CHECK_FALSE(with("off"));
-  CHECK_THROWS_WITH(with("0"), Catch::Contains("ATTNJIT_PACK_GQA must be auto or off"));
+// The auto|off switches, each read by its own function and together by
+// launch_choices_from_environment.
+TEST_CASE("ATTNJIT_PACK_GQA and ATTNJIT_DECODE_ENTRY are auto or off", "[runtime]") {
+  const std::pair<const char*, bool (*)()> switches[] = {
+      {"ATTNJIT_PACK_GQA", pack_gqa_from_environment},
+      {"ATTNJIT_DECODE_ENTRY", decode_entry_from_environment}};
+  for (const auto& [name, read] : switches) {
+    INFO(name);
+    const auto with = [&](const char* value) {
+      test::ScopedEnv env(name, value);
+      return read();
+    };
+    CHECK(with(nullptr));
+    CHECK(with(""));
+    CHECK(with("auto"));
+    CHECK_FALSE(with("off"));
+    CHECK_THROWS_WITH(with("0"), Catch::Contains(std::string(name) + " must be auto or off"));
+  }
+  const test::ScopedEnv pack("ATTNJIT_PACK_GQA", "off");
+  const test::ScopedEnv entry("ATTNJIT_DECODE_ENTRY", "off");
+  const test::ScopedEnv split("ATTNJIT_SPLIT_KV", "3");
+  const LaunchChoices choices = launch_choices_from_environment();
+  CHECK_FALSE(choices.pack_gqa);
+  CHECK_FALSE(choices.decode_entry);
+  CHECK(choices.split_kv == 3);
 }
 
 TEST_CASE("the decoding entry: launches of at most 32 rows, in its own tiles", "[runtime]") {
@@ -430,16 +446,3 @@ TEST_CASE("a forward launch on the decoding entry: its entry, grid, summaries an
   CHECK(plain.summaries.launches[0].granularity == sm80.block_n);
 }
 
-TEST_CASE("the decoding entry: ATTNJIT_DECODE_ENTRY is auto or off", "[runtime]") {
-  const auto with = [](const char* value) {
-    test::ScopedEnv env("ATTNJIT_DECODE_ENTRY", value);
-    return decode_entry_from_environment();
-  };
-  CHECK(with(nullptr));
-  CHECK(with(""));
-  CHECK(with("auto"));
-  CHECK_FALSE(with("off"));
-  CHECK_THROWS_WITH(with("no"), Catch::Contains("ATTNJIT_DECODE_ENTRY must be auto or off"));
-  test::ScopedEnv env("ATTNJIT_DECODE_ENTRY", "off");
-  CHECK_FALSE(launch_choices_from_environment().decode_entry);
-}

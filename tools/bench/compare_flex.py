@@ -685,16 +685,19 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
 
     def attnjit_row(which, switches):
         jit = env[which]
-        if which not in prepared_by_jit:
+        key = (which, tuple(sorted(switches.items())))
+        if key not in prepared_by_jit:
             family, tune = ((opts.family, opts.tune) if which == "jit"
                             else (opts.baseline_family, opts.baseline_tune))
-            # The family and tuning are chosen when the variant is prepared; the split per call.
-            with environment("ATTNJIT_KERNEL_FAMILY", family), environment("ATTNJIT_TUNE", tune):
+            # The family, the tuning and the decoding switches are read when the variant is
+            # created (older libraries read the switches per call: they are set for both).
+            with environment("ATTNJIT_KERNEL_FAMILY", family), environment("ATTNJIT_TUNE", tune), \
+                    decode_switches(switches):
                 variant = jit.variant(spec, env["dtype"], head_dim)
-            prepared_by_jit[which] = (variant, [
+            prepared_by_jit[key] = (variant, [
                 jit.forward_args(q, k, v, out, spec["scalars"](offset), [], stream, lse=lse)
                 for q, k, v in sets])
-        variant, prepared = prepared_by_jit[which]
+        variant, prepared = prepared_by_jit[key]
         with decode_switches(switches):
             out.fill_(float("nan"))
             lse.fill_(float("nan"))
