@@ -490,7 +490,9 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* o
     // The sm90 kernel takes the parameters with its tensor maps (codegen writes the signature).
     const std::string& source = reinterpret_cast<Function*>(function)->module->source;
     const bool sm90 = source.find("attnjit::Sm90FwdParams") != std::string::npos;
-    *offset = 0;
+    // Note: as driver 580 on an H200 answers: the 64-byte-aligned sm90 parameter block starts 48
+    // bytes into the bank, after the driver's padding.
+    *offset = sm90 ? 48 : 0;
     *size = sm90 ? sizeof(attnjit::Sm90FwdParams) : sizeof(attnjit::FwdParams);
     return CUDA_SUCCESS;
   }
