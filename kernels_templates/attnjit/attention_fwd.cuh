@@ -148,6 +148,12 @@ struct AttentionForward {
   // dim 32, whose two blocks per SM leave 128 registers a thread: there the fold's extra live
   // value made ptxas spill the prefix-LM kernel (4 / 8 bytes, sm_80).
   static constexpr bool kFoldScale = HEAD_DIM >= 64;
+  // Whether O's rescale is skipped when no row of the warp moved its max
+  // (OnlineSoftmax::rescale_output): not up to head dim 128, where the ballot's branch kept
+  // ptxas from interleaving the exponentials with P V and cost 13% (noop D=128 on an H200); kept
+  // at 256, where without it ptxas spilled the document kernel (16 bytes, sm_90) and which was
+  // not timed either way.
+  static constexpr bool kSkipUnmovedRescale = HEAD_DIM > 128;
   static constexpr int kWarpRows = Layout::kWarpRows;
   static constexpr int kKSteps = HEAD_DIM / 16;  // k-steps of S = Q K^T
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 tiles of S
@@ -539,7 +545,8 @@ struct AttentionForward {
 
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
-      softmax[mt].template update<kFoldScale>(acc_s[mt], acc_o[mt], score_scale);
+      softmax[mt].template update<kFoldScale, kSkipUnmovedRescale>(acc_s[mt], acc_o[mt],
+                                                                   score_scale);
     }
 
     // ---- O += P V. The S accumulators of n-tiles 2kk, 2kk+1 are exactly the A fragment of

@@ -604,7 +604,7 @@ struct AttentionForwardSm90 {
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
     const float score_scale = math.template apply_scores<kFoldScale>(acc_s, tile, tile_class, warp,
                                                                      lane, row_values);
-    softmax[0].template update<kFoldScale>(acc_s[0], acc_o[0], score_scale);
+    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true>(acc_s[0], acc_o[0], score_scale);
     POperand p = p_operand(warp / 4);
     make_p(acc_s, p, warp, lane);
     // Note: waited for before the turn, so that a late V never holds up the other consumers.
@@ -633,7 +633,7 @@ struct AttentionForwardSm90 {
     const float first_scale = math.template apply_scores<kFoldScale>(acc_s, first, first_class,
                                                                      warp, lane, row_values);
     // O is still zero: its rescale is a no-op.
-    softmax[0].template update<kFoldScale>(acc_s[0], acc_o[0], first_scale);
+    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true>(acc_s[0], acc_o[0], first_scale);
     make_p(acc_s, p, warp, lane);
 
     int tile_class = kTileEmpty;
@@ -661,7 +661,7 @@ struct AttentionForwardSm90 {
       wgmma_wait_group<0>();
       wgmma_fence_accumulators(flat(acc_o));
       mbarrier_arrive(stage_barrier(kEmptyV, previous.stage));
-      OnlineSoftmax::rescale_output(acc_o[0], rescale);
+      OnlineSoftmax::rescale_output</*SKIP_UNMOVED=*/true>(acc_o[0], rescale);
       make_p(acc_s, p, warp, lane);
     }
     mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity(), "V full");

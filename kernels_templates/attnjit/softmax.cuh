@@ -79,15 +79,22 @@ struct OnlineSoftmax {
     }
   }
 
-  // Called by the whole warp. Skipped when the running max of none of the warp's rows moved:
-  // every factor is then exactly 1, and x * 1 == x, so only the multiplies go (a NaN factor is
-  // not 1 and still reaches O). With keys in random order a row's max moves at tile i with
-  // probability about 1/i, so after the first few tiles most are skipped; a max that appears
-  // early (an attention sink at key 0) skips nearly all of them.
-  template <int D_TILES>
+  // Called by the whole warp. With SKIP_UNMOVED, skipped when the running max of none of the
+  // warp's rows moved: every factor is then exactly 1, and x * 1 == x, so only the multiplies go
+  // (a NaN factor is not 1 and still reaches O). With keys in random order a row's max moves at
+  // tile i with probability about 1/i, so after the first few tiles most are skipped.
+  // Note: the sm90 kernel, and the SM80 kernel only at head dim 256 (kSkipUnmovedRescale). In
+  // the SM80 kernel the ballot's branch sits between the softmax and P V, where ptxas used to
+  // interleave the exponentials (MUFU) with P V's mma.sync: with it, noop D=128 at 16K went from
+  // 28.3 to 31.9 ms and document from 4.03 to 4.61 ms on an H200 (bisected over builds,
+  // 2026-11-26; docs/PERFORMANCE.md). The sm90 kernel's wgmma are asynchronous, so there the
+  // branch holds back no tensor-core work.
+  template <bool SKIP_UNMOVED, int D_TILES>
   ATTNJIT_DEVICE static void rescale_output(float (&acc_o)[D_TILES][4], const float (&rescale)[2]) {
-    const bool moved = rescale[0] != 1.0f || rescale[1] != 1.0f;
-    if (__ballot_sync(0xffffffffu, moved) == 0u) return;
+    if constexpr (SKIP_UNMOVED) {
+      const bool moved = rescale[0] != 1.0f || rescale[1] != 1.0f;
+      if (__ballot_sync(0xffffffffu, moved) == 0u) return;
+    }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
 #pragma unroll
@@ -99,12 +106,12 @@ struct OnlineSoftmax {
   }
 
   // Both steps at once: the scores become probabilities and `acc_o` is rescaled.
-  template <bool FOLDED, int N_TILES, int D_TILES>
+  template <bool FOLDED, bool SKIP_UNMOVED, int N_TILES, int D_TILES>
   ATTNJIT_DEVICE void update(float (&scores)[N_TILES][4], float (&acc_o)[D_TILES][4],
                              float score_scale) {
     float rescale[2];
     exponentiate<FOLDED>(scores, rescale, score_scale);
-    rescale_output(acc_o, rescale);
+    rescale_output<SKIP_UNMOVED>(acc_o, rescale);
   }
 };
 
