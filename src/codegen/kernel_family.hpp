@@ -31,12 +31,12 @@ enum class FamilyRequest { environment, automatic, sm80, sm90 };
 // for a value that is none of auto, sm80, sm90.
 FamilyRequest family_request_from_environment();
 
-// Note: the sm90 kernel has run only under the SIMT emulator and ptxas so far. `auto` gives it
-// to users only once this is true: the first GPU session flips it after test_gpu (run with
-// ATTNJIT_KERNEL_FAMILY=sm90) and compute-sanitizer memcheck, racecheck and synccheck pass on it
-// (tools/gpu-check.sh --only test,sanitize), and updates tests/capi/inspect_test.c, which
-// expects `auto` to give sm80 on sm_90a.
-inline constexpr bool kSm90VerifiedOnHardware = false;
+// Note: `auto` gives users the sm90 kernel only once it has passed on hardware: test_gpu with
+// ATTNJIT_KERNEL_FAMILY=sm90 (the Hopper probes first) and compute-sanitizer racecheck and
+// synccheck, on an H200 with driver 580 (2026-11-26, tools/gpu-check.sh --only test,sanitize;
+// docs/PERFORMANCE.md, "Hopper kernel: measured"). tests/capi/inspect_test.c expects `auto` to
+// give sm90 on sm_90a.
+inline constexpr bool kSm90VerifiedOnHardware = true;
 
 // Whether the sm90 kernel implements everything this variant needs (dtype, head dim, mask,
 // score); grows as the kernel does.

@@ -59,6 +59,7 @@ namespace attnjit::driver {
   X(cuMemFree, 3020)                     \
   X(cuMemAllocManaged, 6000)             \
   X(cuMemHostAlloc, 2020)                \
+  X(cuMemFreeHost, 2000)                 \
   X(cuMemHostGetDevicePointer, 3020)     \
   X(cuMemAllocAsync, 11020)              \
   X(cuMemFreeAsync, 11020)               \

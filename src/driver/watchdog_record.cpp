@@ -19,6 +19,23 @@ constexpr const char* kWatchdogSymbol = ATTNJIT_SM90_WATCHDOG_SYMBOL_NAME;
 std::atomic<Sm90WatchdogRecord*> g_record{nullptr};
 std::mutex g_allocation;
 
+// Frees the record when the process exits (or the library is unloaded), so that a leak checker
+// (compute-sanitizer --leak-check full, as tools/gpu-check.sh runs it) finds no pinned memory
+// left behind. Constructed after the allocation, so destroyed before the driver's table and the
+// context registry, which were constructed earlier. Best effort: with no context current at that
+// point the driver refuses, and the memory goes with the process anyway.
+struct RecordRelease {
+  RecordRelease() = default;
+  RecordRelease(const RecordRelease&) = delete;
+  RecordRelease& operator=(const RecordRelease&) = delete;
+  ~RecordRelease() {
+    Sm90WatchdogRecord* record = g_record.exchange(nullptr, std::memory_order_acq_rel);
+    if (record == nullptr || !driver_available()) return;
+    const DriverApi& d = api();
+    if (d.cuMemFreeHost != nullptr) static_cast<void>(d.cuMemFreeHost(record));
+  }
+};
+
 Sm90WatchdogRecord* process_record() {
   std::lock_guard lock(g_allocation);
   if (Sm90WatchdogRecord* record = g_record.load(std::memory_order_acquire)) return record;
@@ -28,6 +45,7 @@ Sm90WatchdogRecord* process_record() {
   std::memset(memory, 0, sizeof(Sm90WatchdogRecord));
   auto* record = static_cast<Sm90WatchdogRecord*>(memory);
   g_record.store(record, std::memory_order_release);
+  static const RecordRelease release;
   return record;
 }
 

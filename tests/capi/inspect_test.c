@@ -170,7 +170,7 @@ static const char* family_of(attnjit_variant* v, const char* arch, const char* f
 }
 
 /* sm90 only on sm_90a and only where the sm90 kernel implements the variant; by default (auto)
- * the sm80 kernel until the sm90 kernel is verified on hardware; sm80 forces the old kernel. */
+ * too (the sm90 kernel passed on an H200); sm80 forces the old kernel. */
 static void test_kernel_family(void) {
   attnjit_variant_desc desc;
   attnjit_variant_desc_init(&desc);
@@ -179,12 +179,12 @@ static void test_kernel_family(void) {
   CHECK(attnjit_variant_create(&noop, runtime, &desc) == ATTNJIT_OK);
   if (noop == NULL) return;
   CHECK(strcmp(family_of(noop, "sm_90a", "sm90"), "sm90") == 0);
-  CHECK(strcmp(family_of(noop, "sm_90a", NULL), "sm80") == 0);
-  CHECK(strcmp(family_of(noop, "sm_90a", "auto"), "sm80") == 0);
+  CHECK(strcmp(family_of(noop, "sm_90a", NULL), "sm90") == 0);
+  CHECK(strcmp(family_of(noop, "sm_90a", "auto"), "sm90") == 0);
   CHECK(strcmp(family_of(noop, "sm_90a", "sm80"), "sm80") == 0);
   CHECK(strcmp(family_of(noop, "sm_90", "sm90"), "sm80") == 0);
   CHECK(strcmp(family_of(noop, "sm_80", "sm90"), "sm80") == 0);
-  CHECK(strcmp(family_of(variant, "sm_90a", NULL), "sm80") == 0);
+  CHECK(strcmp(family_of(variant, "sm_90a", NULL), "sm90") == 0);
   CHECK(strcmp(family_of(variant, "sm_90a", "sm90"), "sm90") == 0); /* masks too */
 
   /* A value that is none of the choices is refused, naming them. */

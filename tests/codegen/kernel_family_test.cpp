@@ -51,11 +51,13 @@ TEST_CASE("the sm90 family only for head dims 64, 128, 256 and 16-bit inputs") {
   CHECK(noop_family(sm90a, FamilyRequest::sm90, DType::fp32, 128) == KernelFamily::sm80);
 }
 
-TEST_CASE("auto keeps the sm80 kernel until the sm90 kernel is verified on hardware") {
+TEST_CASE("auto gives the sm90 kernel on sm_90a, verified on hardware") {
   const Target sm90a(90, true);
-  const KernelFamily expected =
-      attnjit::codegen::kSm90VerifiedOnHardware ? KernelFamily::sm90 : KernelFamily::sm80;
-  CHECK(noop_family(sm90a, FamilyRequest::automatic) == expected);
+  CHECK(attnjit::codegen::kSm90VerifiedOnHardware);
+  CHECK(noop_family(sm90a, FamilyRequest::automatic) == KernelFamily::sm90);
+  // Not on plain sm_90 (no wgmma), nor where the sm90 kernel lacks the variant.
+  CHECK(noop_family(Target(90, false), FamilyRequest::automatic) == KernelFamily::sm80);
+  CHECK(noop_family(sm90a, FamilyRequest::automatic, DType::bf16, 96) == KernelFamily::sm80);
   CHECK(noop_family(sm90a, FamilyRequest::sm80) == KernelFamily::sm80);
 }
 

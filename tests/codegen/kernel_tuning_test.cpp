@@ -168,8 +168,9 @@ TEST_CASE("sm90_block_m=192 gives the sm90 kernel three consumer warpgroups, 512
   };
   const auto wide = generate(tuning);
   CHECK(wide.source.find("__launch_bounds__(512, 1)") != std::string::npos);
-  CHECK(wide.source.find("attnjit::bf16_t, 64, 192, 128, 2, 0u | 0u>(params)") !=
-        std::string::npos);
+  // The overlap is on by default at head dim 64.
+  CHECK(wide.source.find("attnjit::bf16_t, 64, 192, 128, 2, attnjit::kSm90FeatureOverlap | 0u>"
+                         "(params)") != std::string::npos);
   // Another text, hence another cache key than the default kernel's.
   CHECK(wide.source != generate(codegen::KernelTuning{}).source);
 }
@@ -259,7 +260,8 @@ TEST_CASE("sm90_p_smem=1 puts P in shared memory: its space, its template bit, i
   on.sm90_p_smem = true;
   const auto with_p = generate(on);
   const auto plain = generate({});
-  CHECK(with_p.source.find("0u | 0u | attnjit::kSm90FeaturePInSmem>(params)") != std::string::npos);
+  CHECK(with_p.source.find("attnjit::kSm90FeatureOverlap | 0u | attnjit::kSm90FeaturePInSmem>"
+                           "(params)") != std::string::npos);
   CHECK(with_p.source.find("P in shared memory") != std::string::npos);
   // The default kernel's text has no trace of the option (its cache key did not change).
   CHECK(plain.source.find("PInSmem") == std::string::npos);

@@ -552,6 +552,9 @@ CUresult CUDAAPI cuMemHostAlloc(void** pointer, size_t bytes, unsigned int) {
   if (result == CUDA_SUCCESS) *pointer = reinterpret_cast<void*>(address);
   return result;
 }
+CUresult CUDAAPI cuMemFreeHost(void* pointer) {
+  return release(reinterpret_cast<CUdeviceptr>(pointer));
+}
 CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* device, void* host, unsigned int flags) {
   std::lock_guard lock(state().mutex);
   if (flags != 0 || state().allocations.count(reinterpret_cast<std::uintptr_t>(host)) == 0) {
@@ -701,6 +704,7 @@ CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** function, int, cuui
       ATTNJIT_FAKE_ENTRY(cuCtxSynchronize), ATTNJIT_FAKE_ENTRY(cuModuleLoadData),
       ATTNJIT_FAKE_ENTRY(cuModuleUnload), ATTNJIT_FAKE_ENTRY(cuModuleGetFunction),
       ATTNJIT_FAKE_ENTRY(cuModuleGetGlobal), ATTNJIT_FAKE_ENTRY(cuMemHostAlloc),
+      ATTNJIT_FAKE_ENTRY(cuMemFreeHost),
       ATTNJIT_FAKE_ENTRY(cuMemHostGetDevicePointer),
       ATTNJIT_FAKE_ENTRY(cuFuncSetAttribute), ATTNJIT_FAKE_ENTRY(cuFuncGetAttribute),
       ATTNJIT_FAKE_ENTRY(cuFuncGetParamInfo), ATTNJIT_FAKE_ENTRY(cuLaunchKernel),

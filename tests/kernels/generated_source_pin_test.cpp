@@ -27,10 +27,10 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0x3b8c420d6cd9f229ull},           {"causal", 0xe8a3a65c7c13a2b5ull},
-    {"sliding_window", 0x71082fe5ddae8a11ull}, {"prefix_lm", 0x25b997c4693ec235ull},
-    {"document", 0x0e147f3266b7ca95ull},       {"alibi", 0x63e5c646ad53bf65ull},
-    {"softcap", 0x31105767d4b229d9ull},
+    {"noop", 0x905d6259cf9e7a39ull},           {"causal", 0x08207c1b710c0841ull},
+    {"sliding_window", 0x6a2e295c1c20be09ull}, {"prefix_lm", 0x6d315f30560a75cdull},
+    {"document", 0x14455928749bbde5ull},       {"alibi", 0x251e8637c2a88d09ull},
+    {"softcap", 0x000e2e6423d68fe1ull},
 };
 
 }  // namespace

@@ -17,20 +17,24 @@ using namespace attnjit::kernel_test;
 
 namespace {
 
-// `options.tuning`: the schedule options (none by default); the kernel that ran must have them.
+// `options.tuning`: the schedule options (none by default: the shipped schedule, with the overlap
+// where sm90_overlap_by_default says); the kernel that ran must have them.
 void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOptions& options = {}) {
   const auto outcomes =
       simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
-  const bool overlap = options.tuning && options.tuning->sm90_overlap.value_or(false);
+  const std::optional<bool> overlap = options.tuning ? options.tuning->sm90_overlap : std::nullopt;
   const std::optional<int> block_n = options.tuning ? options.tuning->sm90_block_n : std::nullopt;
   const int block_m = options.tuning ? options.tuning->sm90_block_m.value_or(128) : 128;
   const bool p_in_smem = options.tuning && options.tuning->sm90_p_smem.value_or(false);
-  for (const simt::SimtOutcome& outcome : outcomes) {
+  REQUIRE(outcomes.size() == cases.size());
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const simt::SimtOutcome& outcome = outcomes[i];
     INFO(outcome.name);
     INFO(outcome.describe());
     // Note: the case must have run on the sm90 kernel, not fallen back to the sm80 one.
     CHECK(outcome.name.ends_with(" sm90"));
-    CHECK(outcome.config.overlap == overlap);
+    CHECK(outcome.config.overlap ==
+          overlap.value_or(codegen::sm90_overlap_by_default(cases[i].head_dim)));
     if (block_n) CHECK(outcome.config.block_n == *block_n);
     CHECK(outcome.config.block_m == block_m);
     CHECK(outcome.config.p_in_smem == p_in_smem);
@@ -147,13 +151,15 @@ TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]
   check_sm90(cases);
 }
 
-// Intra-warpgroup pipelining (ATTNJIT_TUNE=sm90_overlap=1): S of the next tile issued with P V of
-// the current one, the softmax between them, a stage released only after its P V. The cases
-// cross what the schedule changes: one kept tile (the prologue and the tail alone), none, many
-// (the ring wraps while a P V is pending), partial and full tiles, fully masked rows, D=256 and
-// fp16. (Checked once by mutation: releasing the current stage instead of the previous one, or
-// rescaling O before P V completes, fails these cases.)
-TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[simt][sm90]") {
+// Intra-warpgroup pipelining (sm90_overlap; the default at head dims 64 and 128): S of the next
+// tile issued with P V of the current one, the softmax between them, a stage released only after
+// its P V. The cases cross what the schedule changes: one kept tile (the prologue and the tail
+// alone), none, many (the ring wraps while a P V is pending), partial and full tiles, fully
+// masked rows, D=256 and fp16. Both settings explicitly, so that the schedule that is not the
+// default at a head dim stays covered. (Checked once by mutation: releasing the current stage
+// instead of the previous one, or rescaling O before P V completes, fails these cases.)
+TEST_CASE("emulated sm90 with and without intra-warpgroup overlap matches the reference",
+          "[simt][sm90]") {
   KernelCase ragged;
   ragged.shape = shape(1, 2, 1, 150, 333);  // 3 key tiles of 128 through 2 stages, GQA
   KernelCase causal;
@@ -179,7 +185,8 @@ TEST_CASE("emulated sm90 with intra-warpgroup overlap matches the reference", "[
   long_row.shape = shape(1, 1, 1, 40, 600);
   simt::SimtLaunchOptions options;
   options.tuning = codegen::KernelTuning{};
-  options.tuning->sm90_overlap = true;
+  options.tuning->sm90_overlap = GENERATE(false, true);
+  INFO("overlap " << *options.tuning->sm90_overlap);
   check_sm90({ragged, causal, late, band, none, doc, long_row,
               with(ragged, DType::fp16, Layout::blhd, 256),
               with(causal, DType::fp16, Layout::bhld, 64)},
