@@ -201,7 +201,7 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim, const Kerne
 }
 
 // Note: 1.10x the plain schedule's geometric mean over the 7 standard variants at head dims 64
-// and 128 on an H200 (every variant 1.06-1.20x; docs/PERFORMANCE.md, "Hopper kernel: measured").
+// and 128 on an H200 (every variant 1.06-1.20x; docs/PERFORMANCE.md, "Measured on an H200").
 // Head dim 256 keeps the plain schedule until it is timed.
 bool sm90_overlap_by_default(int head_dim) { return head_dim <= 128; }
 

@@ -32,10 +32,10 @@ enum class FamilyRequest { environment, automatic, sm80, sm90 };
 FamilyRequest family_request_from_environment();
 
 // Note: `auto` gives users the sm90 kernel only once it has passed on hardware: test_gpu with
-// ATTNJIT_KERNEL_FAMILY=sm90 (the Hopper probes first) and compute-sanitizer racecheck and
-// synccheck, on an H200 with driver 580 (2026-11-26, tools/gpu-check.sh --only test,sanitize;
-// docs/PERFORMANCE.md, "Hopper kernel: measured"). tests/capi/inspect_test.c expects `auto` to
-// give sm90 on sm_90a.
+// ATTNJIT_KERNEL_FAMILY=sm90 (the Hopper probes first) and compute-sanitizer memcheck,
+// racecheck and synccheck, on an H200 with driver 580 (2026-11-26, tools/gpu-check.sh --only
+// test,sanitize; docs/PERFORMANCE.md, "Measured on an H200"). tests/capi/inspect_test.c expects
+// `auto` to give sm90 on sm_90a.
 inline constexpr bool kSm90VerifiedOnHardware = true;
 
 // Whether the sm90 kernel implements everything this variant needs (dtype, head dim, mask,
