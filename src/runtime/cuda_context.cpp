@@ -16,6 +16,7 @@
 #include "common/log.hpp"
 #include "driver/cuda_driver.hpp"
 #include "driver/watchdog_record.hpp"
+#include "runtime/parameter_layout.hpp"
 
 namespace attnjit::cuda {
 namespace {
@@ -103,11 +104,6 @@ int device_attribute(CUdevice device, CUdevice_attribute attribute) {
   return value;
 }
 
-struct ParamSlot {
-  std::size_t offset;
-  std::size_t size;
-};
-
 // Note: the host fills kernelParams from these types, so they must be the kernel's exact
 // parameter list: attnjit_fwd(const FwdParams) (sm80 family) or attnjit_fwd(const Sm90FwdParams)
 // (sm90), attnjit_tensor_summary(const int*, int, int, int, int*, int*),
@@ -121,13 +117,9 @@ static_assert(sizeof(Sm90FwdParams) <= 4096,
               "Sm90FwdParams must fit the 4 KB kernel-parameter limit");
 
 // The kernel's parameter list as the driver sees it (cuFuncGetParamInfo, CUDA 12.4+) against the
-// host's: a mismatch (a FwdParams laid out differently by NVRTC and the host compiler, a changed
-// entry signature) becomes an internal error instead of a kernel reading garbage.
-// Offsets are compared relative to parameter 0: the driver reports each parameter's place in its
-// constant bank, where an over-aligned first parameter starts after padding (on an H200 with
-// driver 580 the sm90 kernel's Sm90FwdParams, 64-byte aligned for its tensor maps, sits at offset
-// 48). kernelParams hands the driver one pointer per parameter, so that padding is the driver's
-// business; what must agree is each size and the distance between parameters.
+// host's (parameter_layout_mismatch: sizes and distances, offsets from parameter 0): a mismatch (a
+// FwdParams laid out differently by NVRTC and the host compiler, a changed entry signature)
+// becomes an internal error instead of a kernel reading garbage.
 // Note: only the N parameters the host passes are asked for. Asking for index N to find the end
 // is an error the driver reports (CUDA_ERROR_INVALID_VALUE), which compute-sanitizer counts on
 // every run, and the driver offers no parameter count; an extra trailing parameter is ruled out by
@@ -137,11 +129,10 @@ void check_parameter_layout(const std::string& key, CUfunction function,
                             const ParamSlot (&expected)[N]) {
   const driver::DriverApi& d = driver::api();
   if (d.cuFuncGetParamInfo == nullptr) return;  // older driver: nothing to ask
-  std::size_t first_offset = 0;
+  ParamSlot reported[N];
   for (std::size_t i = 0; i < N; ++i) {
-    std::size_t offset = 0;
-    std::size_t size = 0;
-    const CUresult result = d.cuFuncGetParamInfo(function, i, &offset, &size);
+    const CUresult result =
+        d.cuFuncGetParamInfo(function, i, &reported[i].offset, &reported[i].size);
     if (result != CUDA_SUCCESS && i == 0) {
       // Note: treated as "no parameter information" (a driver or image without it), not as a
       // mismatch: the check is a guard, never the reason a correct kernel cannot run.
@@ -153,14 +144,9 @@ void check_parameter_layout(const std::string& key, CUfunction function,
                   "kernel {}: parameter {} is missing ({}); the host passes {} parameter(s)", key,
                   i, driver::describe_result(result), N);
     }
-    if (i == 0) first_offset = offset;
-    const std::size_t relative = offset - first_offset;
-    if (offset < first_offset || relative != expected[i].offset || size != expected[i].size) {
-      throw_error(Status::internal,
-                  "kernel {}: parameter {} is {} bytes at offset {} (relative to parameter 0) but "
-                  "the host passes {} bytes at offset {}",
-                  key, i, size, relative, expected[i].size, expected[i].offset);
-    }
+  }
+  if (const auto mismatch = parameter_layout_mismatch(expected, reported)) {
+    throw_error(Status::internal, "kernel {}: {}", key, *mismatch);
   }
 }
 
