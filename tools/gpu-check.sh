@@ -6,15 +6,19 @@
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
 #                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
-#                      [--sweep-args 'ARGS'] OUTDIR
+#                      [--sweep-args 'ARGS'] [--builds-args 'ARGS'] OUTDIR
 #
 # --build-dir     the carried build tree (default: build); its cache/ (gpu-bundle.sh's prewarmed
 #                 kernels) seeds a copy that becomes ATTNJIT_CACHE_DIR, unless the caller set one
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
 #                 tree unpacked with dpkg -x (its usr/lib/x86_64-linux-gnu is used)
 # --quick         small sizes for compare_flex.py and bench
-# --only STAGES   comma-separated subset of test,sanitize,compare,scaling,decode,sweep,bench
-#                 (default: all but scaling, decode and sweep). decode: compare_flex.py --decode,
+# --only STAGES   comma-separated subset of test,sanitize,compare,scaling,decode,sweep,builds,bench
+#                 (default: all but scaling, decode, sweep and builds). builds: the libraries
+#                 tools/bench/build_at_commits.sh made into BUILD_DIR/bisect, then the carried
+#                 one, each timed with its own profile_variant.py (--builds-args: 'VARIANT LENGTH
+#                 HEAD_DIM FAMILY...', default 'noop 16K 128 sm80'), twice in that order, so a
+#                 slowdown between commits shows on one GPU with its spread. decode: compare_flex.py --decode,
 #                 one decoding step (split-KV on and off, Flex, SDPA; ms and GB/s). sweep:
 #                 tools/bench/sweep_schedules.py, the kernel schedules (sm80, sm90, ATTNJIT_TUNE
 #                 options) against each other, no Flex. A stage run on its own gets the whole
@@ -37,10 +41,12 @@
 #                 Each step's header shows the ATTNJIT_TUNE it runs with.
 # --compare-args  extra arguments for compare_flex.py, e.g. '--variant causal --length 64K'
 # --sweep-args    extra arguments for sweep_schedules.py, e.g. '--head-dim 128 --schedule ...'
+# --builds-args   the builds stage's variants: 'noop document 16K 128 sm80' (variants, then the
+#                 length, head dim and kernel family)
 # COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
-# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling, decode and sweep append
-# their rows to compare-flex.txt and write scaling.json / decode.json / sweep.json only when they
+# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling, decode, sweep and builds
+# append their rows to compare-flex.txt and write scaling.json / decode.json / sweep.json only when they
 # run alone), and
 # failures.tar.gz when a test case failed: the test stage runs with ATTNJIT_TEST_DUMP_DIR, so each
 # failing case leaves a dump (tests/support/failure_dump.hpp; read it with
@@ -64,6 +70,7 @@ stages="test,sanitize,compare,bench"
 families="sm80,sm90"
 compare_args=""
 sweep_args=""
+builds_args="noop 16K 128 sm80"
 tune="${ATTNJIT_TUNE:-}"
 watchdog_ms=5000
 while [[ $# -gt 0 ]]; do
@@ -75,6 +82,7 @@ while [[ $# -gt 0 ]]; do
     --families) families="$2"; shift 2 ;;
     --compare-args) compare_args="$2"; shift 2 ;;
     --sweep-args) sweep_args="$2"; shift 2 ;;
+    --builds-args) builds_args="$2"; shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
     -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
@@ -83,7 +91,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] [--builds-args 'ARGS'] OUTDIR" >&2
   exit 2
 fi
 if ! [[ "$watchdog_ms" =~ ^[0-9]+$ ]] || (( watchdog_ms > 600000 )); then
@@ -92,8 +100,8 @@ if ! [[ "$watchdog_ms" =~ ^[0-9]+$ ]] || (( watchdog_ms > 600000 )); then
 fi
 for stage in ${stages//,/ }; do
   case "$stage" in
-    test|sanitize|compare|scaling|decode|sweep|bench) ;;
-    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,decode,sweep,bench)" >&2; exit 2 ;;
+    test|sanitize|compare|scaling|decode|sweep|builds|bench) ;;
+    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,decode,sweep,builds,bench)" >&2; exit 2 ;;
   esac
 done
 for family in ${families//,/ }; do
@@ -272,7 +280,9 @@ if wants sanitize && [[ -n "$test_gpu" ]]; then
   done
 fi
 
-lib=$(find "$build_dir" -name 'libattnjit.so*' -type f 2>/dev/null | head -n 1)
+# Note: not one of the builds stage's libraries from other commits (BUILD_DIR/bisect).
+lib=$(find "$build_dir" -path "$build_dir/bisect" -prune -o -name 'libattnjit.so*' -type f -print \
+      2>/dev/null | head -n 1)
 if (wants compare || wants scaling || wants decode || wants sweep) && [[ -z "$lib" ]]; then
   echo "libattnjit.so not found under $build_dir" > "$out_dir/compare-flex.txt"
   record compare_flex 1 "library missing"
@@ -321,6 +331,44 @@ elif wants compare || wants scaling || wants decode || wants sweep; then
       "$repo_dir/tools/bench/sweep_schedules.py" --lib "$lib" --watchdog-ms "$watchdog_ms" \
       "${user_sweep_args[@]}" "${sweep_json[@]}"
     record sweep $? "$(grep -cE "MISMATCH" "$out_dir/compare-flex.txt") mismatches, $(grep -cE " FAULT: " "$out_dir/compare-flex.txt") faults"
+  fi
+fi
+
+if wants builds; then
+  # The libraries tools/bench/build_at_commits.sh made (BUILD_DIR/bisect/COMMIT, in the order of
+  # BUILD_DIR/bisect/order), then this build's, each with its own bindings and cache directory;
+  # the whole list twice, so that the spread between two runs of one build is in the log. Each
+  # step's header names the library it timed.
+    read -r -a builds_words <<< "$builds_args"
+  n=${#builds_words[@]}
+  if (( n < 4 )); then
+    echo "gpu-check: --builds-args needs 'VARIANT... LENGTH HEAD_DIM FAMILY', got '$builds_args'" >&2
+    record builds 2 "bad --builds-args"
+  else
+    builds_variants=("${builds_words[@]:0:n-3}")
+    builds_shape=("${builds_words[@]:n-3:2}")
+    builds_family=${builds_words[n-1]}
+    builds_list=()
+    [[ -f "$build_dir/bisect/order" ]] && read -r -a builds_list < <(tr '\n' ' ' < "$build_dir/bisect/order")
+    builds_list+=(this)
+    builds_rc=0
+    export PYTHONUNBUFFERED=1
+    for round in 1 2; do
+      for build in "${builds_list[@]}"; do
+        if [[ "$build" == this ]]; then
+          build_lib=$lib; build_bench="$repo_dir/tools/bench"
+        else
+          build_lib="$build_dir/bisect/$build/libattnjit.so"; build_bench="$build_dir/bisect/$build/bench"
+        fi
+        for variant in "${builds_variants[@]}"; do
+          run_step "$(cap "$budget" 60)" "$out_dir/compare-flex.txt" "$tune" env ATTNJIT_LIB="$build_lib" \
+            ATTNJIT_KERNEL_FAMILY="$builds_family" ATTNJIT_CACHE_DIR="$ATTNJIT_CACHE_DIR/builds-$build" \
+            python3 "$build_bench/profile_variant.py" "$variant" "${builds_shape[@]}" 20 ||
+            builds_rc=$?
+        done
+      done
+    done
+    record builds "$builds_rc" "$(grep -c ' ms$' "$out_dir/compare-flex.txt") timings"
   fi
 fi
 
