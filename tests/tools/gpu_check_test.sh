@@ -137,7 +137,7 @@ refute "$out" 'watchdog_ms' "--watchdog-ms 0 leaves it out everywhere"
 out=$(run --watchdog-ms 5s)
 check "$out" '--watchdog-ms 5s is not an integer in \[0, 600000\]' "a bad --watchdog-ms is refused"
 out=$(run --only decode,nope)
-check "$out" "unknown stage 'nope' \(stages: test,sanitize,compare,scaling,decode,sweep,bench\)" \
+check "$out" "unknown stage 'nope' \(stages: test,sanitize,compare,scaling,decode,sweep,builds,bench\)" \
   "a bad stage is refused, naming decode among the stages"
 
 # The decode stage: compare_flex.py --decode under a fake python3, against a fake library.
@@ -169,6 +169,28 @@ check "$out" '^== .*compare_flex.py .*--decode \(ATTNJIT_TUNE=<unset>, timeout 2
   "beside another stage, decode has its own cap"
 check "$out" '^compare_flex +PASS' "the summary has the compare line"
 check "$out" '^decode +PASS' "and the decode line"
+
+# The builds stage: the libraries in BUILD_DIR/bisect in their order, then the carried one (never
+# one of the others), each with its own profile_variant.py, kernel family and cache; twice over.
+mkdir -p "$scratch/build/bisect/aaa1111/bench" "$scratch/build/bisect/bbb2222/bench"
+: > "$scratch/build/bisect/aaa1111/libattnjit.so"
+: > "$scratch/build/bisect/bbb2222/libattnjit.so"
+printf 'bbb2222\naaa1111\n' > "$scratch/build/bisect/order"
+rm -rf "$scratch/out"
+out=$(run_py --only builds --builds-args 'noop document 16K 128 sm80')
+builds_order=$(grep -oE '^== env ATTNJIT_LIB=\S+' <<< "$out" | sed 's|.*/build/||' | tr '\n' ' ')
+check "$builds_order" '^bisect/bbb2222/libattnjit.so bisect/bbb2222/libattnjit.so bisect/aaa1111/libattnjit.so bisect/aaa1111/libattnjit.so libattnjit.so.0.1.0 libattnjit.so.0.1.0 bisect/bbb2222/' \
+  "--only builds times each build in the order file's order, then the carried one, each variant"
+check "$(grep -c '^== env ATTNJIT_LIB=' <<< "$out")" '^12$' "twice over: 3 builds x 2 variants x 2"
+check "$out" '^== env ATTNJIT_LIB=\S+/bisect/bbb2222/libattnjit.so ATTNJIT_KERNEL_FAMILY=sm80 ATTNJIT_CACHE_DIR=\S+/builds-bbb2222 python3 \S+/bisect/bbb2222/bench/profile_variant.py noop 16K 128 20' \
+  "an earlier build runs with its own bindings, the family and a cache of its own"
+check "$out" '^== env ATTNJIT_LIB=\S+/build/libattnjit.so.0.1.0 .*python3 \S+/tools/bench/profile_variant.py document 16K 128 20' \
+  "the carried build runs with this checkout's bindings"
+check "$out" '^builds +PASS' "the summary has a builds line"
+out=$(run_py --only builds --builds-args 'noop')
+check "$out" "--builds-args needs 'VARIANT... LENGTH HEAD_DIM FAMILY', got 'noop'" \
+  "a short --builds-args is refused"
+rm -rf "$scratch/build/bisect"
 rm -f "$scratch/build/libattnjit.so.0.1.0"
 rm -rf "$scratch/out"
 
