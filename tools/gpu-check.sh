@@ -368,7 +368,9 @@ if wants builds; then
         done
       done
     done
-    record builds "$builds_rc" "$(grep -c ' ms$' "$out_dir/compare-flex.txt") timings"
+    # Note: profile_variant.py's lines only (decode rows in the same file end in " ms" too).
+    record builds "$builds_rc" \
+      "$(grep -cE ' L=[0-9]+ D=[0-9]+ B=[0-9]+ H=[0-9]+: [0-9.]+ ms$' "$out_dir/compare-flex.txt") timings"
   fi
 fi
 

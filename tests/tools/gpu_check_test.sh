@@ -142,7 +142,7 @@ check "$out" "unknown stage 'nope' \(stages: test,sanitize,compare,scaling,decod
 
 # The decode stage: compare_flex.py --decode under a fake python3, against a fake library.
 mkdir -p "$scratch/pybin"
-printf '#!/bin/sh\necho "FAKE_PYTHON ATTNJIT_TUNE=${ATTNJIT_TUNE-<unset>} args: $*"\ncase "$*" in *compare_flex.py*) echo "checked: fake rows" ;; esac\n' \
+printf '#!/bin/sh\necho "FAKE_PYTHON ATTNJIT_TUNE=${ATTNJIT_TUNE-<unset>} args: $*"\ncase "$*" in *compare_flex.py*) echo "checked: fake rows; flex 0.1 ms" ;; *profile_variant.py*) echo "noop L=16384 D=128 B=4 H=16: 28.300 ms" ;; esac\n' \
   > "$scratch/pybin/python3"
 chmod +x "$scratch/pybin/python3"
 : > "$scratch/build/libattnjit.so.0.1.0"
@@ -186,7 +186,9 @@ check "$out" '^== env ATTNJIT_LIB=\S+/bisect/bbb2222/libattnjit.so ATTNJIT_KERNE
   "an earlier build runs with its own bindings, the family and a cache of its own"
 check "$out" '^== env ATTNJIT_LIB=\S+/build/libattnjit.so.0.1.0 .*python3 \S+/tools/bench/profile_variant.py document 16K 128 20' \
   "the carried build runs with this checkout's bindings"
-check "$out" '^builds +PASS' "the summary has a builds line"
+check "$out" '^builds +PASS 12 timings' "the summary counts profile_variant.py's timings alone"
+out=$(run_py --only decode,builds --builds-args 'noop document 16K 128 sm80')
+check "$out" '^builds +PASS 12 timings' "beside decode, whose rows share the file, the count holds"
 out=$(run_py --only builds --builds-args 'noop')
 check "$out" "--builds-args needs 'VARIANT... LENGTH HEAD_DIM FAMILY', got 'noop'" \
   "a short --builds-args is refused"
