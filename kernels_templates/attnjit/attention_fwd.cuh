@@ -189,6 +189,9 @@ struct AttentionForward {
   typename VARIANT::Block block_values;
   // Where the Q tile (BLOCK_M x HEAD_DIM, SwizzledTile layout) lies: the output is staged there.
   unsigned char* q_tile;
+  // The score's per-block factor and constants (codegen/factor_score.hpp), for variants with a
+  // score expression.
+  typename VARIANT::ScoreConstants score_constants;
 
   ATTNJIT_DEVICE explicit AttentionForward(const FwdParams& p)
       : params(p), q_tile(attnjit_dynamic_smem) {}
@@ -239,6 +242,10 @@ struct AttentionForward {
     }
     block_values =
         VARIANT::block(params.args, b, h, hook_q_len(), params.kv_len, params.num_heads_q);
+    if constexpr (VARIANT::kHasScore) {
+      score_constants = VARIANT::score_constants(block_values, params.args, params.scale, b, h,
+                                                 hook_q_len(), params.kv_len, params.num_heads_q);
+    }
     return true;
   }
 
@@ -584,10 +591,13 @@ struct AttentionForward {
 
   // The tile's raw Q K^T products in `acc_s` become scores: the score hook applied, elements
   // outside the bounds or the mask -inf. Returns the factor that still turns them into log2
-  // units, for OnlineSoftmax::exponentiate to fold into its exponent: with FOLD_SCALE, without a
-  // score hook and with a positive softmax scale, the products stay raw and it is
-  // scale * log2(e) (no multiply here at all in a fully kept tile); otherwise they are scaled
-  // here and it is 1. Element e of n-tile j of m-tile mt is (Layout::acc_row, Layout::acc_col).
+  // units, for OnlineSoftmax::exponentiate to fold into its exponent. Without a score hook that
+  // factor is scale * log2(e); with one, the hook is evaluated in its factored form
+  // (codegen/factor_score.hpp: log2(e) * score(qk * scale) == factor * score_core(qk)), e.g.
+  // soft-capping as tanh(qk * (scale / cap)) with the factor log2(e) * cap. With FOLD_SCALE and
+  // a positive, finite factor it is returned and not applied here (no multiply at all in a fully
+  // kept tile without a hook); otherwise the scores are multiplied by it here and 1 is returned.
+  // Element e of n-tile j of m-tile mt is (Layout::acc_row, Layout::acc_col).
   // Note: FOLD_SCALE is off where registers are tightest (kFoldScale; the sm90 kernel's
   // three-consumer blocks of 160 registers, where the fold's extra live value made ptxas spill
   // 68-92 bytes in the window, prefix and document kernels, block_m 192 with the overlap at D=64
@@ -600,10 +610,16 @@ struct AttentionForward {
     const bool ragged = k0 + BLOCK_N > params.kv_len || q0 + BLOCK_M > params.q_len;
     const bool partial = VARIANT::kHasMask && tile_class != kTileFull;
     const float scale = params.scale;
-    const float scale_log2 = scale * kLog2e;
-    // Note: uniform across the block; a scale of 0 or below (allowed, if odd) is applied here,
-    // since the raw row max times it would not be the scaled row max.
-    const bool fold_scale = FOLD_SCALE && !VARIANT::kHasScore && scale > 0.0f;
+    // log2(e) * scale, or with a score expression its factored form's factor (the score is
+    // factor * score_core(qk): codegen/factor_score.hpp).
+    float scale_log2 = scale * kLog2e;
+    if constexpr (VARIANT::kHasScore) scale_log2 = score_constants.factor;
+    // Note: uniform across the block; a factor of 0 or below (allowed, if odd), infinite or NaN
+    // is applied here, since the raw row max times it would not be the scaled row max.
+    bool fold_scale = FOLD_SCALE && scale > 0.0f;
+    if constexpr (VARIANT::kHasScore) {
+      fold_scale = FOLD_SCALE && scale_log2 > 0.0f && scale_log2 < -neg_infinity();
+    }
     const float unfolded_scale = fold_scale ? 1.0f : scale_log2;
     if (!VARIANT::kHasScore && !partial && !ragged) {
       if (fold_scale) return scale_log2;
@@ -615,7 +631,7 @@ struct AttentionForward {
           for (int e = 0; e < 4; ++e) acc_s[mt][j][e] *= scale_log2;
         }
       }
-    } else if (!partial && !ragged) {
+    } else if (VARIANT::kHasScore && !partial && !ragged) {
       // Every element is kept: the score alone, without per-element keep predicates (which
       // made the compiler predicate the whole score and reload its constants per element).
       ColumnValues columns(*this, k0, lane);
@@ -627,11 +643,23 @@ struct AttentionForward {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             acc_s[mt][j][e] =
-                kLog2e * VARIANT::score(block_values, row_values[mt][e >> 1], col_values[e & 1],
-                                        params.args, acc_s[mt][j][e] * scale, b, h,
-                                        hook_q(q0 + Layout::acc_row(warp, lane, mt, e)),
-                                        k0 + Layout::acc_col(lane, j, e), hook_q_len(),
-                                        params.kv_len, params.num_heads_q);
+                VARIANT::score_core(score_constants, block_values, row_values[mt][e >> 1],
+                                    col_values[e & 1], params.args, acc_s[mt][j][e], b, h,
+                                    hook_q(q0 + Layout::acc_row(warp, lane, mt, e)),
+                                    k0 + Layout::acc_col(lane, j, e), hook_q_len(),
+                                    params.kv_len, params.num_heads_q);
+          }
+        }
+      }
+      // Note: a pass of its own (block-uniform branch), so that a folded factor costs no
+      // multiply by 1 per element.
+      if (!fold_scale) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+          for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc_s[mt][j][e] *= scale_log2;
           }
         }
       }
@@ -657,15 +685,17 @@ struct AttentionForward {
             }
             if constexpr (!VARIANT::kHasScore && FOLD_SCALE) {
               acc_s[mt][j][e] = keep ? acc_s[mt][j][e] * unfolded_scale : neg_infinity();
-            } else {
-              float s = acc_s[mt][j][e] * scale;
-              if constexpr (VARIANT::kHasScore) {
-                if (keep) {
-                  s = VARIANT::score(block_values, row, col, params.args, s, b, h, hook_q(q_idx),
-                                     kv_idx, hook_q_len(), params.kv_len, params.num_heads_q);
-                }
-              }
+            } else if constexpr (!VARIANT::kHasScore) {
+              const float s = acc_s[mt][j][e] * scale;
               acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
+            } else {
+              float s = acc_s[mt][j][e];
+              if (keep) {
+                s = VARIANT::score_core(score_constants, block_values, row, col, params.args, s,
+                                        b, h, hook_q(q_idx), kv_idx, hook_q_len(),
+                                        params.kv_len, params.num_heads_q);
+              }
+              acc_s[mt][j][e] = keep ? s * unfolded_scale : neg_infinity();
             }
           }
         }

@@ -201,11 +201,34 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim, const Kerne
 }
 
 // Note: 1.10x the plain schedule's geometric mean over the 7 standard variants at head dims 64
-// and 128 on an H200 (every variant 1.06-1.20x; docs/PERFORMANCE.md, "Measured on an H200").
-// Head dim 256 keeps the plain schedule until it is timed.
-bool sm90_overlap_by_default(int head_dim) { return head_dim <= 128; }
+// and 128 on an H200 (every variant 1.06-1.20x), 1.04-1.06x at 256 (docs/PERFORMANCE.md,
+// "Measured on an H200").
+bool sm90_overlap_by_default(int /*head_dim*/) { return true; }
 
-KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
+namespace {
+
+// The tiles a variant gets when ATTNJIT_TUNE does not say, by head dim and whether it has a mask,
+// each the fastest measured on an H200 (docs/PERFORMANCE.md, "Tiles per variant class"):
+// without a mask every key tile is full and kept, so wider tiles only spread the per-tile cost
+// (FlashAttention-3's 128 x 176 at D=128 and 128 x 80 at D=256: noop 1.02x and 1.12x, soft-cap
+// 1.05x and 1.08x), and at D=64 a third consumer warpgroup hides more of the softmax (noop 1.13x,
+// ALiBi 1.10x). With a mask they lose: a wider tile cuts more partial tiles out of a band or a
+// document boundary (176 keys: sliding window 0.75x, document 0.70x; 192 rows at D=64: 0.68-0.84x),
+// so masked variants keep 128 x 128 (64 keys at 256, where two 128-key stages do not fit).
+struct Sm90Tiles {
+  int block_m;
+  int block_n;
+};
+
+Sm90Tiles sm90_default_tiles(int head_dim, bool masked) {
+  if (head_dim == 64) return masked ? Sm90Tiles{kSm90BlockM, 128} : Sm90Tiles{kSm90WideBlockM, 128};
+  if (head_dim == 128) return Sm90Tiles{kSm90BlockM, masked ? 128 : 176};
+  return Sm90Tiles{kSm90BlockM, masked ? 64 : 80};
+}
+
+}  // namespace
+
+KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool masked) {
   if (head_dim % 64 != 0 || head_dim > 256) {
     throw_error(Status::internal, "the sm90 kernel has no configuration for head dim {}", head_dim);
   }
@@ -213,7 +236,12 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
   // Note: N of S = Q K^T is block_n, and N of O += P V is the head dim; both are wgmma shapes.
   KernelConfig config;
   config.family = KernelFamily::sm90;
-  config.block_m = tuning.sm90_block_m.value_or(kSm90BlockM);
+  // Note: an explicit tile option starts from the base tiles (a masked variant's), so that
+  // ATTNJIT_TUNE means the same kernel for every variant.
+  const bool tiles_tuned = tuning.sm90_block_m || tuning.sm90_block_n || tuning.sm90_p_smem ||
+                           tuning.sm90_stages || tuning.sm90_persistent;
+  const Sm90Tiles tiles = sm90_default_tiles(head_dim, masked || tiles_tuned);
+  config.block_m = tuning.sm90_block_m.value_or(tiles.block_m);
   // Note: three consumer warpgroups get 160 registers per thread (setmaxnreg), which hold O, S
   // and P at head dim 64; at 128 only with P in shared memory (FA3's "192 x 128 without RS"):
   // with P in registers 12 of the 14 standard variant x overlap kernels spill there, and at 256
@@ -225,7 +253,7 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning) {
                 "at head dim {}{} the consumers' 160 registers per thread spill",
                 head_dim, head_dim == 128 ? " with P in registers" : "");
   }
-  config.block_n = tuning.sm90_block_n.value_or(head_dim <= 128 ? 128 : 64);
+  config.block_n = tuning.sm90_block_n.value_or(tiles.block_n);
   config.num_warps = sm90_threads(config.block_m) / 32;
   config.num_stages = tuning.sm90_stages.value_or(2);
   config.overlap = tuning.sm90_overlap.value_or(sm90_overlap_by_default(head_dim));

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/factor_score.hpp"
 #include "codegen/lower_expr.hpp"
 #include "expr/ast.hpp"
 #include "expr/names.hpp"
@@ -76,6 +77,8 @@ class Hoister {
   }
 
   const HoistedNames& names() const { return names_; }
+  const HoistedNames& reciprocals() const { return reciprocals_; }
+  bool is_block_level(const Node& node) { return level_of(node) == Level::block; }
   const std::vector<Field>& fields(Level level) const {
     return fields_[static_cast<std::size_t>(level)];
   }
@@ -125,6 +128,7 @@ class Hoister {
                     names_.count(&divisor) != 0 ? nullptr : &divisor);
       names_.emplace(&node, fmt::format("({} * {})", lower_element(node.child(0), signature_, options),
                                         reciprocal));
+      reciprocals_.emplace(&node, reciprocal);
       return;
     }
     if (node.kind == NodeKind::function && node.function() == expr::Function::to_float &&
@@ -181,6 +185,7 @@ class Hoister {
   const expr::Signature& signature_;
   std::map<const Node*, Level> levels_;
   HoistedNames names_;
+  HoistedNames reciprocals_;  // x / d rewritten: d's reciprocal, by the division
   std::array<std::vector<Field>, 3> fields_;
 };
 
@@ -216,6 +221,46 @@ std::string index_values_function(const char* type, const char* function, const 
       type, function, kBlockValues, index);
   s += indent_member_body(values_body(type, values, fields, signature, names));
   return s + "  }\n\n";
+}
+
+// ScoreConstants, score_constants() and score_core(): the score as the kernel evaluates it
+// (codegen/factor_score.hpp).
+std::string factored_score_text(const FactoredScore& factored, const expr::Signature& signature,
+                                const HoistedNames& names) {
+  std::string s =
+      "  // The score as the kernel evaluates it (codegen/factor_score.hpp): log2(e) times the\n"
+      "  // score of qk * scale is score_constants.factor times the core of qk; the constants are\n"
+      "  // computed once per block.\n";
+  s += "  struct ScoreConstants {\n    float factor;\n";
+  for (const ScoreConstant& constant : factored.constants) {
+    s += fmt::format("    float {};\n", constant.member);
+  }
+  s += "  };\n\n";
+  s += fmt::format(
+      "  ATTNJIT_DEVICE static ScoreConstants score_constants(const Block& {},\n"
+      "                                                       const attnjit::VariantArgs& args,\n"
+      "                                                       float scale, int b, int h, int q_len,\n"
+      "                                                       int kv_len, int num_heads) {{\n",
+      kBlockValues);
+  std::string body = declare_element_inputs(signature, factored.constant_reads, &names);
+  body += "  ScoreConstants score_constants{};\n";
+  for (const ScoreConstant& constant : factored.constants) {
+    body += fmt::format("  score_constants.{} = {};\n", constant.member, constant.code);
+  }
+  body += fmt::format("  score_constants.factor = {};\n  return score_constants;\n",
+                      factored.factor);
+  s += indent_member_body(body) + "  }\n\n";
+  s += fmt::format(
+      "  ATTNJIT_DEVICE static float score_core(const ScoreConstants& score_constants,\n"
+      "                                         const Block& {}, const Row& {},\n"
+      "                                         const Col& {}, const attnjit::VariantArgs& args,\n"
+      "                                         float qk, int b, int h, int q_idx, int kv_idx,\n"
+      "                                         int q_len, int kv_len, int num_heads) {{\n",
+      kBlockValues, kRowValues, kColValues);
+  body = declare_element_inputs(signature, factored.core_reads, &factored.core_names);
+  body += fmt::format("  return {};\n", factored.core);
+  s += indent_member_body(body) + "  }\n";
+  return s;
 }
 
 std::string element_body(const expr::Expression& expression, bool fast_math,
@@ -280,7 +325,12 @@ std::string lower_element_hooks(const expr::Expression& mask, const expr::Expres
                    "                                  int q_len, int kv_len, int num_heads) {{\n",
                    hoisted_params);
   s += indent_member_body(element_body(score, true, names));
-  s += "  }\n";
+  s += "  }\n\n";
+  ScoreHoisting hoisting;
+  hoisting.is_block_level = [&hoister](const Node& node) { return hoister.is_block_level(node); };
+  hoisting.names = &names;
+  hoisting.reciprocals = &hoister.reciprocals();
+  s += factored_score_text(factor_score(score, hoisting), signature, names);
   return s;
 }
 

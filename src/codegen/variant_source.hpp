@@ -47,11 +47,12 @@ KernelConfig decode_config(const KernelConfig& config);
 KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim,
                                   const KernelTuning& tuning = {});
 bool is_supported_head_dim(int head_dim);  // 32, 64, 96, 128, 256
-// The sm90 kernel's configuration for a head dim sm90_supports (128 query rows, 384 threads),
-// with the overrides of `tuning` applied; Error(invalid_argument) when they do not fit.
-KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning = {});
+// The sm90 kernel's configuration for a head dim sm90_supports, for a variant with a mask or
+// without one (its default tiles differ: wider without), with the overrides of `tuning`
+// applied; Error(invalid_argument) when they do not fit.
+KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning = {}, bool masked = true);
 // Whether the sm90 kernel overlaps a warpgroup's softmax with its own GEMMs when ATTNJIT_TUNE
-// does not say (sm90_overlap): at the head dims where that was measured faster.
+// does not say (sm90_overlap): at the head dims where that was measured faster (all of them).
 bool sm90_overlap_by_default(int head_dim);
 // The configuration of the kernel generate_kernel_source makes for these arguments: the family
 // from choose_kernel_family, then that family's tiles (for sm90, with ATTNJIT_TUNE's overrides).

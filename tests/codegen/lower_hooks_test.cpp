@@ -94,3 +94,44 @@ TEST_CASE("hooks are deterministic") {
   CHECK(lower_element_hooks(parse_mask(mask), parse_score(score)) ==
         lower_element_hooks(parse_mask(mask), parse_score(score)));
 }
+
+// The factored score (src/codegen/factor_score.cpp): log2(e) * score(qk * scale) as a per-block
+// factor times a core with fewer operations per element.
+TEST_CASE("soft-capping's factor holds the cap and log2(e), its core one multiply and the tanh") {
+  const std::string hooks = lower_element_hooks(parse_mask(""), parse_score("cap * tanh(score / cap)"));
+  const std::string constants = function_text(hooks, "score_constants");
+  CHECK(contains(constants, "const float cap = attnjit::ops::bits_to_float(args.scalars[1]);"));
+  CHECK(contains(constants, "score_constants.c0 = (scale / cap);"));
+  CHECK(contains(constants, "score_constants.factor = 1.4426950408889634f * cap;"));
+  CHECK(contains(function_text(hooks, "score_core"),
+                 "return (attnjit::ops::fast_tanh_f(score_constants.c0 * qk));"));
+}
+
+TEST_CASE("ALiBi's factor is the scale; its slope over the scale multiplies the hoisted distance") {
+  const std::string hooks = lower_element_hooks(
+      parse_mask(""),
+      parse_score("score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)"));
+  const std::string constants = function_text(hooks, "score_constants");
+  CHECK(contains(constants, "score_constants.c0 = (block_values.v0 / scale);"));
+  CHECK(contains(constants, "score_constants.factor = 1.4426950408889634f * scale;"));
+  CHECK(contains(function_text(hooks, "score_core"),
+                 "return (qk + ((col_values.v0 - row_values.v0) * score_constants.c0));"));
+}
+
+TEST_CASE("the identity score's core is the raw product") {
+  const std::string hooks = lower_element_hooks(parse_mask(""), parse_score(""));
+  CHECK(contains(function_text(hooks, "score_constants"),
+                 "score_constants.factor = 1.4426950408889634f * scale;"));
+  CHECK(contains(function_text(hooks, "score_core"), "return qk;"));
+}
+
+TEST_CASE("a score under a function or a comparison is passed in as factor times core") {
+  const std::string hooks = lower_element_hooks(
+      parse_mask(""), parse_score("score > 0.0 ? 2.0 * score : score / float(q_idx + 1)"));
+  const std::string core = function_text(hooks, "score_core");
+  // The condition reads the scaled score; the per-row divisor is a hoisted reciprocal.
+  CHECK(contains(core, "(scale * qk)") == false);
+  CHECK(contains(core, "score_constants.c"));
+  CHECK(contains(function_text(hooks, "score_constants"), "score_constants.factor = 1.4426950408889634f * 1.0f;"));
+  CHECK_FALSE(contains(core, "score "));  // no unscaled score is left
+}

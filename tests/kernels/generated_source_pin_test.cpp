@@ -27,10 +27,10 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0x905d6259cf9e7a39ull},           {"causal", 0x08207c1b710c0841ull},
-    {"sliding_window", 0x6a2e295c1c20be09ull}, {"prefix_lm", 0x6d315f30560a75cdull},
-    {"document", 0x14455928749bbde5ull},       {"alibi", 0x251e8637c2a88d09ull},
-    {"softcap", 0x000e2e6423d68fe1ull},
+    {"noop", 0x98880389c537f349ull},           {"causal", 0x11b8ca94b0d553f1ull},
+    {"sliding_window", 0x7a97f8582748cf31ull}, {"prefix_lm", 0x89b6486fa0a4d1bdull},
+    {"document", 0xf81ca0bc5746601dull},       {"alibi", 0x7b79665bdf15f75dull},
+    {"softcap", 0x5d6855f94349a95dull},
 };
 
 }  // namespace

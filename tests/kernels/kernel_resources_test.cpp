@@ -201,8 +201,7 @@ void check_sm90_block_n(int head_dim, int block_n, bool overlap,
 // one must not. A listed kernel that no longer spills fails too, so that the list and the docs
 // stay true.
 const std::set<std::pair<std::string, bool>> kSpillingAtBlockM192 = {
-    {"causal", false}, {"document", false}, {"causal", true},
-    {"document", true}, {"softcap", true},
+    {"causal", false}, {"document", false}, {"causal", true}, {"document", true},
 };
 
 void check_sm90_block_m_192(bool overlap) {
@@ -231,9 +230,10 @@ TEST_CASE("sm90 kernels with P in shared memory compile without spills where the
   codegen::KernelTuning tuning;
   tuning.sm90_p_smem = true;
   tuning.sm90_overlap = true;
+  // Note: ALiBi with the factored score (codegen/factor_score.hpp) spills 12 bytes here; this
+  // schedule is not a default, and the factored form is what the defaults measured faster with.
   check_sm90_spill_free(128, tuning,
-                        {"noop", "causal", "sliding_window", "prefix_lm", "document", "alibi",
-                         "softcap"});
+                        {"noop", "causal", "sliding_window", "prefix_lm", "document", "softcap"});
   tuning.sm90_block_m = 192;
   check_sm90_spill_free(64, tuning, {"noop", "sliding_window", "prefix_lm", "alibi", "softcap"});
   tuning.sm90_overlap = false;
@@ -252,7 +252,7 @@ TEST_CASE("sm90 kernels with P in shared memory compile without spills where the
     CHECK(usage->spill_load_bytes <= 12);
   }
   // FlashAttention-3's "192 x 128 without RS" at head dim 128, sequential.
-  check_sm90_spill_free(128, tuning, {"noop", "prefix_lm", "alibi", "softcap"});
+  check_sm90_spill_free(128, tuning, {"noop", "prefix_lm", "softcap"});  // ALiBi: see above
 }
 
 TEST_CASE("sm90 kernels with FlashAttention-3's key tiles compile without spills",

@@ -163,18 +163,35 @@ TEST_CASE("an sm90 variant's source instantiates the sm90 template with a grid-c
   CHECK(kernel.source.find("__launch_bounds__(384, 1)") != std::string::npos);
   CHECK(kernel.source.find("const __grid_constant__ attnjit::Sm90FwdParams params") !=
         std::string::npos);
-  // The intra-warpgroup overlap is the default at head dims 64 and 128 (measured faster), not
-  // at 256.
+  // The intra-warpgroup overlap is the default at every head dim (measured faster); a variant
+  // without a mask gets FlashAttention-3's 176-key tiles at head dim 128 and 80-key tiles at 256,
+  // one with a mask 128 and 64.
   CHECK(kernel.source.find("attnjit::attention_forward_sm90<AttnjitVariant, attnjit::bf16_t, 128, "
-                           "128, 128, 2, attnjit::kSm90FeatureOverlap | 0u>(params);") !=
+                           "128, 176, 2, attnjit::kSm90FeatureOverlap | 0u>(params);") !=
         std::string::npos);
   CHECK(kernel.source.find("sm90 schedule: intra-warpgroup overlap on, persistent off") !=
         std::string::npos);
   const auto wide_head = codegen::generate_kernel_source(noop.mask, noop.score, DType::bf16, 256,
                                                          codegen::Target(90, true),
                                                          codegen::FamilyRequest::sm90);
-  CHECK(wide_head.source.find("sm90 schedule: intra-warpgroup overlap off, persistent off") !=
+  CHECK(wide_head.source.find("attnjit::attention_forward_sm90<AttnjitVariant, attnjit::bf16_t, "
+                              "256, 128, 80, 2, attnjit::kSm90FeatureOverlap | 0u>(params);") !=
         std::string::npos);
+  const auto& causal = variant("causal");
+  for (const auto& [head_dim, block_n] : {std::pair{128, 128}, std::pair{256, 64}}) {
+    const auto masked = codegen::generate_kernel_source(causal.mask, causal.score, DType::bf16,
+                                                        head_dim, codegen::Target(90, true),
+                                                        codegen::FamilyRequest::sm90);
+    CHECK(masked.config.block_n == block_n);
+    CHECK(masked.config.overlap);
+  }
+  // Head dim 64: three consumer warpgroups without a mask, two with one.
+  CHECK(codegen::generate_kernel_source(noop.mask, noop.score, DType::bf16, 64,
+                                        codegen::Target(90, true), codegen::FamilyRequest::sm90)
+            .config.block_m == 192);
+  CHECK(codegen::generate_kernel_source(causal.mask, causal.score, DType::bf16, 64,
+                                        codegen::Target(90, true), codegen::FamilyRequest::sm90)
+            .config.block_m == 128);
   CHECK(kernel.source.find("sm_90a, kernel family: sm90") != std::string::npos);
   // The same variant on the sm80 family is another text, hence another cache key.
   const auto sm80 = codegen::generate_kernel_source(noop.mask, noop.score, DType::bf16, 128,
