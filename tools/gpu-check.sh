@@ -280,9 +280,13 @@ if wants sanitize && [[ -n "$test_gpu" ]]; then
   done
 fi
 
-# Note: not one of the builds stage's libraries from other commits (BUILD_DIR/bisect).
-lib=$(find "$build_dir" -path "$build_dir/bisect" -prune -o -name 'libattnjit.so*' -type f -print \
-      2>/dev/null | head -n 1)
+# Note: not one of the builds stage's libraries from other commits (BUILD_DIR/bisect). The
+# bundle's own lib/ comes first: any other copy under the build dir (an older library carried
+# for a comparison, say) would otherwise be found in directory order (2026-11-26: the Flex
+# comparison timed an older library that way).
+lib=$(find "$build_dir/lib" -maxdepth 1 -name 'libattnjit.so*' -type f -print 2>/dev/null | head -n 1)
+[[ -z "$lib" ]] && lib=$(find "$build_dir" -path "$build_dir/bisect" -prune -o -name 'libattnjit.so*' \
+      -type f -print 2>/dev/null | head -n 1)
 if (wants compare || wants scaling || wants decode || wants sweep) && [[ -z "$lib" ]]; then
   echo "libattnjit.so not found under $build_dir" > "$out_dir/compare-flex.txt"
   record compare_flex 1 "library missing"

@@ -23,8 +23,7 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
   const auto outcomes =
       simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
   const std::optional<bool> overlap = options.tuning ? options.tuning->sm90_overlap : std::nullopt;
-  const std::optional<int> block_n = options.tuning ? options.tuning->sm90_block_n : std::nullopt;
-  const int block_m = options.tuning ? options.tuning->sm90_block_m.value_or(128) : 128;
+  const codegen::KernelTuning tuning = options.tuning ? *options.tuning : codegen::KernelTuning{};
   const bool p_in_smem = options.tuning && options.tuning->sm90_p_smem.value_or(false);
   REQUIRE(outcomes.size() == cases.size());
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
@@ -35,7 +34,11 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     CHECK(outcome.name.ends_with(" sm90"));
     CHECK(outcome.config.overlap ==
           overlap.value_or(codegen::sm90_overlap_by_default(cases[i].head_dim)));
-    if (block_n) CHECK(outcome.config.block_n == *block_n);
+    // The tiles: the tuning's, else the variant class's defaults (wider without a mask).
+    const bool unmasked = cases[i].mask.empty() || cases[i].mask == "true";
+    const auto expected = codegen::sm90_kernel_config(cases[i].head_dim, tuning, !unmasked);
+    const int block_m = expected.block_m;
+    CHECK(outcome.config.block_n == expected.block_n);
     CHECK(outcome.config.block_m == block_m);
     CHECK(outcome.config.p_in_smem == p_in_smem);
     CHECK(outcome.grid.threads == (block_m == 192 ? 512u : 384u));
