@@ -108,6 +108,17 @@ struct AttentionForwardSm90 {
   static constexpr int kTilesBytes = kPOffset + sm90_p_bytes(BLOCK_M, BLOCK_N, kPInSmem);
   static constexpr int kConsumerRowBytes = kSm90ConsumerRows * 128;  // a consumer's rows in a box
   static constexpr bool kOverlap = (FEATURES & kSm90FeatureOverlap) != 0u;
+  // Tile handoff (kSm90FeatureTileHandoff): only the producer classifies the key tiles; it writes
+  // each kept tile's index and class into a word beside its K stage before the stage's `full`
+  // arrival (release; the consumers' wait acquires it), and after the last kept tile a word of
+  // -1 with an arrival alone. The consumers then never evaluate the mask's tile bounds (for a
+  // tensor mask: never load a summary), and the latency of finding a row's kept tiles is the
+  // producer's, ahead of them by the stage ring. The words live in barrier slots that
+  // NUM_STAGES leaves unused (stage s: the V empty slot of stage kSm90MaxStages - 1 - s). Not
+  // with the persistent schedule: the end word takes a K stage that V's ring does not.
+  static constexpr bool kHandoff = (FEATURES & kSm90FeatureTileHandoff) != 0u;
+  static_assert(!kHandoff || (!kPersistent && 2 * NUM_STAGES <= kSm90MaxStages),
+                "tile handoff: plain (not persistent) blocks, words in unused barrier slots");
   static_assert(kSm90SmemAlignment + kTilesBytes + kSm90BarrierBytes +
                         (kPersistent ? kSm90PersistentBarrierBytes : 0) ==
                     sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent,
@@ -154,6 +165,18 @@ struct AttentionForwardSm90 {
   }
   ATTNJIT_DEVICE unsigned q_empty_barrier() const {
     return q_smem + kTilesBytes + kSm90BarrierBytes;
+  }
+  // Tile handoff: the word of stage `stage` (see kHandoff), tile * 4 + class or -1 (no more).
+  ATTNJIT_DEVICE unsigned char* tile_word(int stage) const {
+    return tiles + (stage_barrier(kEmptyV, kSm90MaxStages - 1 - stage) - q_smem);
+  }
+  static constexpr int kNoMoreTiles = -1;
+  // The tile a consumer takes from a K stage it waited for; false after the last one.
+  ATTNJIT_DEVICE bool take_tile(int stage, int& tile, int& tile_class) const {
+    const int word = static_cast<int>(load_shared_u32(tile_word(stage)));
+    tile = word >> 2;
+    tile_class = word & 3;
+    return word != kNoMoreTiles;
   }
 
   // Where the i-th stage use of the block goes: the ring position and how often it wrapped (the
@@ -329,7 +352,9 @@ struct AttentionForwardSm90 {
     // stage frees as soon as they have computed S with it; so after the first item the first K
     // goes out before the wait for Q's space.
     const bool k_before_q = kPersistent && item > 0;
-    if (k_before_q && tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring);
+    if (k_before_q && tile < math.num_kv_tiles) {
+      load_stage<false>(leader, tile, k_ring, tile_class);
+    }
     if constexpr (kPersistent) {
       // The previous item's release (a fresh barrier's preceding phase counts as complete).
       mbarrier_wait(q_empty_barrier(), static_cast<unsigned>(item & 1) ^ 1u, "Q empty");
@@ -342,18 +367,37 @@ struct AttentionForwardSm90 {
                     math.h, math.b);
       }
     }
-    if (!k_before_q && tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring);
+    if (!k_before_q && tile < math.num_kv_tiles) {
+      load_stage<false>(leader, tile, k_ring, tile_class);
+    }
+    if (kHandoff && tile >= math.num_kv_tiles) post_no_more_tiles(leader, k_ring);
     while (tile < math.num_kv_tiles) {
       const int next = kept.next(math, tile + 1, lane, tile_class);
-      if (next < math.num_kv_tiles) load_stage<false>(leader, next, k_ring);
+      if (next < math.num_kv_tiles) {
+        load_stage<false>(leader, next, k_ring, tile_class);
+      } else if constexpr (kHandoff) {
+        post_no_more_tiles(leader, k_ring);
+      }
       load_stage<true>(leader, tile, v_ring);
       tile = next;
     }
   }
 
+  // Tile handoff: the word of -1 in the next K stage, published by an arrival without bytes.
+  ATTNJIT_DEVICE void post_no_more_tiles(int leader, StageRing& ring) {
+    const int stage = ring.stage;
+    mbarrier_wait(stage_barrier(kEmptyK, stage), ring.parity() ^ 1u, "K empty");
+    if (leader) {
+      store_shared_32(tile_word(stage), static_cast<unsigned>(kNoMoreTiles));
+      mbarrier_arrive(stage_barrier(kFullK, stage));
+    }
+    __syncwarp();
+    ring.advance();
+  }
+
   // Key tile `tile`'s K (kValues: V) into the next stage of its ring.
   template <bool kValues>
-  ATTNJIT_DEVICE void load_stage(int leader, int tile, StageRing& ring) {
+  ATTNJIT_DEVICE void load_stage(int leader, int tile, StageRing& ring, int tile_class = 0) {
     // Note: a stage is reused once all consumer threads released its previous contents; in
     // the first round the wait returns at once (a fresh barrier's preceding phase, of parity 1,
     // counts as completed).
@@ -364,6 +408,9 @@ struct AttentionForwardSm90 {
       const unsigned full = stage_barrier(kValues ? kFullV : kFullK, stage);
       const TensorMap* map = kValues ? &params.v_map : &params.k_map;
       const unsigned tile_smem = kValues ? v_stage(stage) : k_stage(stage);
+      if (kHandoff && !kValues) {
+        store_shared_32(tile_word(stage), static_cast<unsigned>(tile * 4 + tile_class));
+      }
       mbarrier_arrive_expect_tx(full, kKVBytes);
 #pragma unroll(kBoxUnroll)
       for (int box = 0; box < kBoxes; ++box) {
@@ -396,6 +443,24 @@ struct AttentionForwardSm90 {
     ATTNJIT_DEVICE void begin() const { named_barrier_sync(own, kThreads); }
     ATTNJIT_DEVICE void end() const { named_barrier_arrive(next, kThreads); }
   };
+
+  // The kept tile after `tile` (-1: the first) and its class, or num_kv_tiles when none is left:
+  // classified by the warp itself, or with the tile handoff read from the word of the K stage it
+  // occupies, `at` (waited for here; the caller's wait for the same phase then returns at once).
+  ATTNJIT_DEVICE int next_tile(KeptTiles& kept, int tile, int lane, int& tile_class,
+                               const StageRing& at) const {
+    if constexpr (kHandoff) {
+      mbarrier_wait(stage_barrier(kFullK, at.stage), at.parity(), "K full");
+      int next = 0;
+      return take_tile(at.stage, next, tile_class) ? next : math.num_kv_tiles;
+    } else {
+      return kept.next(math, tile + 1, lane, tile_class);
+    }
+  }
+  ATTNJIT_DEVICE static StageRing following(StageRing ring) {
+    ring.advance();
+    return ring;
+  }
 
   // ---- Consumers: warpgroup 1 + `consumer` (0 .. C - 1) owns query rows 64 * consumer .. + 63.
   ATTNJIT_DEVICE void consume(int consumer) {
@@ -434,7 +499,7 @@ struct AttentionForwardSm90 {
     KeptTiles kept;
     const GemmTurns turns(consumer);
     int tile_class = kTileEmpty;
-    const int first = kept.next(math, 0, lane, tile_class);
+    const int first = next_tile(kept, -1, lane, tile_class, ring);
     // Note: the opening arrival and the closing wait below pair up even when the item keeps no
     // tile (no turn between them), so they need no condition: a flag kept live across the tile
     // loop for them was the one value the D=128 document kernel with the overlap spilled.
@@ -447,7 +512,7 @@ struct AttentionForwardSm90 {
       }
     } else {
       for (int tile = first; tile < math.num_kv_tiles;
-           tile = kept.next(math, tile + 1, lane, tile_class)) {
+           tile = next_tile(kept, tile, lane, tile_class, ring)) {
         mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity(), "K full");
         compute_tile(tile, tile_class, ring, q_rows, warp, lane, row_values, turns, acc_o,
                      softmax);
@@ -637,8 +702,9 @@ struct AttentionForwardSm90 {
     make_p(acc_s, p, warp, lane);
 
     int tile_class = kTileEmpty;
-    for (int tile = kept.next(math, first + 1, lane, tile_class); tile < math.num_kv_tiles;
-         tile = kept.next(math, tile + 1, lane, tile_class)) {
+    for (int tile = next_tile(kept, first, lane, tile_class, following(ring));
+         tile < math.num_kv_tiles;
+         tile = next_tile(kept, tile, lane, tile_class, following(ring))) {
       const StageRing previous = ring;
       ring.advance();
       mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity(), "K full");

@@ -27,6 +27,7 @@ ATTNJIT_HD constexpr int sm90_threads(int block_m) {
 constexpr unsigned kSm90FeatureOverlap = 1u;     // intra-warpgroup pipelining of S and softmax
 constexpr unsigned kSm90FeaturePersistent = 2u;  // one block per SM walking the query tiles
 constexpr unsigned kSm90FeaturePInSmem = 4u;     // P V with P from shared memory, not registers
+constexpr unsigned kSm90FeatureTileHandoff = 8u;  // the producer tells the consumers each tile
 
 // TMA with the 128-byte swizzle writes 1024-byte swizzle atoms, and wgmma descriptors address
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so

@@ -259,6 +259,14 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
   config.overlap = tuning.sm90_overlap.value_or(sm90_overlap_by_default(head_dim));
   config.persistent = tuning.sm90_persistent.value_or(false);
   config.p_in_smem = p_in_smem;
+  config.tile_handoff = tuning.sm90_handoff.value_or(false);
+  if (config.tile_handoff && (config.persistent || 2 * config.num_stages > kSm90MaxStages)) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: sm90_handoff=1 needs plain blocks and at most {} stages (its words "
+                "use the barrier slots the stages leave free); got sm90_persistent={}, "
+                "sm90_stages={}",
+                kSm90MaxStages / 2, config.persistent ? 1 : 0, config.num_stages);
+  }
   config.watchdog_ms = tuning.sm90_watchdog_ms.value_or(0);
   if (config.p_in_smem && config.block_n % 64 != 0) {
     throw_error(Status::invalid_argument,

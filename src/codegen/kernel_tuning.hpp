@@ -20,6 +20,8 @@
 //   sm90_block_m   128 | 192               queries per block: two or three consumer warpgroups
 //                                          (192: head dim 64, or 128 with sm90_p_smem=1)
 //   sm90_p_smem    0 | 1                   P V reads P from shared memory, not registers
+//   sm90_handoff   0 | 1                   the producer alone classifies the key tiles and hands
+//                                          each kept one's index to the consumers (not persistent)
 //                                          (block_n a multiple of 64)
 //   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms records
 //                                          which wait and faults the kernel (0: off, the
@@ -46,6 +48,7 @@ struct KernelTuning {
   std::optional<bool> sm90_overlap;
   std::optional<bool> sm90_persistent;
   std::optional<bool> sm90_p_smem;
+  std::optional<bool> sm90_handoff;
   std::optional<int> sm90_watchdog_ms;
 };
 

@@ -75,9 +75,10 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
         config.decode_smem_bytes, config.decode_blocks_per_sm);
   }
   if (sm90) {
-    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}\n",
+    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}\n",
                      config.overlap ? "on" : "off", config.persistent ? "on" : "off",
                      config.p_in_smem ? ", P in shared memory" : "",
+                     config.tile_handoff ? ", tile handoff" : "",
                      config.watchdog_ms > 0
                          ? fmt::format(", mbarrier watchdog {} ms", config.watchdog_ms)
                          : "");
@@ -118,6 +119,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
         fmt::format("{} | {}", config.overlap ? "attnjit::kSm90FeatureOverlap" : "0u",
                     config.persistent ? "attnjit::kSm90FeaturePersistent" : "0u");
     if (config.p_in_smem) features += " | attnjit::kSm90FeaturePInSmem";
+    if (config.tile_handoff) features += " | attnjit::kSm90FeatureTileHandoff";
     s += fmt::format(
         "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}, {}>(params);\n",
         elem_type(dtype), head_dim, config.block_m, config.block_n, config.num_stages, features);

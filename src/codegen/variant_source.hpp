@@ -27,6 +27,7 @@ struct KernelConfig {
   bool overlap = false;
   bool persistent = false;
   bool p_in_smem = false;  // P V reads P from shared memory (FA3's MmaPV_is_RS = false)
+  bool tile_handoff = false;  // the producer alone classifies tiles and tells the consumers
   // sm90 kernel only: an mbarrier wait longer than this prints its label and traps (0: off).
   int watchdog_ms = 0;
   // sm80 kernel with the decoding features only: the tiles of the module's decoding entry

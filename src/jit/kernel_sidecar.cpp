@@ -46,6 +46,7 @@ bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) 
          a.num_warps == b.num_warps &&
          a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes &&
          a.overlap == b.overlap && a.persistent == b.persistent && a.p_in_smem == b.p_in_smem &&
+         a.tile_handoff == b.tile_handoff &&
          a.watchdog_ms == b.watchdog_ms && a.decode_block_n == b.decode_block_n &&
          a.decode_stages == b.decode_stages && a.decode_blocks_per_sm == b.decode_blocks_per_sm &&
          a.decode_smem_bytes == b.decode_smem_bytes;
@@ -61,6 +62,7 @@ nlohmann::json to_json(const codegen::KernelConfig& config) {
                          {"persistent", config.persistent}, {"p_in_smem", config.p_in_smem}};
   // Note: only when on, so that the default kernels' sidecars are what they were.
   if (config.watchdog_ms > 0) json["watchdog_ms"] = config.watchdog_ms;
+  if (config.tile_handoff) json["tile_handoff"] = true;
   if (config.decode_block_n > 0) {
     json["decode"] = {{"block_n", config.decode_block_n},
                       {"num_stages", config.decode_stages},
@@ -100,6 +102,7 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   config.persistent = bool_field(json, "persistent");
   config.p_in_smem = bool_field(json, "p_in_smem");
   config.watchdog_ms = json.contains("watchdog_ms") ? int_field(json, "watchdog_ms", 0) : 0;
+  config.tile_handoff = bool_field(json, "tile_handoff");
   // Note: entries written before the decoding entry existed have none.
   if (const auto decode = json.is_object() ? json.find("decode") : json.end();
       decode != json.end()) {

@@ -228,6 +228,38 @@ TEST_CASE("the environment's tuning reaches the generated sm90 source, not the s
   CHECK(tuned.source.find("attnjit::bf16_t, 64, 64, 64, 4,") != std::string::npos);
 }
 
+TEST_CASE("sm90_handoff=1: its template bit and schedule line, the same shared memory, its limits",
+          "[codegen][tuning]") {
+  CHECK_FALSE(parse_kernel_tuning("").sm90_handoff.has_value());
+  CHECK(parse_kernel_tuning("sm90_handoff=1").sm90_handoff == true);
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_handoff=2"), Catch::Contains("sm90_handoff=2"));
+  codegen::KernelTuning tuning;
+  tuning.sm90_handoff = true;
+  const auto config = codegen::sm90_kernel_config(128, tuning);
+  CHECK(config.tile_handoff);
+  // The words use barrier slots the stages leave free: no more shared memory.
+  CHECK(config.smem_bytes == codegen::sm90_kernel_config(128).smem_bytes);
+  const auto mask = test::parse_mask("doc[q_idx] == doc[kv_idx]");
+  const auto source = codegen::generate_kernel_source(mask, test::parse_score(""), DType::bf16,
+                                                      128, codegen::Target(90, true),
+                                                      codegen::FamilyRequest::sm90, tuning)
+                          .source;
+  CHECK(source.find("attnjit::kSm90FeatureTileHandoff>(params);") != std::string::npos);
+  CHECK(source.find(", tile handoff\n") != std::string::npos);
+  CHECK(codegen::generate_kernel_source(mask, test::parse_score(""), DType::bf16, 128,
+                                        codegen::Target(90, true), codegen::FamilyRequest::sm90,
+                                        codegen::KernelTuning{})
+            .source.find("TileHandoff") == std::string::npos);
+  // Not with the persistent grid, nor with more stages than leave slots free.
+  tuning.sm90_persistent = true;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(128, tuning),
+                    Catch::Contains("sm90_handoff=1 needs plain blocks"));
+  tuning.sm90_persistent.reset();
+  tuning.sm90_stages = 5;
+  tuning.sm90_block_n = 64;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(64, tuning), Catch::Contains("sm90_stages=5"));
+}
+
 TEST_CASE("sm90_p_smem=1 puts P in shared memory: its space, its template bit, its limits",
           "[codegen][tuning]") {
   CHECK_FALSE(parse_kernel_tuning("").sm90_p_smem.has_value());

@@ -222,6 +222,20 @@ void check_sm90_block_m_192(bool overlap) {
 
 }  // namespace
 
+// The tile handoff (ATTNJIT_TUNE=sm90_handoff=1), for the masked variants it is for, with and
+// without the overlap at the default tiles.
+TEST_CASE("sm90 kernels with the tile handoff compile without spills", "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_handoff = true;
+  for (const bool overlap : {false, true}) {
+    tuning.sm90_overlap = overlap;
+    for (const int head_dim : {64, 128}) {
+      check_sm90_spill_free(head_dim, tuning,
+                            {"causal", "sliding_window", "prefix_lm", "document"});
+    }
+  }
+}
+
 // P through shared memory (ATTNJIT_TUNE=sm90_p_smem=1): the registers P held under P V are free,
 // which is what makes three consumers at 160 registers fit with the overlap (without it the
 // sliding window and softcap spill there, see above).

@@ -92,6 +92,15 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
                                "shared byte 0, before thread") &&
                    Catch::Contains("waited for that phase"));
   }
+  SECTION("st.shared handed over by an mbarrier: the release and the acquire order it") {
+    launch.params.batch = 0;
+    launch.output[0] = 0.0f;
+    CHECK(run("mbarrier_handoff") == "");
+    CHECK(launch.output[0] == 7.0f);
+    launch.params.batch = 1;
+    CHECK_THAT(run("mbarrier_handoff"),
+               Catch::Contains("read-after-write race on shared byte 0, written by thread 0"));
+  }
   SECTION("st.shared data read by wgmma needs fence.proxy.async") {
     CHECK(run("generic_writes_then_wgmma") == "");
     CHECK(launch.output[0] == 16.0f);

@@ -41,6 +41,7 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     CHECK(outcome.config.block_n == expected.block_n);
     CHECK(outcome.config.block_m == block_m);
     CHECK(outcome.config.p_in_smem == p_in_smem);
+    CHECK(outcome.config.tile_handoff == tuning.sm90_handoff.value_or(false));
     CHECK(outcome.grid.threads == (block_m == 192 ? 512u : 384u));
     CHECK(outcome.passed());
   }
@@ -161,8 +162,12 @@ TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]
 // masked rows, D=256 and fp16. Both settings explicitly, so that the schedule that is not the
 // default at a head dim stays covered. (Checked once by mutation: releasing the current stage
 // instead of the previous one, or rescaling O before P V completes, fails these cases.)
-TEST_CASE("emulated sm90 with and without intra-warpgroup overlap matches the reference",
-          "[simt][sm90]") {
+namespace {
+
+// Cases that walk the stage ring every way a schedule can get wrong: ragged ends, a diagonal,
+// rows that keep nothing, kept tiles after empty ones, a block that keeps nothing, a tensor mask
+// with a score, a long row, fp16 / blhd and head dims 256 and 64.
+std::vector<KernelCase> schedule_cases() {
   KernelCase ragged;
   ragged.shape = shape(1, 2, 1, 150, 333);  // 3 key tiles of 128 through 2 stages, GQA
   KernelCase causal;
@@ -186,14 +191,33 @@ TEST_CASE("emulated sm90 with and without intra-warpgroup overlap matches the re
   // tile i + 1's V may still be on its way, so K must be released only after its S completed.
   KernelCase long_row;
   long_row.shape = shape(1, 1, 1, 40, 600);
+  return {ragged, causal, late, band, none, doc, long_row,
+          with(ragged, DType::fp16, Layout::blhd, 256), with(causal, DType::fp16, Layout::bhld, 64)};
+}
+
+}  // namespace
+
+TEST_CASE("emulated sm90 with and without intra-warpgroup overlap matches the reference",
+          "[simt][sm90]") {
   simt::SimtLaunchOptions options;
   options.tuning = codegen::KernelTuning{};
   options.tuning->sm90_overlap = GENERATE(false, true);
   INFO("overlap " << *options.tuning->sm90_overlap);
-  check_sm90({ragged, causal, late, band, none, doc, long_row,
-              with(ragged, DType::fp16, Layout::blhd, 256),
-              with(causal, DType::fp16, Layout::bhld, 64)},
-             options);
+  check_sm90(schedule_cases(), options);
+}
+
+// The tile handoff (sm90_handoff=1): only the producer classifies, the consumers read each kept
+// tile from its K stage's word, and a word of -1 ends the row (a block that keeps nothing gets
+// it first).
+TEST_CASE("emulated sm90 with the tile handoff matches the reference", "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_handoff = true;
+  options.tuning->sm90_overlap = GENERATE(false, true);
+  INFO("overlap " << *options.tuning->sm90_overlap);
+  std::vector<KernelCase> cases = schedule_cases();
+  for (const KernelCase& stretch : empty_stretch_cases()) cases.push_back(stretch);
+  check_sm90(cases, options);
 }
 
 namespace {

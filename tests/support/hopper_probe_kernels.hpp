@@ -296,6 +296,22 @@ extern "C" __global__ void named_barrier_left_half_complete(FwdParams p) {
   if (threadIdx.x < 32) named_barrier_arrive(2, 64);
 }
 
+// A plain st.shared handed from warp 0 to warp 1 by an mbarrier (the sm90 kernel's tile words):
+// thread 0 writes the word, then arrives (release); thread 32 waits for the phase (acquire) and
+// copies the word out. p.batch 1: thread 32 reads without waiting, a race.
+extern "C" __global__ void mbarrier_handoff(FwdParams p) {
+  unsigned char* smem = probe_smem();
+  const unsigned bar = smem_address(smem) + 64;
+  init_barriers(bar, 1, 1);
+  if (threadIdx.x == 0) {
+    store_shared_32(smem, 7u);
+    mbarrier_arrive(bar);
+  } else if (threadIdx.x == 32) {
+    if (p.batch != 1) mbarrier_wait(bar, 0);
+    store_global_f32(static_cast<float*>(p.o), static_cast<float>(load_shared_u32(smem)));
+  }
+}
+
 // Two arrivals expected, one made: every thread waits for a phase that never completes (batch 1:
 // in a wait labelled as the watchdog's waits are).
 extern "C" __global__ void mbarrier_deadlock(FwdParams p) {

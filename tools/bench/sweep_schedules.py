@@ -54,7 +54,8 @@ DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,
                      "m192-n64-overlap=sm90:sm90_block_m=192,sm90_block_n=64,sm90_overlap=1",
                      "psmem-overlap=sm90:sm90_p_smem=1,sm90_overlap=1",
                      "m192-psmem-overlap=sm90:sm90_block_m=192,sm90_p_smem=1,sm90_overlap=1",
-                     "m192-psmem=sm90:sm90_block_m=192,sm90_p_smem=1")
+                     "m192-psmem=sm90:sm90_block_m=192,sm90_p_smem=1",
+                     "handoff=sm90:sm90_handoff=1")
 
 
 def parse_schedule(text):

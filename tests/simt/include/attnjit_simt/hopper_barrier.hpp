@@ -60,6 +60,9 @@ inline void arrive_on(unsigned bar, unsigned tx_bytes, const char* what) {
   unsigned offset;
   Mbarrier& barrier = mbarrier_at(bar, what, offset);
   const unsigned phase = barrier.phase;
+  if (ThreadState* t = emulator().current; t != nullptr) {
+    t->releases.push_back(Release{offset, phase, t->shared_writes});
+  }
   barrier.tx += tx_bytes;
   --barrier.pending;
   complete_phase_if_done(offset, barrier);

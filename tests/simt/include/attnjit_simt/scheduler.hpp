@@ -83,6 +83,15 @@ struct ObservedPhases {
   unsigned phases;
 };
 
+// An mbarrier arrival of a thread (release semantics, PTX's default for mbarrier.arrive): the
+// barrier's shared offset, the phase it arrived in, and how many st.shared the thread had done
+// by then, so that a reader that waited for that phase (acquire) sees them.
+struct Release {
+  unsigned barrier;
+  unsigned phase;
+  unsigned writes;
+};
+
 struct ThreadState {
   ucontext_t context{};
   std::unique_ptr<char[]> stack;
@@ -93,6 +102,8 @@ struct ThreadState {
   const char* wait_label = nullptr;  // inside mbarrier_wait: its label (the deadlock report)
   std::vector<ObservedPhases> observed_phases;
   unsigned proxy_fences = 0;  // fence.proxy.async executed: orders its earlier st.shared for wgmma
+  unsigned shared_writes = 0;      // st.shared executed
+  std::vector<Release> releases;  // mbarrier arrivals, in order
   std::vector<CopyOp> open_group;                // issued, not yet committed
   std::deque<std::vector<CopyOp>> in_flight;     // committed groups, oldest first
 };
@@ -275,6 +286,8 @@ inline void run_block(Dim3 block_idx) {
     t.waiting = Wait::none;
     t.observed_phases.clear();
     t.proxy_fences = 0;
+    t.shared_writes = 0;
+    t.releases.clear();
     t.open_group.clear();
     t.in_flight.clear();
     getcontext(&t.context);

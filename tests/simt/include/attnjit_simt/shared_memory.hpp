@@ -140,6 +140,7 @@ class SharedMemory {
     int writer_warp = -1;
     unsigned block_epoch = 0, warp_epoch = 0;
     unsigned writer_fences = 0;  // the writer's fence.proxy.async count at the write
+    unsigned writer_writes = 0;  // the writer's st.shared count, this write included
     int tma_barrier = -1;        // written by a TMA load completing on this mbarrier, or -1
     unsigned tma_phase = 0;      // in this phase number of it
   };
@@ -158,11 +159,30 @@ class SharedMemory {
     if (word.tma_barrier >= 0) {
       check_tma_observed(word, w, tid, warp, what);
     } else if (!ordered(word.writer, word.writer_warp, word.block_epoch, word.warp_epoch, tid,
-                        warp)) {
+                        warp) &&
+               !released_to(word, tid, warp)) {
       fail("%s: read-after-write race on shared byte %zu, written by thread %d without a "
            "barrier in between",
            what, w * 4, word.writer);
     }
+  }
+
+  // Whether the writer arrived on an mbarrier after the write (release) in a phase that the
+  // reader (a thread, or every lane of `warp` when tid < 0) has seen complete (acquire).
+  static bool released_to(const Word& word, int tid, int warp) {
+    const Emulator& e = emulator();
+    if (word.writer < 0) return false;
+    const int first = tid >= 0 ? tid : warp * 32;
+    const int last = tid >= 0 ? tid : warp * 32 + 31;
+    for (const Release& release : e.threads[word.writer].releases) {
+      if (release.writes < word.writer_writes) continue;  // arrived before the write
+      bool seen = true;
+      for (int reader = first; reader <= last && seen; ++reader) {
+        seen = saw_phase(e.threads[reader], release.barrier, release.phase);
+      }
+      if (seen) return true;
+    }
+    return false;
   }
 
   static bool saw_phase(const ThreadState& t, unsigned barrier, unsigned phase) {
@@ -241,7 +261,8 @@ class SharedMemory {
   }
 
   void mark_written(std::size_t offset, std::size_t size, int tid, int warp) {
-    const Emulator& e = emulator();
+    Emulator& e = emulator();
+    if (tid >= 0) ++e.threads[tid].shared_writes;
     for (std::size_t w = offset / 4; w < (offset + size) / 4; ++w) {
       Word& word = words_[w];
       word.written = true;
@@ -250,6 +271,7 @@ class SharedMemory {
       word.block_epoch = e.block_epoch;
       word.warp_epoch = e.warps[warp].sync_epoch;
       word.writer_fences = tid >= 0 ? e.threads[tid].proxy_fences : 0;
+      word.writer_writes = tid >= 0 ? e.threads[tid].shared_writes : 0;
       word.tma_barrier = -1;
     }
   }
