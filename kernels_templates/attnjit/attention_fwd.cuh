@@ -623,14 +623,7 @@ struct AttentionForward {
     const float unfolded_scale = fold_scale ? 1.0f : scale_log2;
     if (!VARIANT::kHasScore && !partial && !ragged) {
       if (fold_scale) return scale_log2;
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-        for (int j = 0; j < kNTiles; ++j) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc_s[mt][j][e] *= scale_log2;
-        }
-      }
+      multiply_scores(acc_s, scale_log2);
     } else if (VARIANT::kHasScore && !partial && !ragged) {
       // Every element is kept: the score alone, without per-element keep predicates (which
       // made the compiler predicate the whole score and reload its constants per element).
@@ -653,16 +646,7 @@ struct AttentionForward {
       }
       // Note: a pass of its own (block-uniform branch), so that a folded factor costs no
       // multiply by 1 per element.
-      if (!fold_scale) {
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-          for (int j = 0; j < kNTiles; ++j) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc_s[mt][j][e] *= scale_log2;
-          }
-        }
-      }
+      if (!fold_scale) multiply_scores(acc_s, scale_log2);
     } else {
       ColumnValues columns(*this, k0, lane);
 #pragma unroll
@@ -686,6 +670,9 @@ struct AttentionForward {
             if constexpr (!VARIANT::kHasScore && FOLD_SCALE) {
               acc_s[mt][j][e] = keep ? acc_s[mt][j][e] * unfolded_scale : neg_infinity();
             } else if constexpr (!VARIANT::kHasScore) {
+              // Note: written as (x * scale) * log2(e), as before the factored scores; as
+              // x * (scale * log2(e)) it made ptxas spill 372 bytes in the sliding window
+              // kernel with three consumer warpgroups at head dim 64.
               const float s = acc_s[mt][j][e] * scale;
               acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
             } else {
@@ -702,6 +689,18 @@ struct AttentionForward {
       }
     }
     return fold_scale ? scale_log2 : 1.0f;
+  }
+
+  // Every score of the tile times `factor`.
+  ATTNJIT_DEVICE static void multiply_scores(float (&acc_s)[kMTiles][kNTiles][4], float factor) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[mt][j][e] *= factor;
+      }
+    }
   }
 
   // The variant's hoisted values of the two columns c = 0, 1 that this thread holds in n-tile j

@@ -263,12 +263,10 @@ std::string factored_score_text(const FactoredScore& factored, const expr::Signa
   return s;
 }
 
-std::string element_body(const expr::Expression& expression, bool fast_math,
-                         const HoistedNames& names) {
+std::string mask_body(const expr::Expression& mask, const HoistedNames& names) {
   ElementOptions options;
-  options.fast_math = fast_math;
   options.hoisted = &names;
-  return lower_element_body(expression, options);
+  return lower_element_body(mask, options);
 }
 
 }  // namespace
@@ -318,14 +316,9 @@ std::string lower_element_hooks(const expr::Expression& mask, const expr::Expres
                    "                                  int b, int h, int q_idx, int kv_idx, int q_len,\n"
                    "                                  int kv_len, int num_heads) {{\n",
                    hoisted_params);
-  s += indent_member_body(element_body(mask, false, names));
+  s += indent_member_body(mask_body(mask, names));
   s += "  }\n\n";
-  s += fmt::format("  ATTNJIT_DEVICE static float score({}\n"
-                   "                                  float score, int b, int h, int q_idx, int kv_idx,\n"
-                   "                                  int q_len, int kv_len, int num_heads) {{\n",
-                   hoisted_params);
-  s += indent_member_body(element_body(score, true, names));
-  s += "  }\n\n";
+  // Note: the score is written only in its factored form, the one the kernels evaluate.
   ScoreHoisting hoisting;
   hoisting.is_block_level = [&hoister](const Node& node) { return hoister.is_block_level(node); };
   hoisting.names = &names;

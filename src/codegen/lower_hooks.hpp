@@ -23,7 +23,8 @@ constexpr const char* kRowValues = "row_values";
 constexpr const char* kColValues = "col_values";
 
 // Member declarations of the variant struct, indented for a struct body: the Block, Row and Col
-// structs, the static functions block(), row(), col() that compute them, and mask() and score().
+// structs, the static functions block(), row(), col() that compute them, mask(), and the score in
+// its factored form: ScoreConstants, score_constants() and score_core() (codegen/factor_score.hpp).
 // Deterministic text. The score uses the fast transcendental functions (ElementOptions).
 std::string lower_element_hooks(const expr::Expression& mask, const expr::Expression& score);
 

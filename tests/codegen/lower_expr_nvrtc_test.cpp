@@ -79,7 +79,10 @@ std::string wrap_hooks(const std::vector<expr::Expression>& masks,
         "    const Hooks{0}::Row row = Hooks{0}::row(block, args, 0, 1, 2, 4, 5, 6);\n"
         "    const Hooks{0}::Col col = Hooks{0}::col(block, args, 0, 1, 3, 4, 5, 6);\n"
         "    out[{0}] = Hooks{0}::mask(block, row, col, args, 0, 1, 2, 3, 4, 5, 6) ? 1 : 0;\n"
-        "    fout[{0}] = Hooks{0}::score(block, row, col, args, 0.5f, 0, 1, 2, 3, 4, 5, 6);\n"
+        "    const Hooks{0}::ScoreConstants constants =\n"
+        "        Hooks{0}::score_constants(block, args, 0.125f, 0, 1, 4, 5, 6);\n"
+        "    fout[{0}] = constants.factor *\n"
+        "                Hooks{0}::score_core(constants, block, row, col, args, 0.5f, 0, 1, 2, 3, 4, 5, 6);\n"
         "  }}\n",
         i);
   }

@@ -35,8 +35,6 @@ TEST_CASE("ALiBi's slope is computed once per block and its distance from hoiste
   CHECK(contains(function_text(hooks, "block"), "block_values.v0 = attnjit::ops::fast_exp2_f("));
   CHECK(contains(function_text(hooks, "row"), "row_values.v0 = attnjit::ops::i2f(q_idx);"));
   CHECK(contains(function_text(hooks, "col"), "col_values.v0 = attnjit::ops::i2f(kv_idx);"));
-  CHECK(contains(function_text(hooks, "score"),
-                 "return score + (block_values.v0 * (col_values.v0 - row_values.v0));"));
 }
 
 TEST_CASE("a document mask reads its tensor once per row and once per column") {
@@ -49,11 +47,15 @@ TEST_CASE("a document mask reads its tensor once per row and once per column") {
   CHECK_FALSE(contains(mask, "args.tensors"));  // nothing left to declare per element
 }
 
-TEST_CASE("soft-capping divides by a hoisted reciprocal and uses the hardware tanh") {
-  const std::string hooks = lower_element_hooks(parse_mask(""), parse_score("cap * tanh(score / cap)"));
-  CHECK(contains(function_text(hooks, "block"), "block_values.v0 = 1.0f / (cap);"));
-  CHECK(contains(function_text(hooks, "score"),
-                 "return cap * attnjit::ops::fast_tanh_f(score * block_values.v0);"));
+TEST_CASE("a division by a per-row value multiplies by its hoisted reciprocal") {
+  const std::string hooks = lower_element_hooks(parse_mask(""),
+                                                parse_score("score / float(q_idx + 1)"));
+  const std::string row = function_text(hooks, "row");
+  CHECK(contains(row, "row_values.v0 = attnjit::ops::i2f(attnjit::ops::add_i(q_idx, 1));"));
+  CHECK(contains(row, "row_values.v1 = 1.0f / (row_values.v0);"));
+  CHECK(contains(function_text(hooks, "score_core"), "return (qk * row_values.v1);"));
+  CHECK(contains(function_text(hooks, "score_constants"),
+                 "score_constants.factor = 1.4426950408889634f * scale;"));
 }
 
 TEST_CASE("masks keep the precise functions; scores get the fast ones") {
@@ -67,7 +69,7 @@ TEST_CASE("masks keep the precise functions; scores get the fast ones") {
   CHECK(contains(function_text(hooks, "row"), "attnjit::ops::fast_tanh_f(attnjit::ops::i2f(q_idx))"));
   CHECK(contains(function_text(hooks, "col"), "attnjit::ops::fast_exp_f(attnjit::ops::i2f(kv_idx))"));
   // A division by the element's own score is not a hoistable reciprocal.
-  CHECK(contains(function_text(hooks, "score"), "attnjit::ops::fast_div_f(col_values."));
+  CHECK(contains(function_text(hooks, "score_core"), "attnjit::ops::fast_div_f(col_values."));
 }
 
 TEST_CASE("the mask and the score share an identical hoisted value") {
@@ -77,7 +79,7 @@ TEST_CASE("the mask and the score share an identical hoisted value") {
   const std::string row = function_text(hooks, "row");
   CHECK(contains(row, "row_values.v0 = attnjit::ops::read_i32(doc, q_idx);"));
   CHECK_FALSE(contains(row, "row_values.v1"));
-  CHECK(contains(function_text(hooks, "score"),
+  CHECK(contains(function_text(hooks, "score_core"),
                  "attnjit::ops::i2f(attnjit::ops::sub_i(row_values.v0, col_values.v0))"));
 }
 
@@ -85,7 +87,10 @@ TEST_CASE("expressions of the element alone hoist nothing") {
   const std::string hooks = lower_element_hooks(parse_mask("q_idx >= kv_idx"), parse_score(""));
   CHECK(contains(hooks, "  struct Block {};\n  struct Row {};\n  struct Col {};\n"));
   CHECK(contains(function_text(hooks, "mask"), "return q_idx >= kv_idx;"));
-  CHECK(contains(function_text(hooks, "score"), "return score;"));
+  CHECK(contains(function_text(hooks, "score_core"), "return qk;"));
+  CHECK(contains(function_text(hooks, "score_constants"),
+                 "score_constants.factor = 1.4426950408889634f * scale;"));
+  CHECK(hooks.find(" score(") == std::string::npos);  // only the factored form is written
 }
 
 TEST_CASE("hooks are deterministic") {
@@ -116,13 +121,6 @@ TEST_CASE("ALiBi's factor is the scale; its slope over the scale multiplies the 
   CHECK(contains(constants, "score_constants.factor = 1.4426950408889634f * scale;"));
   CHECK(contains(function_text(hooks, "score_core"),
                  "return (qk + ((col_values.v0 - row_values.v0) * score_constants.c0));"));
-}
-
-TEST_CASE("the identity score's core is the raw product") {
-  const std::string hooks = lower_element_hooks(parse_mask(""), parse_score(""));
-  CHECK(contains(function_text(hooks, "score_constants"),
-                 "score_constants.factor = 1.4426950408889634f * scale;"));
-  CHECK(contains(function_text(hooks, "score_core"), "return qk;"));
 }
 
 TEST_CASE("a score under a function or a comparison is passed in as factor times core") {

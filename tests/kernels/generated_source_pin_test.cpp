@@ -27,10 +27,10 @@ struct Pin {
 };
 
 constexpr Pin kPins[] = {
-    {"noop", 0x98880389c537f349ull},           {"causal", 0x11b8ca94b0d553f1ull},
-    {"sliding_window", 0x7a97f8582748cf31ull}, {"prefix_lm", 0x89b6486fa0a4d1bdull},
-    {"document", 0xf81ca0bc5746601dull},       {"alibi", 0x7b79665bdf15f75dull},
-    {"softcap", 0x5d6855f94349a95dull},
+    {"noop", 0x676099470d689661ull},           {"causal", 0x5019ac0a51904e39ull},
+    {"sliding_window", 0xa0ef324f4f764fa1ull}, {"prefix_lm", 0x9ea34f4ca6dae7d5ull},
+    {"document", 0x1f7ff1d0947ce975ull},       {"alibi", 0x69da18b7af95151dull},
+    {"softcap", 0xf1188da07e4c83edull},
 };
 
 }  // namespace
