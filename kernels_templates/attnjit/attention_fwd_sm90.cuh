@@ -83,8 +83,12 @@ struct AttentionForwardSm90 {
       sm90_output_staged_apart(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent, kPInSmem);
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
   // Whether the softmax scale is folded into the exponent (RowMath::apply_scores says why not
-  // at 160 registers).
-  static constexpr bool kFoldScale = kConsumerWarpgroups == 2;
+  // at 160 registers; kSm90FeatureFoldM192 asks for it there too).
+  static constexpr bool kFoldScale =
+      kConsumerWarpgroups == 2 || (FEATURES & kSm90FeatureFoldM192) != 0u;
+  // Of each 8 n8 chunks of S, how many the softmax exponentiates on the FMA pipe (poly_exp2.cuh).
+  static constexpr int kPolyExp2 = sm90_poly_exp2_eighths(FEATURES);
+  static_assert(kPolyExp2 <= 8, "sm90_poly_exp2: 0 to 8 of each 8 chunks");
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
   using RowMath =
       AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps, NUM_STAGES>;
@@ -669,7 +673,8 @@ struct AttentionForwardSm90 {
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
     const float score_scale = math.template apply_scores<kFoldScale>(acc_s, tile, tile_class, warp,
                                                                      lane, row_values);
-    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true>(acc_s[0], acc_o[0], score_scale);
+    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2>(acc_s[0], acc_o[0],
+                                                                             score_scale);
     POperand p = p_operand(warp / 4);
     make_p(acc_s, p, warp, lane);
     // Note: waited for before the turn, so that a late V never holds up the other consumers.
@@ -698,7 +703,8 @@ struct AttentionForwardSm90 {
     const float first_scale = math.template apply_scores<kFoldScale>(acc_s, first, first_class,
                                                                      warp, lane, row_values);
     // O is still zero: its rescale is a no-op.
-    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true>(acc_s[0], acc_o[0], first_scale);
+    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2>(acc_s[0], acc_o[0],
+                                                                             first_scale);
     make_p(acc_s, p, warp, lane);
 
     int tile_class = kTileEmpty;
@@ -723,7 +729,8 @@ struct AttentionForwardSm90 {
       const float score_scale = math.template apply_scores<kFoldScale>(acc_s, tile, tile_class,
                                                                        warp, lane, row_values);
       float rescale[2];
-      softmax[0].template exponentiate<kFoldScale>(acc_s[0], rescale, score_scale);
+      softmax[0].template exponentiate<kFoldScale, kNTiles, kPolyExp2>(acc_s[0], rescale,
+                                                                        score_scale);
       wgmma_wait_group<0>();
       wgmma_fence_accumulators(flat(acc_o));
       mbarrier_arrive(stage_barrier(kEmptyV, previous.stage));

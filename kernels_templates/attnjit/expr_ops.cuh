@@ -11,6 +11,7 @@
 // built-in math functions only.
 #pragma once
 
+#include "attnjit/bit_cast.cuh"
 #include "attnjit/hd.cuh"
 #include "attnjit/numeric.cuh"
 #include "attnjit/tile.cuh"
@@ -18,7 +19,6 @@
 
 #if !ATTNJIT_DEVICE_COMPILE
 #include <cmath>
-#include <cstring>
 #endif
 
 namespace attnjit {
@@ -30,25 +30,9 @@ constexpr int kIntMax = 2147483647;
 // ---------------------------------------------------------------------------------------------
 // Bit casts and special values
 
-ATTNJIT_HD float bits_to_float(int bits) {
-#if ATTNJIT_DEVICE_COMPILE
-  return __int_as_float(bits);
-#else
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-#endif
-}
-
-ATTNJIT_HD int float_to_bits(float value) {
-#if ATTNJIT_DEVICE_COMPILE
-  return __float_as_int(value);
-#else
-  int bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-#endif
-}
+// Signed, as the language's int(bits) reads them.
+ATTNJIT_HD float bits_to_float(int bits) { return bits_float(static_cast<unsigned>(bits)); }
+ATTNJIT_HD int float_to_bits(float value) { return static_cast<int>(float_bits(value)); }
 
 ATTNJIT_HD float inf_f() { return bits_to_float(0x7f800000); }
 ATTNJIT_HD float nan_f() { return bits_to_float(0x7fc00000); }

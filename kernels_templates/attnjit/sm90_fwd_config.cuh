@@ -28,6 +28,18 @@ constexpr unsigned kSm90FeatureOverlap = 1u;     // intra-warpgroup pipelining o
 constexpr unsigned kSm90FeaturePersistent = 2u;  // one block per SM walking the query tiles
 constexpr unsigned kSm90FeaturePInSmem = 4u;     // P V with P from shared memory, not registers
 constexpr unsigned kSm90FeatureTileHandoff = 8u;  // the producer tells the consumers each tile
+// Bits 4..7: how many of each 8 n8 chunks of a score tile the softmax exponentiates on the FMA
+// pipe (poly_exp2.cuh) instead of MUFU, 0..8.
+constexpr unsigned kSm90FeaturePolyExp2Shift = 4u;
+ATTNJIT_HD constexpr unsigned sm90_poly_exp2_feature(int eighths) {
+  return static_cast<unsigned>(eighths) << kSm90FeaturePolyExp2Shift;
+}
+ATTNJIT_HD constexpr int sm90_poly_exp2_eighths(unsigned features) {
+  return static_cast<int>((features >> kSm90FeaturePolyExp2Shift) & 15u);
+}
+// The softmax scale folded into the exponent's FFMA in three-consumer blocks too (two-consumer
+// blocks always fold it; AttentionForward::apply_scores says why three do not by default).
+constexpr unsigned kSm90FeatureFoldM192 = 256u;
 
 // TMA with the 128-byte swizzle writes 1024-byte swizzle atoms, and wgmma descriptors address
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so

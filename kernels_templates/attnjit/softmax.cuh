@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attnjit/numeric.cuh"
+#include "attnjit/poly_exp2.cuh"
 
 namespace attnjit {
 
@@ -47,7 +48,10 @@ struct OnlineSoftmax {
   // three-consumer sm90 kernels, where ptxas spilled more with it: AttentionForward::apply_scores).
   // Note: a row whose max is still -inf (all masked so far) uses 0 as the exponent offset, so
   // exp2(-inf - 0) = 0 everywhere and no -inf - -inf = NaN appears.
-  template <bool FOLDED, int N_TILES>
+  // POLY_EXP2 (0..8): of each 8 consecutive n8 chunks of the tile, the first POLY_EXP2 use
+  // poly_exp2 on the FMA pipe instead of MUFU's ex2 (the sm90 kernel's kPolyExp2: a MUFU-bound
+  // softmax moves part of its exponentials to the FMA pipe; poly_exp2.cuh).
+  template <bool FOLDED, int N_TILES, int POLY_EXP2 = 0>
   ATTNJIT_DEVICE void exponentiate(float (&scores)[N_TILES][4], float (&rescale)[2],
                                    float score_scale) {
 #pragma unroll
@@ -71,7 +75,8 @@ struct OnlineSoftmax {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           float& score = scores[j][2 * r + c];
-          score = fast_exp2(FOLDED ? fmaf(score, score_scale, -offset) : score - offset);
+          const float x = FOLDED ? fmaf(score, score_scale, -offset) : score - offset;
+          score = j % 8 < POLY_EXP2 ? poly_exp2(x) : fast_exp2(x);
         }
         tile_sum += scores[j][2 * r] + scores[j][2 * r + 1];
       }
@@ -106,11 +111,11 @@ struct OnlineSoftmax {
   }
 
   // Both steps at once: the scores become probabilities and `acc_o` is rescaled.
-  template <bool FOLDED, bool SKIP_UNMOVED, int N_TILES, int D_TILES>
+  template <bool FOLDED, bool SKIP_UNMOVED, int POLY_EXP2 = 0, int N_TILES, int D_TILES>
   ATTNJIT_DEVICE void update(float (&scores)[N_TILES][4], float (&acc_o)[D_TILES][4],
                              float score_scale) {
     float rescale[2];
-    exponentiate<FOLDED>(scores, rescale, score_scale);
+    exponentiate<FOLDED, N_TILES, POLY_EXP2>(scores, rescale, score_scale);
     rescale_output<SKIP_UNMOVED>(acc_o, rescale);
   }
 };

@@ -267,6 +267,9 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
                 "sm90_stages={}",
                 kSm90MaxStages / 2, config.persistent ? 1 : 0, config.num_stages);
   }
+  config.poly_exp2 = tuning.sm90_poly_exp2.value_or(0);
+  // Note: only where it changes the kernel, so that two-consumer kernels keep one cache key.
+  config.fold_m192 = config.block_m == kSm90WideBlockM && tuning.sm90_fold_m192.value_or(false);
   config.watchdog_ms = tuning.sm90_watchdog_ms.value_or(0);
   if (config.p_in_smem && config.block_n % 64 != 0) {
     throw_error(Status::invalid_argument,

@@ -23,6 +23,12 @@
 //   sm90_handoff   0 | 1                   the producer alone classifies the key tiles and hands
 //                                          each kept one's index to the consumers (not persistent)
 //                                          (block_n a multiple of 64)
+//   sm90_poly_exp2 0 .. 8                  of each 8 n8 chunks of a score tile, how many the
+//                                          softmax exponentiates on the FMA pipe instead of MUFU
+//                                          (poly_exp2.cuh; 0, the default: none)
+//   sm90_fold_m192 0 | 1                   three-consumer blocks (block_m 192) fold the softmax
+//                                          scale into the exponent's FFMA too (one FMUL less per
+//                                          element; 0, the default: they do not)
 //   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms records
 //                                          which wait and faults the kernel (0: off, the
 //                                          default; a hang becomes an error naming the wait;
@@ -49,6 +55,8 @@ struct KernelTuning {
   std::optional<bool> sm90_persistent;
   std::optional<bool> sm90_p_smem;
   std::optional<bool> sm90_handoff;
+  std::optional<int> sm90_poly_exp2;
+  std::optional<bool> sm90_fold_m192;
   std::optional<int> sm90_watchdog_ms;
 };
 

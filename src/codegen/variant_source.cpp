@@ -75,10 +75,14 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
         config.decode_smem_bytes, config.decode_blocks_per_sm);
   }
   if (sm90) {
-    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}\n",
+    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}{}{}\n",
                      config.overlap ? "on" : "off", config.persistent ? "on" : "off",
                      config.p_in_smem ? ", P in shared memory" : "",
                      config.tile_handoff ? ", tile handoff" : "",
+                     config.poly_exp2 > 0
+                         ? fmt::format(", {} of 8 exponentials on the FMA pipe", config.poly_exp2)
+                         : "",
+                     config.fold_m192 ? ", scale folded into the exponent" : "",
                      config.watchdog_ms > 0
                          ? fmt::format(", mbarrier watchdog {} ms", config.watchdog_ms)
                          : "");
@@ -120,6 +124,10 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
                     config.persistent ? "attnjit::kSm90FeaturePersistent" : "0u");
     if (config.p_in_smem) features += " | attnjit::kSm90FeaturePInSmem";
     if (config.tile_handoff) features += " | attnjit::kSm90FeatureTileHandoff";
+    if (config.poly_exp2 > 0) {
+      features += fmt::format(" | attnjit::sm90_poly_exp2_feature({})", config.poly_exp2);
+    }
+    if (config.fold_m192) features += " | attnjit::kSm90FeatureFoldM192";
     s += fmt::format(
         "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}, {}>(params);\n",
         elem_type(dtype), head_dim, config.block_m, config.block_n, config.num_stages, features);

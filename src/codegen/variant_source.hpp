@@ -28,6 +28,11 @@ struct KernelConfig {
   bool persistent = false;
   bool p_in_smem = false;  // P V reads P from shared memory (FA3's MmaPV_is_RS = false)
   bool tile_handoff = false;  // the producer alone classifies tiles and tells the consumers
+  // sm90 kernel only: of each 8 n8 chunks of S, how many the softmax exponentiates on the FMA
+  // pipe instead of MUFU (poly_exp2.cuh; kSm90FeaturePolyExp2Shift).
+  int poly_exp2 = 0;
+  // sm90 kernel only: three-consumer blocks fold the softmax scale into the exponent too.
+  bool fold_m192 = false;
   // sm90 kernel only: an mbarrier wait longer than this prints its label and traps (0: off).
   int watchdog_ms = 0;
   // sm80 kernel with the decoding features only: the tiles of the module's decoding entry

@@ -46,7 +46,8 @@ bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) 
          a.num_warps == b.num_warps &&
          a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes &&
          a.overlap == b.overlap && a.persistent == b.persistent && a.p_in_smem == b.p_in_smem &&
-         a.tile_handoff == b.tile_handoff &&
+         a.tile_handoff == b.tile_handoff && a.poly_exp2 == b.poly_exp2 &&
+         a.fold_m192 == b.fold_m192 &&
          a.watchdog_ms == b.watchdog_ms && a.decode_block_n == b.decode_block_n &&
          a.decode_stages == b.decode_stages && a.decode_blocks_per_sm == b.decode_blocks_per_sm &&
          a.decode_smem_bytes == b.decode_smem_bytes;
@@ -63,6 +64,8 @@ nlohmann::json to_json(const codegen::KernelConfig& config) {
   // Note: only when on, so that the default kernels' sidecars are what they were.
   if (config.watchdog_ms > 0) json["watchdog_ms"] = config.watchdog_ms;
   if (config.tile_handoff) json["tile_handoff"] = true;
+  if (config.poly_exp2 > 0) json["poly_exp2"] = config.poly_exp2;
+  if (config.fold_m192) json["fold_m192"] = true;
   if (config.decode_block_n > 0) {
     json["decode"] = {{"block_n", config.decode_block_n},
                       {"num_stages", config.decode_stages},
@@ -103,6 +106,8 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   config.p_in_smem = bool_field(json, "p_in_smem");
   config.watchdog_ms = json.contains("watchdog_ms") ? int_field(json, "watchdog_ms", 0) : 0;
   config.tile_handoff = bool_field(json, "tile_handoff");
+  config.poly_exp2 = json.contains("poly_exp2") ? int_field(json, "poly_exp2", 0) : 0;
+  config.fold_m192 = bool_field(json, "fold_m192");
   // Note: entries written before the decoding entry existed have none.
   if (const auto decode = json.is_object() ? json.find("decode") : json.end();
       decode != json.end()) {

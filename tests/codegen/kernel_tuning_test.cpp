@@ -260,6 +260,57 @@ TEST_CASE("sm90_handoff=1: its template bit and schedule line, the same shared m
   CHECK_THROWS_WITH(codegen::sm90_kernel_config(64, tuning), Catch::Contains("sm90_stages=5"));
 }
 
+TEST_CASE("sm90_poly_exp2=N: its template bits and schedule line, the same tiles, its range",
+          "[codegen][tuning]") {
+  CHECK_FALSE(parse_kernel_tuning("").sm90_poly_exp2.has_value());
+  CHECK(parse_kernel_tuning("sm90_poly_exp2=3").sm90_poly_exp2 == 3);
+  CHECK(parse_kernel_tuning("sm90_poly_exp2=0").sm90_poly_exp2 == 0);
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_poly_exp2=9"), Catch::Contains("sm90_poly_exp2=9"));
+  codegen::KernelTuning tuning;
+  tuning.sm90_poly_exp2 = 3;
+  // Not a tile option: the variant class's default tiles stay.
+  const auto config = codegen::sm90_kernel_config(128, tuning, /*masked=*/false);
+  const auto plain = codegen::sm90_kernel_config(128, codegen::KernelTuning{}, false);
+  CHECK(config.poly_exp2 == 3);
+  CHECK(plain.poly_exp2 == 0);
+  CHECK(config.block_n == plain.block_n);
+  CHECK(config.smem_bytes == plain.smem_bytes);
+  const auto score = test::parse_score("30.0 * tanh(score / 30.0)");
+  const auto source = codegen::generate_kernel_source(test::parse_mask(""), score, DType::bf16,
+                                                      128, codegen::Target(90, true),
+                                                      codegen::FamilyRequest::sm90, tuning)
+                          .source;
+  CHECK(source.find(" | attnjit::sm90_poly_exp2_feature(3)>(params);") != std::string::npos);
+  CHECK(source.find(", 3 of 8 exponentials on the FMA pipe\n") != std::string::npos);
+  CHECK(codegen::generate_kernel_source(test::parse_mask(""), score, DType::bf16, 128,
+                                        codegen::Target(90, true), codegen::FamilyRequest::sm90,
+                                        codegen::KernelTuning{})
+            .source.find("poly_exp2") == std::string::npos);
+  // The template's decoding of the bits is the encoding's inverse.
+  for (int eighths = 0; eighths <= 8; ++eighths) {
+    CHECK(attnjit::sm90_poly_exp2_eighths(attnjit::sm90_poly_exp2_feature(eighths) |
+                                          attnjit::kSm90FeatureTileHandoff) == eighths);
+  }
+}
+
+TEST_CASE("sm90_fold_m192=1 reaches three-consumer kernels only", "[codegen][tuning]") {
+  CHECK(parse_kernel_tuning("sm90_fold_m192=1").sm90_fold_m192 == true);
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_fold_m192=on"), Catch::Contains("sm90_fold_m192"));
+  codegen::KernelTuning tuning;
+  tuning.sm90_fold_m192 = true;
+  // Unmasked at head dim 64: 192 rows by default, so the option applies.
+  CHECK(codegen::sm90_kernel_config(64, tuning, /*masked=*/false).fold_m192);
+  const auto source = codegen::generate_kernel_source(test::parse_mask(""), test::parse_score(""),
+                                                      DType::bf16, 64, codegen::Target(90, true),
+                                                      codegen::FamilyRequest::sm90, tuning)
+                          .source;
+  CHECK(source.find(" | attnjit::kSm90FeatureFoldM192>(params);") != std::string::npos);
+  CHECK(source.find(", scale folded into the exponent\n") != std::string::npos);
+  // Two-consumer blocks fold it anyway: their kernel (and cache key) is the default one.
+  CHECK_FALSE(codegen::sm90_kernel_config(64, tuning, /*masked=*/true).fold_m192);
+  CHECK_FALSE(codegen::sm90_kernel_config(128, tuning, /*masked=*/false).fold_m192);
+}
+
 TEST_CASE("sm90_p_smem=1 puts P in shared memory: its space, its template bit, its limits",
           "[codegen][tuning]") {
   CHECK_FALSE(parse_kernel_tuning("").sm90_p_smem.has_value());

@@ -114,6 +114,41 @@ TEST_CASE("the sm90 schedule options are part of a stored kernel's configuration
   CHECK_THROWS_WITH(config_from_json(odd), Catch::Contains("'persistent' is not a boolean"));
 }
 
+// The options added for measurement (the tile handoff, exponentials on the FMA pipe, the scale
+// folded in three-consumer blocks): stored only when on, so that the default kernels' sidecars
+// stay what they were, and each one's kernel never serves a request for the other.
+TEST_CASE("the sm90 measurement options are part of a stored kernel's configuration when on",
+          "[jit][sidecar]") {
+  codegen::KernelConfig plain = config();
+  plain.family = codegen::KernelFamily::sm90;
+  for (const char* field : {"tile_handoff", "poly_exp2", "fold_m192"}) {
+    CHECK_FALSE(to_json(plain).contains(field));
+  }
+  const nlohmann::json stored_plain = {{"variant", variant()}, {"config", to_json(plain)},
+                                       {"forward_resources", to_json(ResourceUsage{})}};
+  codegen::KernelConfig handoff = plain;
+  handoff.tile_handoff = true;
+  codegen::KernelConfig poly = plain;
+  poly.poly_exp2 = 3;
+  codegen::KernelConfig folded = plain;
+  folded.fold_m192 = true;
+  for (const codegen::KernelConfig& tuned : {handoff, poly, folded}) {
+    const codegen::KernelConfig back = config_from_json(to_json(tuned));
+    CHECK(back.tile_handoff == tuned.tile_handoff);
+    CHECK(back.poly_exp2 == tuned.poly_exp2);
+    CHECK(back.fold_m192 == tuned.fold_m192);
+    const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(tuned)},
+                                   {"forward_resources", to_json(ResourceUsage{})}};
+    CHECK_THAT(check_kernel_sidecar(stored, variant(), plain),
+               Catch::Contains("is not the variant's"));
+    CHECK_THAT(check_kernel_sidecar(stored_plain, variant(), tuned),
+               Catch::Contains("is not the variant's"));
+  }
+  nlohmann::json odd = to_json(poly);
+  odd["poly_exp2"] = -2;
+  CHECK_THROWS_WITH(config_from_json(odd), Catch::Contains("'poly_exp2' is not an int >= 0"));
+}
+
 TEST_CASE("the sm90 mbarrier watchdog is part of a stored kernel's configuration only when on",
           "[jit][sidecar]") {
   codegen::KernelConfig watched = config();

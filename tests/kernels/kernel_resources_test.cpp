@@ -236,6 +236,36 @@ TEST_CASE("sm90 kernels with the tile handoff compile without spills", "[kernels
   }
 }
 
+// Exponentials on the FMA pipe (ATTNJIT_TUNE=sm90_poly_exp2): the settings a sweep times, at the
+// default tiles. Their temporaries compete with S, P and O for registers: soft-capping at head dim
+// 128 with 176-key tiles spills from 3 of 8 on (28 bytes; 60 at 4), with 128-key tiles not up to 4.
+TEST_CASE("sm90 kernels with exponentials on the FMA pipe compile without spills",
+          "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  for (const int eighths : {2, 4}) {
+    tuning.sm90_poly_exp2 = eighths;
+    check_sm90_spill_free(64, tuning, {"noop", "causal", "alibi", "softcap"});
+  }
+  tuning.sm90_poly_exp2 = 2;
+  check_sm90_spill_free(128, tuning, {"noop", "causal", "document", "alibi", "softcap"});
+  tuning.sm90_poly_exp2 = 4;
+  tuning.sm90_block_n = 128;
+  check_sm90_spill_free(128, tuning, {"softcap"});
+}
+
+// The scale folded in three-consumer blocks (ATTNJIT_TUNE=sm90_fold_m192=1) is for the unmasked
+// variants, whose head-dim-64 default has 192 rows (the masked ones spilled with it: see
+// AttentionForward::apply_scores), alone and with exponentials on the FMA pipe.
+TEST_CASE("sm90 192-row kernels with the scale folded compile without spills",
+          "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_fold_m192 = true;
+  for (const int eighths : {0, 2}) {
+    tuning.sm90_poly_exp2 = eighths;
+    check_sm90_spill_free(64, tuning, {"noop", "alibi", "softcap"});
+  }
+}
+
 // P through shared memory (ATTNJIT_TUNE=sm90_p_smem=1): the registers P held under P V are free,
 // which is what makes three consumers at 160 registers fit with the overlap (without it the
 // sliding window and softcap spill there, see above).

@@ -42,6 +42,7 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     CHECK(outcome.config.block_m == block_m);
     CHECK(outcome.config.p_in_smem == p_in_smem);
     CHECK(outcome.config.tile_handoff == tuning.sm90_handoff.value_or(false));
+    CHECK(outcome.config.poly_exp2 == tuning.sm90_poly_exp2.value_or(0));
     CHECK(outcome.grid.threads == (block_m == 192 ? 512u : 384u));
     CHECK(outcome.passed());
   }
@@ -218,6 +219,67 @@ TEST_CASE("emulated sm90 with the tile handoff matches the reference", "[simt][s
   std::vector<KernelCase> cases = schedule_cases();
   for (const KernelCase& stretch : empty_stretch_cases()) cases.push_back(stretch);
   check_sm90(cases, options);
+}
+
+// Exponentials on the FMA pipe (sm90_poly_exp2, poly_exp2.cuh): the schedule cases and a
+// soft-capped score with 3 of each 8 chunks in software (both kinds in one tile), then with all
+// of them: the non-finite cases (a NaN must stay NaN, a masked -inf must give exactly 0) and
+// fully masked rows.
+TEST_CASE("emulated sm90 with exponentials on the FMA pipe matches the reference",
+          "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  SECTION("3 of 8") {
+    options.tuning->sm90_poly_exp2 = 3;
+    std::vector<KernelCase> cases = schedule_cases();
+    KernelCase softcap;
+    softcap.score = "30.0 * tanh(score / 30.0)";
+    softcap.shape = shape(1, 1, 1, 130, 200);
+    cases.push_back(softcap);
+    check_sm90(cases, options);
+  }
+  SECTION("8 of 8") {
+    options.tuning->sm90_poly_exp2 = 8;
+    std::vector<KernelCase> cases = non_finite_inputs(64);
+    KernelCase late;
+    late.mask = "kv_idx + 20 <= q_idx";  // rows 0..19 keep nothing
+    late.shape = shape(1, 1, 1, 150, 150);
+    cases.push_back(with(late, DType::fp16, Layout::blhd, 128));
+    check_sm90(cases, options);
+  }
+}
+
+// The softmax scale folded into the exponent in three-consumer blocks (sm90_fold_m192, the
+// unmasked head-dim-64 default's 192 rows), alone and with 2 of 8 exponentials in software: a
+// ragged noop, ALiBi and soft-capping (factors folded), and a negative scale (not foldable: the
+// kernel multiplies instead).
+TEST_CASE("emulated sm90 with the scale folded in 192-row blocks matches the reference",
+          "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_fold_m192 = true;
+  options.tuning->sm90_poly_exp2 = GENERATE(0, 2);
+  INFO("poly_exp2 " << *options.tuning->sm90_poly_exp2);
+  KernelCase ragged;
+  ragged.shape = shape(1, 2, 1, 200, 333);
+  KernelCase alibi = ragged;
+  alibi.score = "score - 0.125 * float(q_idx - kv_idx)";
+  KernelCase softcap = ragged;
+  softcap.score = "20.0 * tanh(score / 20.0)";
+  std::vector<KernelCase> cases{ragged, alibi, softcap,
+                                negative_scale_cases(shape(1, 1, 1, 128, 256))[0]};
+  for (KernelCase& c : cases) c.head_dim = 64;
+  const auto outcomes =
+      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
+  REQUIRE(outcomes.size() == cases.size());
+  for (const simt::SimtOutcome& outcome : outcomes) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.config.block_m == 192);
+    CHECK(outcome.config.fold_m192);
+    CHECK(outcome.config.poly_exp2 == *options.tuning->sm90_poly_exp2);
+    CHECK(outcome.passed());
+  }
 }
 
 namespace {
