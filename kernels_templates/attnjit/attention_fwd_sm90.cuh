@@ -349,16 +349,33 @@ struct AttentionForwardSm90 {
   // before P V of this one (with the overlap, in the same turn), and S needs only K.
   ATTNJIT_DEVICE void produce_item(int leader, int item, StageRing& k_ring, StageRing& v_ring) {
     const int lane = static_cast<int>(threadIdx.x) % 32;
+    // Note: Q's space frees only once the consumers are done with the previous item, whereas K's
+    // stage frees as soon as they have computed S with it; so after the first item the first K
+    // goes out before the wait for Q's space. Otherwise Q goes out first: it needs no tile, and
+    // its load then overlaps the search for the first kept tile (for a tensor mask, dependent
+    // loads of summaries), which used to come before it.
+    const bool k_before_q = kPersistent && item > 0;
+    if (!k_before_q) load_q(leader, item);
     KeptTiles kept;
     int tile_class = kTileEmpty;
     int tile = kept.next(math, 0, lane, tile_class);
-    // Note: Q's space frees only once the consumers are done with the previous item, whereas K's
-    // stage frees as soon as they have computed S with it; so after the first item the first K
-    // goes out before the wait for Q's space.
-    const bool k_before_q = kPersistent && item > 0;
-    if (k_before_q && tile < math.num_kv_tiles) {
-      load_stage<false>(leader, tile, k_ring, tile_class);
+    if (tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring, tile_class);
+    if (k_before_q) load_q(leader, item);
+    if (kHandoff && tile >= math.num_kv_tiles) post_no_more_tiles(leader, k_ring);
+    while (tile < math.num_kv_tiles) {
+      const int next = kept.next(math, tile + 1, lane, tile_class);
+      if (next < math.num_kv_tiles) {
+        load_stage<false>(leader, next, k_ring, tile_class);
+      } else if constexpr (kHandoff) {
+        post_no_more_tiles(leader, k_ring);
+      }
+      load_stage<true>(leader, tile, v_ring);
+      tile = next;
     }
+  }
+
+  // The item's Q tile, once the previous item's consumers released its space (persistent).
+  ATTNJIT_DEVICE void load_q(int leader, int item) {
     if constexpr (kPersistent) {
       // The previous item's release (a fresh barrier's preceding phase counts as complete).
       mbarrier_wait(q_empty_barrier(), static_cast<unsigned>(item & 1) ^ 1u, "Q empty");
@@ -370,20 +387,6 @@ struct AttentionForwardSm90 {
         tma_load_4d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box, math.q0,
                     math.h, math.b);
       }
-    }
-    if (!k_before_q && tile < math.num_kv_tiles) {
-      load_stage<false>(leader, tile, k_ring, tile_class);
-    }
-    if (kHandoff && tile >= math.num_kv_tiles) post_no_more_tiles(leader, k_ring);
-    while (tile < math.num_kv_tiles) {
-      const int next = kept.next(math, tile + 1, lane, tile_class);
-      if (next < math.num_kv_tiles) {
-        load_stage<false>(leader, next, k_ring, tile_class);
-      } else if constexpr (kHandoff) {
-        post_no_more_tiles(leader, k_ring);
-      }
-      load_stage<true>(leader, tile, v_ring);
-      tile = next;
     }
   }
 
