@@ -131,14 +131,27 @@ struct AttentionForwardSm90 {
   static_assert(kQBoxBytes % 1024 == 0 && kKVBoxBytes % 1024 == 0,
                 "every box starts on a 1024-byte swizzle atom");
 
+  // Two blocks per SM (kSm90FeatureTwoBlocksPerSm): the launch promises ptxas 2 resident blocks
+  // (__launch_bounds__(384, 2)), and the consumers get what the smaller pool allows.
+  static constexpr bool kTwoBlocksPerSm = (FEATURES & kSm90FeatureTwoBlocksPerSm) != 0u;
+  static_assert(!kTwoBlocksPerSm || (kConsumerWarpgroups == 2 && !kPersistent),
+                "two blocks per SM: two consumer warpgroups, plain blocks");
+  static constexpr int kBlocksPerSm = kTwoBlocksPerSm ? 2 : 1;
   // Registers per thread after setmaxnreg (multiples of 8 in [24, 256]): two consumers get
   // 24 x 128 + 240 x 256 = 64512 of the SM's 65536; three get FlashAttention-3's split,
   // 32 x 128 + 160 x 384 = 65536. Note: a producer of 24 would not give the consumers more (168 x
-  // 384 is over the file), so the producer takes the 8 left over.
+  // 384 is over the file), so the producer takes the 8 left over. Two blocks per SM launch
+  // with 80 registers a thread (65536 / 768, rounded down to 8): 30720 a block, of which
+  // 24 x 128 + 104 x 256 = 29696.
   static constexpr int kProducerRegisters = kConsumerWarpgroups == 2 ? 24 : 32;
-  static constexpr int kConsumerRegisters = kConsumerWarpgroups == 2 ? 240 : 160;
-  static_assert(128 * kProducerRegisters + kConsumerThreads * kConsumerRegisters <= 65536,
-                "the register file of one SM");
+  static constexpr int kConsumerRegisters =
+      kTwoBlocksPerSm ? 104 : kConsumerWarpgroups == 2 ? 240 : 160;
+  // setmaxnreg moves registers within the block's pool, which the launch sized: ptxas's count
+  // per thread (at most the file over the resident threads, a multiple of 8) times the threads.
+  static constexpr int kLaunchRegisters = 65536 / (sm90_threads(BLOCK_M) * kBlocksPerSm) / 8 * 8;
+  static_assert(128 * kProducerRegisters + kConsumerThreads * kConsumerRegisters <=
+                    kLaunchRegisters * sm90_threads(BLOCK_M),
+                "the block's register pool");
   // Named barriers (0 is __syncthreads): one per consumer warpgroup for its epilogue, and one per
   // consumer warpgroup for its turns on the tensor cores (GemmTurns); 1 + 2 x 3 ids of the 16.
   static constexpr unsigned kConsumerBarrier0 = 1;

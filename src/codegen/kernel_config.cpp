@@ -239,7 +239,8 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
   // Note: an explicit tile option starts from the base tiles (a masked variant's), so that
   // ATTNJIT_TUNE means the same kernel for every variant.
   const bool tiles_tuned = tuning.sm90_block_m || tuning.sm90_block_n || tuning.sm90_p_smem ||
-                           tuning.sm90_stages || tuning.sm90_persistent;
+                           tuning.sm90_stages || tuning.sm90_persistent ||
+                           tuning.sm90_blocks_per_sm;
   const Sm90Tiles tiles = sm90_default_tiles(head_dim, masked || tiles_tuned);
   config.block_m = tuning.sm90_block_m.value_or(tiles.block_m);
   // Note: three consumer warpgroups get 160 registers per thread (setmaxnreg), which hold O, S
@@ -253,10 +254,15 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
                 "at head dim {}{} the consumers' 160 registers per thread spill",
                 head_dim, head_dim == 128 ? " with P in registers" : "");
   }
-  config.block_n = tuning.sm90_block_n.value_or(tiles.block_n);
+  config.blocks_per_sm = tuning.sm90_blocks_per_sm.value_or(1);
+  const bool two_per_sm = config.blocks_per_sm == 2;
+  // Note: two blocks per SM default to what their 104-register consumers hold without spilling:
+  // 64-key stages, no overlap (with it the short-row variants spill 48 bytes).
+  config.block_n = tuning.sm90_block_n.value_or(two_per_sm ? 64 : tiles.block_n);
   config.num_warps = sm90_threads(config.block_m) / 32;
   config.num_stages = tuning.sm90_stages.value_or(2);
-  config.overlap = tuning.sm90_overlap.value_or(sm90_overlap_by_default(head_dim));
+  config.overlap =
+      tuning.sm90_overlap.value_or(!two_per_sm && sm90_overlap_by_default(head_dim));
   config.persistent = tuning.sm90_persistent.value_or(false);
   config.p_in_smem = p_in_smem;
   config.tile_handoff = tuning.sm90_handoff.value_or(false);
@@ -282,6 +288,20 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
   config.smem_bytes = sm90_forward_smem_bytes(head_dim, config.block_m, config.block_n,
                                               config.num_stages, config.persistent,
                                               config.p_in_smem);
+  if (two_per_sm) {
+    const int per_sm = 2 * (config.smem_bytes + kSm90SharedMemoryPerBlockReserved);
+    // Note: the consumers' 104 registers hold O (32 at head dim 64), S and P of a 64-key tile
+    // and the row state; with a wider tile or at head dim 128 ptxas gives up.
+    if (head_dim != 64 || config.block_m != kSm90BlockM || config.block_n != 64 ||
+        config.persistent || per_sm > kSm90SharedMemoryPerSm) {
+      throw_error(Status::invalid_argument,
+                  "ATTNJIT_TUNE: sm90_blocks_per_sm=2 needs head dim 64, sm90_block_m=128, "
+                  "sm90_block_n=64, plain blocks and shared memory for two ({} bytes of {}); got "
+                  "head dim {}, sm90_block_m={}, sm90_block_n={}, sm90_persistent={}",
+                  per_sm, kSm90SharedMemoryPerSm, head_dim, config.block_m, config.block_n,
+                  config.persistent ? 1 : 0);
+    }
+  }
   if (config.smem_bytes > shared_memory_limit(90)) {
     throw_error(Status::invalid_argument,
                 "ATTNJIT_TUNE: head dim {} with sm90_block_m={}, sm90_block_n={}, sm90_stages={}, "

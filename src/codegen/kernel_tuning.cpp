@@ -85,6 +85,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
       tuning.sm90_poly_exp2 = int_value(key, value, 0, 8);
     } else if (key == "sm90_fold_m192") {
       tuning.sm90_fold_m192 = bool_value(key, value);
+    } else if (key == "sm90_blocks_per_sm") {
+      tuning.sm90_blocks_per_sm = int_value(key, value, 1, 2);
     } else if (key == "sm90_watchdog_ms") {
       // Note: ten minutes is the longest a kernel could usefully wait (a device call's limit).
       tuning.sm90_watchdog_ms = int_value(key, value, 0, 600000);
@@ -93,7 +95,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
                   "ATTNJIT_TUNE: unknown key '{}'; keys: sm80_block_m, sm80_block_n, sm80_warps, "
                   "sm80_stages, sm80_blocks_per_sm, decode_block_n, decode_stages, sm90_block_m, "
                   "sm90_block_n, sm90_stages, sm90_overlap, sm90_persistent, sm90_p_smem, "
-                  "sm90_handoff, sm90_poly_exp2, sm90_fold_m192, sm90_watchdog_ms",
+                  "sm90_handoff, sm90_poly_exp2, sm90_fold_m192, sm90_blocks_per_sm, "
+                  "sm90_watchdog_ms",
                   key);
     }
   }

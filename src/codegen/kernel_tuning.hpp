@@ -29,6 +29,9 @@
 //   sm90_fold_m192 0 | 1                   three-consumer blocks (block_m 192) fold the softmax
 //                                          scale into the exponent's FFMA too (one FMUL less per
 //                                          element; 0, the default: they do not)
+//   sm90_blocks_per_sm 1 | 2               resident blocks per SM (2: consumers of 104 registers,
+//                                          two consumer warpgroups, plain blocks, shared memory
+//                                          for two; for short rows: 64-key stages, no overlap)
 //   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms records
 //                                          which wait and faults the kernel (0: off, the
 //                                          default; a hang becomes an error naming the wait;
@@ -57,6 +60,7 @@ struct KernelTuning {
   std::optional<bool> sm90_handoff;
   std::optional<int> sm90_poly_exp2;
   std::optional<bool> sm90_fold_m192;
+  std::optional<int> sm90_blocks_per_sm;
   std::optional<int> sm90_watchdog_ms;
 };
 

@@ -75,7 +75,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
         config.decode_smem_bytes, config.decode_blocks_per_sm);
   }
   if (sm90) {
-    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}{}{}\n",
+    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}{}{}{}\n",
                      config.overlap ? "on" : "off", config.persistent ? "on" : "off",
                      config.p_in_smem ? ", P in shared memory" : "",
                      config.tile_handoff ? ", tile handoff" : "",
@@ -83,6 +83,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
                          ? fmt::format(", {} of 8 exponentials on the FMA pipe", config.poly_exp2)
                          : "",
                      config.fold_m192 ? ", scale folded into the exponent" : "",
+                     config.blocks_per_sm == 2 ? ", two blocks per SM" : "",
                      config.watchdog_ms > 0
                          ? fmt::format(", mbarrier watchdog {} ms", config.watchdog_ms)
                          : "");
@@ -114,9 +115,9 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
     // Note: the tensor maps are read by TMA from the parameter space, so the argument must stay
     // there (__grid_constant__), not be copied to local memory.
     s += fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__({}, 1)\n"
+        "extern \"C\" __global__ void __launch_bounds__({}, {})\n"
         "{}(const __grid_constant__ attnjit::Sm90FwdParams params) {{\n",
-        config.num_warps * 32, kForwardEntry);
+        config.num_warps * 32, config.blocks_per_sm, kForwardEntry);
     // Note: the P-in-shared-memory bit is written only when set, so that the default kernels'
     // source (hence their cache keys and the pinned sources) did not change when it came.
     std::string features =
@@ -128,6 +129,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
       features += fmt::format(" | attnjit::sm90_poly_exp2_feature({})", config.poly_exp2);
     }
     if (config.fold_m192) features += " | attnjit::kSm90FeatureFoldM192";
+    if (config.blocks_per_sm == 2) features += " | attnjit::kSm90FeatureTwoBlocksPerSm";
     s += fmt::format(
         "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}, {}>(params);\n",
         elem_type(dtype), head_dim, config.block_m, config.block_n, config.num_stages, features);

@@ -20,7 +20,9 @@ struct KernelConfig {
   int num_warps = 0;
   int num_stages = 0;  // pipeline depth (cp.async groups for sm80, TMA stages for sm90)
   int smem_bytes = 0;  // dynamic shared memory the launch needs
-  int blocks_per_sm = 1;  // sm80 kernel: the __launch_bounds__ promise (registers per thread)
+  // The __launch_bounds__ promise (registers per thread): the sm80 kernel, and the sm90 kernel
+  // with ATTNJIT_TUNE=sm90_blocks_per_sm=2 (kSm90FeatureTwoBlocksPerSm).
+  int blocks_per_sm = 1;
   KernelFamily family = KernelFamily::sm80;  // which template (and launch parameter) it is
   // sm90 kernel only (sm90_fwd_config.cuh, kSm90Feature*): intra-warpgroup pipelining, and a
   // persistent grid (one block per SM walking the query tiles; the launch size depends on it).

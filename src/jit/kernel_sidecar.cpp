@@ -48,6 +48,7 @@ bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) 
          a.overlap == b.overlap && a.persistent == b.persistent && a.p_in_smem == b.p_in_smem &&
          a.tile_handoff == b.tile_handoff && a.poly_exp2 == b.poly_exp2 &&
          a.fold_m192 == b.fold_m192 &&
+         (a.family != codegen::KernelFamily::sm90 || a.blocks_per_sm == b.blocks_per_sm) &&
          a.watchdog_ms == b.watchdog_ms && a.decode_block_n == b.decode_block_n &&
          a.decode_stages == b.decode_stages && a.decode_blocks_per_sm == b.decode_blocks_per_sm &&
          a.decode_smem_bytes == b.decode_smem_bytes;
@@ -66,6 +67,10 @@ nlohmann::json to_json(const codegen::KernelConfig& config) {
   if (config.tile_handoff) json["tile_handoff"] = true;
   if (config.poly_exp2 > 0) json["poly_exp2"] = config.poly_exp2;
   if (config.fold_m192) json["fold_m192"] = true;
+  // Note: the sm90 kernel's only (the sm80 kernel's count is in its source, hence its key).
+  if (config.family == codegen::KernelFamily::sm90 && config.blocks_per_sm > 1) {
+    json["blocks_per_sm"] = config.blocks_per_sm;
+  }
   if (config.decode_block_n > 0) {
     json["decode"] = {{"block_n", config.decode_block_n},
                       {"num_stages", config.decode_stages},
@@ -108,6 +113,9 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   config.tile_handoff = bool_field(json, "tile_handoff");
   config.poly_exp2 = json.contains("poly_exp2") ? int_field(json, "poly_exp2", 0) : 0;
   config.fold_m192 = bool_field(json, "fold_m192");
+  if (config.family == codegen::KernelFamily::sm90) {
+    config.blocks_per_sm = json.contains("blocks_per_sm") ? int_field(json, "blocks_per_sm", 1) : 1;
+  }
   // Note: entries written before the decoding entry existed have none.
   if (const auto decode = json.is_object() ? json.find("decode") : json.end();
       decode != json.end()) {

@@ -311,6 +311,50 @@ TEST_CASE("sm90_fold_m192=1 reaches three-consumer kernels only", "[codegen][tun
   CHECK_FALSE(codegen::sm90_kernel_config(128, tuning, /*masked=*/false).fold_m192);
 }
 
+TEST_CASE("sm90_blocks_per_sm=2: its launch bounds and template bit, its defaults, its limits",
+          "[codegen][tuning]") {
+  CHECK(parse_kernel_tuning("sm90_blocks_per_sm=2").sm90_blocks_per_sm == 2);
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_blocks_per_sm=3"),
+                    Catch::Contains("sm90_blocks_per_sm=3"));
+  codegen::KernelTuning tuning;
+  tuning.sm90_blocks_per_sm = 2;
+  // 64-key stages and no overlap unless asked for: what 104-register consumers hold.
+  const auto config = codegen::sm90_kernel_config(64, tuning, /*masked=*/true);
+  CHECK(config.blocks_per_sm == 2);
+  CHECK(config.block_m == 128);
+  CHECK(config.block_n == 64);
+  CHECK_FALSE(config.overlap);
+  CHECK(2 * (config.smem_bytes + kSm90SharedMemoryPerBlockReserved) <= kSm90SharedMemoryPerSm);
+  CHECK(codegen::sm90_kernel_config(64, codegen::KernelTuning{}, true).blocks_per_sm == 1);
+  const auto mask = test::parse_mask("q_idx >= kv_idx && q_idx - kv_idx < 1024");
+  const auto source = codegen::generate_kernel_source(mask, test::parse_score(""), DType::bf16,
+                                                      64, codegen::Target(90, true),
+                                                      codegen::FamilyRequest::sm90, tuning)
+                          .source;
+  CHECK(source.find("__launch_bounds__(384, 2)") != std::string::npos);
+  CHECK(source.find(" | attnjit::kSm90FeatureTwoBlocksPerSm>(params);") != std::string::npos);
+  CHECK(source.find(", two blocks per SM\n") != std::string::npos);
+  const auto plain = codegen::generate_kernel_source(mask, test::parse_score(""), DType::bf16, 64,
+                                                     codegen::Target(90, true),
+                                                     codegen::FamilyRequest::sm90,
+                                                     codegen::KernelTuning{})
+                         .source;
+  CHECK(plain.find("__launch_bounds__(384, 1)") != std::string::npos);
+  CHECK(plain.find("TwoBlocksPerSm") == std::string::npos);
+  // Head dim 64 and 64-key stages of two consumers, plain blocks: each other choice is refused.
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(128, tuning), Catch::Contains("got head dim 128"));
+  tuning.sm90_block_n = 128;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(64, tuning),
+                    Catch::Contains("sm90_block_n=128"));
+  tuning.sm90_block_n.reset();
+  tuning.sm90_persistent = true;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(64, tuning),
+                    Catch::Contains("sm90_persistent=1"));
+  tuning.sm90_persistent.reset();
+  tuning.sm90_block_m = 192;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(64, tuning), Catch::Contains("sm90_block_m=192"));
+}
+
 TEST_CASE("sm90_p_smem=1 puts P in shared memory: its space, its template bit, its limits",
           "[codegen][tuning]") {
   CHECK_FALSE(parse_kernel_tuning("").sm90_p_smem.has_value());

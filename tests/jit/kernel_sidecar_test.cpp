@@ -115,13 +115,13 @@ TEST_CASE("the sm90 schedule options are part of a stored kernel's configuration
 }
 
 // The options added for measurement (the tile handoff, exponentials on the FMA pipe, the scale
-// folded in three-consumer blocks): stored only when on, so that the default kernels' sidecars
+// folded in three-consumer blocks, two blocks per SM): stored only when on, so that the default kernels' sidecars
 // stay what they were, and each one's kernel never serves a request for the other.
 TEST_CASE("the sm90 measurement options are part of a stored kernel's configuration when on",
           "[jit][sidecar]") {
   codegen::KernelConfig plain = config();
   plain.family = codegen::KernelFamily::sm90;
-  for (const char* field : {"tile_handoff", "poly_exp2", "fold_m192"}) {
+  for (const char* field : {"tile_handoff", "poly_exp2", "fold_m192", "blocks_per_sm"}) {
     CHECK_FALSE(to_json(plain).contains(field));
   }
   const nlohmann::json stored_plain = {{"variant", variant()}, {"config", to_json(plain)},
@@ -132,11 +132,14 @@ TEST_CASE("the sm90 measurement options are part of a stored kernel's configurat
   poly.poly_exp2 = 3;
   codegen::KernelConfig folded = plain;
   folded.fold_m192 = true;
-  for (const codegen::KernelConfig& tuned : {handoff, poly, folded}) {
+  codegen::KernelConfig two_per_sm = plain;
+  two_per_sm.blocks_per_sm = 2;
+  for (const codegen::KernelConfig& tuned : {handoff, poly, folded, two_per_sm}) {
     const codegen::KernelConfig back = config_from_json(to_json(tuned));
     CHECK(back.tile_handoff == tuned.tile_handoff);
     CHECK(back.poly_exp2 == tuned.poly_exp2);
     CHECK(back.fold_m192 == tuned.fold_m192);
+    CHECK(back.blocks_per_sm == tuned.blocks_per_sm);
     const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(tuned)},
                                    {"forward_resources", to_json(ResourceUsage{})}};
     CHECK_THAT(check_kernel_sidecar(stored, variant(), plain),

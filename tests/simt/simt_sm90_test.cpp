@@ -22,7 +22,6 @@ namespace {
 void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOptions& options = {}) {
   const auto outcomes =
       simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
-  const std::optional<bool> overlap = options.tuning ? options.tuning->sm90_overlap : std::nullopt;
   const codegen::KernelTuning tuning = options.tuning ? *options.tuning : codegen::KernelTuning{};
   const bool p_in_smem = options.tuning && options.tuning->sm90_p_smem.value_or(false);
   REQUIRE(outcomes.size() == cases.size());
@@ -32,17 +31,19 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     INFO(outcome.describe());
     // Note: the case must have run on the sm90 kernel, not fallen back to the sm80 one.
     CHECK(outcome.name.ends_with(" sm90"));
-    CHECK(outcome.config.overlap ==
-          overlap.value_or(codegen::sm90_overlap_by_default(cases[i].head_dim)));
-    // The tiles: the tuning's, else the variant class's defaults (wider without a mask).
+    // The tiles and schedule: the tuning's, else the variant class's defaults (wider tiles
+    // without a mask; the overlap where sm90_overlap_by_default says).
     const bool unmasked = cases[i].mask.empty() || cases[i].mask == "true";
     const auto expected = codegen::sm90_kernel_config(cases[i].head_dim, tuning, !unmasked);
+    CHECK(outcome.config.overlap == expected.overlap);
     const int block_m = expected.block_m;
     CHECK(outcome.config.block_n == expected.block_n);
     CHECK(outcome.config.block_m == block_m);
     CHECK(outcome.config.p_in_smem == p_in_smem);
     CHECK(outcome.config.tile_handoff == tuning.sm90_handoff.value_or(false));
     CHECK(outcome.config.poly_exp2 == tuning.sm90_poly_exp2.value_or(0));
+    CHECK(outcome.config.fold_m192 == expected.fold_m192);
+    CHECK(outcome.config.blocks_per_sm == expected.blocks_per_sm);
     CHECK(outcome.grid.threads == (block_m == 192 ? 512u : 384u));
     CHECK(outcome.passed());
   }
@@ -249,6 +250,22 @@ TEST_CASE("emulated sm90 with exponentials on the FMA pipe matches the reference
   }
 }
 
+// Two blocks per SM (sm90_blocks_per_sm=2): the same data flow with 64-key stages and no overlap
+// by default (the registers it changes are not the emulator's), here through the schedule cases
+// at head dim 64, the only one it takes.
+TEST_CASE("emulated sm90 with two blocks per SM matches the reference", "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_blocks_per_sm = 2;
+  const auto expected = codegen::sm90_kernel_config(64, *options.tuning, /*masked=*/true);
+  REQUIRE(expected.blocks_per_sm == 2);
+  REQUIRE(expected.block_n == 64);
+  REQUIRE_FALSE(expected.overlap);
+  std::vector<KernelCase> cases = schedule_cases();
+  for (KernelCase& c : cases) c.head_dim = 64;
+  check_sm90(cases, options);
+}
+
 // The softmax scale folded into the exponent in three-consumer blocks (sm90_fold_m192, the
 // unmasked head-dim-64 default's 192 rows), alone and with 2 of 8 exponentials in software: a
 // ragged noop, ALiBi and soft-capping (factors folded), and a negative scale (not foldable: the
@@ -269,17 +286,10 @@ TEST_CASE("emulated sm90 with the scale folded in 192-row blocks matches the ref
   std::vector<KernelCase> cases{ragged, alibi, softcap,
                                 negative_scale_cases(shape(1, 1, 1, 128, 256))[0]};
   for (KernelCase& c : cases) c.head_dim = 64;
-  const auto outcomes =
-      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
-  REQUIRE(outcomes.size() == cases.size());
-  for (const simt::SimtOutcome& outcome : outcomes) {
-    INFO(outcome.name);
-    INFO(outcome.describe());
-    CHECK(outcome.config.block_m == 192);
-    CHECK(outcome.config.fold_m192);
-    CHECK(outcome.config.poly_exp2 == *options.tuning->sm90_poly_exp2);
-    CHECK(outcome.passed());
-  }
+  const auto expected = codegen::sm90_kernel_config(64, *options.tuning, /*masked=*/false);
+  REQUIRE(expected.block_m == 192);
+  REQUIRE(expected.fold_m192);
+  check_sm90(cases, options);
 }
 
 namespace {

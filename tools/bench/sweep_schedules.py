@@ -28,7 +28,8 @@ with sm90_overlap=1, and with 64-key stages and the overlap; P through shared me
 (sm90_p_smem=1) with the overlap, with two and with three consumer warpgroups, and with three
 without the overlap (the only block_m 192 schedule at D=128); the tile handoff; 2 and 4 of each 8
 exponentials on the FMA pipe; the scale folded in 192-row blocks, alone and with 2 of 8
-exponentials in software. At D=256, FlashAttention-3's
+exponentials in software; 64-key stages without the overlap, and the same with two blocks per SM
+(D = 64 only), with 2 and with 4 stages. At D=256, FlashAttention-3's
 80-key tile: --head-dim 256 --schedule sm80=sm80 --schedule sm90=sm90
 --schedule n80=sm90:sm90_block_n=80 (--schedule replaces the default list).
 """
@@ -60,7 +61,10 @@ DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,
                      "handoff=sm90:sm90_handoff=1",
                      "poly2=sm90:sm90_poly_exp2=2", "poly4=sm90:sm90_poly_exp2=4",
                      "fold192=sm90:sm90_fold_m192=1",
-                     "fold192-poly2=sm90:sm90_fold_m192=1,sm90_poly_exp2=2")
+                     "fold192-poly2=sm90:sm90_fold_m192=1,sm90_poly_exp2=2",
+                     "n64=sm90:sm90_block_n=64,sm90_overlap=0",
+                     "2persm=sm90:sm90_blocks_per_sm=2",
+                     "2persm-s4=sm90:sm90_blocks_per_sm=2,sm90_stages=4")
 
 
 def parse_schedule(text):
