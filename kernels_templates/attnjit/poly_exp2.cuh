@@ -6,11 +6,11 @@
 // (OnlineSoftmax::exponentiate, ATTNJIT_TUNE=sm90_poly_exp2), trading 8 more issue slots for
 // one MUFU operation.
 //
-// Accuracy: relative error at most 1.02e-4 (2^-13.3) for x in [-126, 128), against the 2^-9 of a
-// bf16 probability's rounding and 2^-11 of fp16's. Exactly +0 for x <= -127 and x == -inf (a
+// Accuracy: relative error at most 1.02e-4 (2^-13.3) for x in [-126, 127.5), against the 2^-9 of
+// a bf16 probability's rounding and 2^-11 of fp16's. Exactly +0 for x <= -127 and x == -inf (a
 // masked score), tiny or zero below -126; NaN stays NaN (the softmax's NaN rule,
-// AttentionForward::store_output). x < 128 is assumed: the softmax only exponentiates
-// score - running max <= 0 and the max's own rescale factor.
+// AttentionForward::store_output). x < 127.5 is assumed (n = 128 would give an exponent field of
+// 255): the softmax only exponentiates score - running max <= 0.
 //
 // Shared by the kernels and the host (tests, the emulator): the same arithmetic on both sides.
 #pragma once
