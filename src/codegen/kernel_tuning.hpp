@@ -20,9 +20,10 @@
 //   sm90_block_m   128 | 192               queries per block: two or three consumer warpgroups
 //                                          (192: head dim 64, or 128 with sm90_p_smem=1)
 //   sm90_p_smem    0 | 1                   P V reads P from shared memory, not registers
-//   sm90_handoff   0 | 1                   the producer alone classifies the key tiles and hands
-//                                          each kept one's index to the consumers (not persistent)
 //                                          (block_n a multiple of 64)
+//   sm90_handoff   0 | 1                   the producer alone classifies the key tiles and hands
+//                                          each kept one's index to the consumers (plain blocks,
+//                                          at most 4 stages)
 //   sm90_poly_exp2 0 .. 8                  of each 8 n8 chunks of a score tile, how many the
 //                                          softmax exponentiates on the FMA pipe instead of MUFU
 //                                          (poly_exp2.cuh; 0, the default: none)
