@@ -381,6 +381,9 @@ struct AttentionForward {
 
     // ---- Work assignment (head-major, heavy query tiles first; see the header comment).
     if (!assign_block()) return;
+    if constexpr (DECODING && VARIANT::kHasMask) {
+      if (params.num_splits > 1) slice_kept_span();
+    }
     RowValues row_values;
     init_row_values(warp, lane, row_values);
 
@@ -821,6 +824,24 @@ struct AttentionForward {
                         load_shared_16(smem_warp + Layout::o_read(lane, i)));
       }
     }
+  }
+
+  // Split-KV with a mask: the block's slice of the key tiles from its query tile's first kept one
+  // on (kept_span_slice), in place of assign_work's slice of all of them. Every slice's block
+  // walks to the same first tile (classification is deterministic), so the slices still cover
+  // each kept tile once. The walk costs a few classification steps (empty stretches are skipped
+  // 32 windows at a time); its window is left behind, and the caller's walk starts a new one.
+  // Block-uniform (the walk's barriers).
+  ATTNJIT_DEVICE void slice_kept_span() {
+    kv_tile_begin = 0;
+    num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
+    TileWindow window;
+    int first_class = kTileEmpty;
+    const int first = next_tile(0, first_class, window);
+    const KeySlice slice =
+        kept_span_slice(first, num_kv_tiles, split_of_block(), params.num_splits);
+    kv_tile_begin = slice.begin;
+    num_kv_tiles = slice.end;
   }
 
   // The block's slice under split-KV (assign_work's), recomputed from the block index so that

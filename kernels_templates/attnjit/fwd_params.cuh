@@ -1,6 +1,7 @@
 // The forward kernel's single launch argument. Shared by host and device so the layout agrees.
 #pragma once
 
+#include "attnjit/hd.cuh"
 #include "attnjit/variant_args.cuh"
 
 namespace attnjit {
@@ -23,9 +24,10 @@ struct FwdParams {
   float scale;  // softmax scale applied to q.k before the score expression
   // Split-KV (decoding: too few query tiles to fill the GPU, many key tiles). With
   // num_splits > 1 each query tile gets num_splits blocks; block s attends to key tiles
-  // [s * split_tiles, (s + 1) * split_tiles) and writes its normalised output to o_partial and
-  // its LSE to lse_partial instead of o and lse; attnjit_split_combine (split_combine.cuh)
-  // merges the slices. Rows are (batch, head, query) as in lse; slice s's rows come after
+  // [s * split_tiles, (s + 1) * split_tiles), or, for a variant with a mask, to slice s of the
+  // tiles from the query tile's first kept one on (kept_span_slice), and writes its normalised
+  // output to o_partial and its LSE to lse_partial instead of o and lse; attnjit_split_combine
+  // (split_combine.cuh) merges the slices. Rows are (batch, head, query) as in lse; slice s's rows come after
   // slice s - 1's. Unsplit calls pass num_splits = 1 and null pointers.
   float* o_partial;    // [num_splits][batch * num_heads_q * q_len][head_dim], fp32
   float* lse_partial;  // [num_splits][batch * num_heads_q * q_len], natural log
@@ -39,6 +41,21 @@ struct FwdParams {
   int pack_gqa;
   VariantArgs args;
 };
+
+// Split-KV with a mask: slice `split` of `num_splits` of the key tiles [first, all), where
+// `first` is the query tile's first kept tile, as [begin, end); the slices partition the span in
+// order, their sizes differing by at most one (some are empty when it has fewer tiles than
+// slices). Slicing all tiles evenly instead would leave a sliding window at the end of a long
+// cache in one or two slices, and the other blocks with nothing to do.
+struct KeySlice {
+  int begin;
+  int end;
+};
+ATTNJIT_HD KeySlice kept_span_slice(int first, int all, int split, int num_splits) {
+  const long long span = all > first ? all - first : 0;
+  return {first + static_cast<int>(span * split / num_splits),
+          first + static_cast<int>(span * (split + 1) / num_splits)};
+}
 
 // The merge kernel's single launch argument.
 struct SplitCombineParams {

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -257,6 +258,34 @@ TEST_CASE("split-KV: slices are balanced, never empty, and their partials placed
   CHECK(plan_split(shape, sm80, 1, 100).bytes == 0u);
   // The forward grid grows by the slices.
   CHECK(forward_grid(shape, sm80, 132, four.num_splits).grid_y == 2u * 3u * 4u);
+}
+
+TEST_CASE("split-KV with a mask: the slices partition the kept span in order, balanced",
+          "[runtime]") {
+  // (first kept tile, all tiles, slices): a window at the end of a long cache, a span shorter
+  // than the slices, one that divides evenly, nothing kept, and everything kept.
+  const int spans[][3] = {{1008, 1024, 16}, {1020, 1024, 16}, {0, 64, 8}, {1024, 1024, 4},
+                          {3, 1000, 7}};
+  for (const auto& [first, all, slices] : spans) {
+    INFO("first " << first << ", all " << all << ", slices " << slices);
+    int next = first;
+    int smallest = all, largest = 0;
+    for (int split = 0; split < slices; ++split) {
+      const KeySlice slice = kept_span_slice(first, all, split, slices);
+      CHECK(slice.begin == next);  // in order, no gap, no overlap
+      CHECK(slice.end >= slice.begin);
+      smallest = std::min(smallest, slice.end - slice.begin);
+      largest = std::max(largest, slice.end - slice.begin);
+      next = slice.end;
+    }
+    CHECK(next == std::max(first, all));  // the whole span, nothing past the last tile
+    CHECK(largest - smallest <= 1);
+  }
+  // The window: 16 tiles over 16 slices, one each (an even split of all 1024 tiles would give
+  // the first 15 slices none of them).
+  CHECK(kept_span_slice(1008, 1024, 0, 16).begin == 1008);
+  CHECK(kept_span_slice(1008, 1024, 0, 16).end == 1009);
+  CHECK(kept_span_slice(1008, 1024, 15, 16).begin == 1023);
 }
 
 TEST_CASE("split-KV: the forward parameters point at the partials and the merge at the output",
