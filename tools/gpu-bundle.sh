@@ -4,7 +4,8 @@
 # CLI and libattnjit.so, plus the shared libraries they need, in one folder small enough to carry
 # (the device tool carries at most 64 MiB), and the host-overhead benchmark.
 #
-#   tools/gpu-bundle.sh [--no-prewarm] [OUTDIR]      (default: .gpu-bundle, ignored by git)
+#   tools/gpu-bundle.sh [--no-prewarm] [--sweep 'ARGS']... [OUTDIR]
+#                                                   (default OUTDIR: .gpu-bundle, ignored by git)
 #
 # Also, unless --no-prewarm: OUTDIR/cache, the kernel cache gpu-check's test and sanitize stages
 # would otherwise fill with NVRTC on the GPU machine (about 0.4 s per kernel, some 200 kernels:
@@ -14,15 +15,29 @@
 # stage by default (the watchdog is part of the kernel text, so other --tune or --watchdog-ms
 # values miss and compile there as before). The cache key is the source, the options, the arch
 # and NVRTC's version, so the GPU machine's NVRTC 13.0 finds these. A few minutes here.
+# --sweep 'ARGS' (repeatable) also prewarms the kernels of a planned `gpu-check.sh --only sweep
+# --sweep-args 'ARGS'` (tools/bench/sweep_schedules.py --prewarm, with gpu-check's default
+# watchdog): NVRTC takes about a second a kernel there, 40% of a sweep's time when it compiled
+# everything (twelfth session). The cache goes as OUTDIR/cache.tar.xz (cubins shrink about 13x),
+# which gpu-check unpacks.
 #
 # Run tools/test.sh once first (it installs the build dependencies).
 # Then, on the GPU machine: tools/gpu-check.sh --build-dir .gpu-bundle --deps .gpu-bundle/lib OUT
 set -euo pipefail
 ROOT_DIR=$(cd "$(dirname "$0")/.." && pwd)
 prewarm=1
-if [[ "${1:-}" == "--no-prewarm" ]]; then
-  prewarm=0
-  shift
+sweeps=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --no-prewarm) prewarm=0; shift ;;
+    --sweep) sweeps+=("$2"); shift 2 ;;
+    -*) echo "usage: tools/gpu-bundle.sh [--no-prewarm] [--sweep 'ARGS']... [OUTDIR]" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+if ((!prewarm && ${#sweeps[@]})); then
+  echo "gpu-bundle: --sweep prewarms, so it cannot go with --no-prewarm" >&2
+  exit 2
 fi
 OUT=${1:-$ROOT_DIR/.gpu-bundle}
 BUILD=${ATTNJIT_GPU_BUILD_DIR:-$ROOT_DIR/build-gpu}
@@ -30,6 +45,7 @@ BUILD=${ATTNJIT_GPU_BUILD_DIR:-$ROOT_DIR/build-gpu}
 # sanitizers (keep in step with it).
 TEST_TUNE=sm90_watchdog_ms=5000
 SANITIZE_TUNE=sm90_watchdog_ms=60000
+SWEEP_WATCHDOG_MS=5000
 
 targets=(test_gpu attnjit_cli attnjit attnjit_host_overhead)
 ((prewarm)) && targets+=(attnjit_fake_device)
@@ -69,9 +85,18 @@ if ((prewarm)); then
     prewarm_stage "$family" "$TEST_TUNE" "[gpu]~[sm90_probe]"
     prewarm_stage "$family" "$SANITIZE_TUNE" "[sanitize]"
   done
-  # Lock files are per machine; gpu-check copies the rest into its own cache directory.
+  for sweep in "${sweeps[@]}"; do
+    echo "prewarm: sweep_schedules.py $sweep"
+    read -r -a sweep_args <<< "$sweep"
+    python3 -B "$ROOT_DIR/tools/bench/sweep_schedules.py" --prewarm --cli "$BUILD/tools/cli/attnjit" \
+      --cache-dir "$OUT/cache" --watchdog-ms "$SWEEP_WATCHDOG_MS" "${sweep_args[@]}"
+  done
+  # Lock files are per machine; gpu-check unpacks the rest into its own cache directory.
   find "$OUT/cache" -name '*.lock' -delete
   echo "prewarm: $(find "$OUT/cache" -name '*.cubin' | wc -l) kernels, $(du -sh "$OUT/cache" | cut -f1)"
+  tar -C "$OUT/cache" -cJf "$OUT/cache.tar.xz" .
+  rm -rf "$OUT/cache"
+  echo "prewarm: packed into $(du -h "$OUT/cache.tar.xz" | cut -f1) (cache.tar.xz)"
 fi
 du -sh "$OUT"
 echo "carry: $(realpath --relative-to="$ROOT_DIR" "$OUT")  (then: tools/gpu-check.sh --build-dir $(realpath --relative-to="$ROOT_DIR" "$OUT") --deps $(realpath --relative-to="$ROOT_DIR" "$OUT")/lib OUTDIR)"

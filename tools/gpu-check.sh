@@ -8,8 +8,9 @@
 #                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
 #                      [--sweep-args 'ARGS'] [--builds-args 'ARGS'] OUTDIR
 #
-# --build-dir     the carried build tree (default: build); its cache/ (gpu-bundle.sh's prewarmed
-#                 kernels) seeds a copy that becomes ATTNJIT_CACHE_DIR, unless the caller set one
+# --build-dir     the carried build tree (default: build); its cache.tar.xz or cache/
+#                 (gpu-bundle.sh's prewarmed kernels) seeds a copy that becomes ATTNJIT_CACHE_DIR,
+#                 unless the caller set one; the sweep stage runs every schedule with it
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
 #                 tree unpacked with dpkg -x (its usr/lib/x86_64-linux-gnu is used)
 # --quick         small sizes for compare_flex.py and bench
@@ -146,10 +147,13 @@ if [[ -z "${ATTNJIT_CACHE_DIR:-}" ]]; then
   trap 'rm -rf "$ATTNJIT_CACHE_DIR"' EXIT
   # The kernels tools/gpu-bundle.sh compiled for the test and sanitize stages: a copy, so the
   # carried bundle stays as it came and each run starts from the same cache.
-  if [[ -d "$build_dir/cache" ]]; then
+  if [[ -f "$build_dir/cache.tar.xz" ]]; then
+    tar -C "$ATTNJIT_CACHE_DIR" -xJf "$build_dir/cache.tar.xz"
+  elif [[ -d "$build_dir/cache" ]]; then
     cp -R "$build_dir/cache/." "$ATTNJIT_CACHE_DIR/"
-    cache_note=", $(find "$ATTNJIT_CACHE_DIR" -name '*.cubin' | wc -l) kernels prewarmed by gpu-bundle.sh"
   fi
+  prewarmed=$(find "$ATTNJIT_CACHE_DIR" -name '*.cubin' | wc -l)
+  ((prewarmed)) && cache_note=", $prewarmed kernels prewarmed by gpu-bundle.sh"
 fi
 export ATTNJIT_CACHE_DIR
 export ATTNJIT_LOG_LEVEL="${ATTNJIT_LOG_LEVEL:-warn}"
@@ -333,6 +337,7 @@ elif wants compare || wants scaling || wants decode || wants sweep; then
     read -r -a user_sweep_args <<< "$sweep_args"
     run_step "$(cap "$budget" 300)" "$out_dir/compare-flex.txt" "$tune" python3 \
       "$repo_dir/tools/bench/sweep_schedules.py" --lib "$lib" --watchdog-ms "$watchdog_ms" \
+      --cache-dir "$ATTNJIT_CACHE_DIR" \
       "${user_sweep_args[@]}" "${sweep_json[@]}"
     record sweep $? "$(grep -cE "MISMATCH" "$out_dir/compare-flex.txt") mismatches, $(grep -cE " FAULT: " "$out_dir/compare-flex.txt") faults"
   fi

@@ -122,6 +122,15 @@ if [[ ! -e "$scratch/own/written-by-test-gpu" ]]; then
 fi
 rm -rf "$scratch/build/cache"
 
+# gpu-bundle.sh packs the cache as cache.tar.xz: unpacked into the run's cache.
+mkdir -p "$scratch/packed/v1/sm_90a/cuda-13.0"
+for i in 0 1 2; do : > "$scratch/packed/v1/sm_90a/cuda-13.0/bf16-d64-$i.cubin"; done
+tar -C "$scratch/packed" -cJf "$scratch/build/cache.tar.xz" .
+out=$(run)
+check "$out" '^gpu-check started .*, 3 kernels prewarmed by gpu-bundle.sh' "a packed cache is counted"
+check "$out" '^FAKE_TEST_GPU cache: 3 cubins' "and unpacked for the tests"
+rm -f "$scratch/build/cache.tar.xz"
+
 out=$(run --tune sm90_overlap=1 --watchdog-ms 90000)
 check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=sm90_overlap=1,sm90_watchdog_ms=90000 ' \
   "--watchdog-ms joins --tune for the test stage"

@@ -92,16 +92,20 @@ def unmasked_pairs(name, length, doc_ids=None):
 
 
 def variants():
-    """name -> attnjit spec, and a maker of (mask_mod, score_mod, sdpa_kwargs) for FlexAttention."""
-    import torch
+    """name -> attnjit spec, and a maker of (mask_mod, score_mod, sdpa_kwargs) for FlexAttention.
+    Note: torch is imported only when a Flex mod is built, so that the attnjit specs serve
+    without it (sweep_schedules.py --prewarm runs where no torch is installed)."""
 
     def alibi_mod(num_heads):
+        import torch
+
         def mod(score, b, h, q, kv):
             slope = torch.exp2(-8.0 * (h + 1).to(torch.float32) / num_heads)
             return score + slope * (kv - q).to(torch.float32)
         return mod
 
     def softcap_mod(score, b, h, q, kv):
+        import torch
         return SOFTCAP * torch.tanh(score / SOFTCAP)
 
     return {
