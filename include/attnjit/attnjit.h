@@ -269,6 +269,14 @@ typedef struct attnjit_variant_info {
   int decode_dynamic_smem_bytes, decode_blocks_per_sm;
   int decode_registers, decode_stack_frame_bytes, decode_spill_store_bytes,
       decode_spill_load_bytes;
+  /* More of the sm90 kernel's schedule (ATTNJIT_TUNE; README, "The Hopper kernel"; 0 for the
+   * sm80 kernel): the producer alone classifies key tiles and hands each kept one to the
+   * consumers (1: on); of each 8 n8 chunks of a score tile, how many are exponentiated on the FMA
+   * pipe rather than by MUFU (0 to 8); three-consumer blocks fold the softmax scale into the
+   * exponent (1: on). */
+  int sm90_handoff;
+  int sm90_poly_exp2;
+  int sm90_fold_m192;
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);

@@ -78,6 +78,9 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   info.sm90_overlap = config.overlap ? 1 : 0;
   info.sm90_persistent = config.persistent ? 1 : 0;
   info.sm90_p_smem = config.p_in_smem ? 1 : 0;
+  info.sm90_handoff = config.tile_handoff ? 1 : 0;
+  info.sm90_poly_exp2 = config.poly_exp2;
+  info.sm90_fold_m192 = config.fold_m192 ? 1 : 0;
   info.sm90_watchdog_ms = config.watchdog_ms;
   if (config.decode_block_n > 0) {
     const attnjit::codegen::KernelConfig decode = attnjit::codegen::decode_config(config);

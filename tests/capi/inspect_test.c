@@ -240,6 +240,18 @@ static void test_tuning(void) {
     CHECK(contains(info->source, "attnjit::kSm90FeaturePInSmem"));
     attnjit_variant_info_destroy(info);
   }
+  /* The handoff and the software exponentials: reported, and in the template arguments. */
+  info = inspect_tuned("sm90_handoff=1,sm90_poly_exp2=3");
+  if (info != NULL) {
+    CHECK(info->sm90_handoff == 1 && info->sm90_poly_exp2 == 3 && info->sm90_fold_m192 == 0);
+    CHECK(contains(info->source, "attnjit::kSm90FeatureTileHandoff"));
+    attnjit_variant_info_destroy(info);
+  }
+  info = inspect_tuned("sm90_block_m=192,sm90_fold_m192=1");
+  if (info != NULL) {
+    CHECK(info->sm90_fold_m192 == 1 && info->sm90_handoff == 0 && info->sm90_poly_exp2 == 0);
+    attnjit_variant_info_destroy(info);
+  }
   /* The mbarrier watchdog: reported, and defined in the kernel's source. */
   info = inspect_tuned("sm90_watchdog_ms=5000");
   if (info != NULL) {

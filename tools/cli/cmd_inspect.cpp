@@ -54,6 +54,10 @@ void print_resources(const attnjit_variant_info& info) {
     fmt::print("schedule      intra-warpgroup overlap {}, persistent grid {}, P from {}\n",
                info.sm90_overlap ? "on" : "off", info.sm90_persistent ? "on" : "off",
                info.sm90_p_smem ? "shared memory" : "registers");
+    fmt::print("              tile handoff {}, exponentials on the FMA pipe {}/8, scale fold in "
+               "192-row blocks {}\n",
+               info.sm90_handoff ? "on" : "off", info.sm90_poly_exp2,
+               info.sm90_fold_m192 ? "on" : "off");
     // Note: a line of its own, and only when on, since such a kernel is for hang hunting only.
     if (info.sm90_watchdog_ms > 0) {
       fmt::print(
