@@ -52,6 +52,7 @@ namespace attnjit::driver {
   X(cuFuncSetAttribute, 9000)            \
   X(cuFuncGetAttribute, 2020)            \
   X(cuFuncGetParamInfo, 12040)           \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
   X(cuLaunchKernel, 4000)                \
   X(cuPointerGetAttribute, 4000)         \
   X(cuPointerGetAttributes, 7000)        \

@@ -208,11 +208,41 @@ DeviceInfo query_device(CUdevice device) {
 
 namespace {
 
+// A kernel built for several resident blocks per SM (__launch_bounds__'s second argument: the
+// sm80 kernel's 64-row and decoding blocks, the sm90 kernel's two blocks per SM) asks for the
+// largest shared-memory carveout, since the driver's own choice may leave room for one block
+// only; the carveout is a hint, so a refusal is logged, not raised. Then, where the driver can
+// say, a device that still fits fewer blocks than the kernel was built for is reported: its
+// registers were capped for an occupancy it does not get.
+void configure_residency(const std::string& key, const char* entry, CUfunction function,
+                         int smem_bytes, int threads, int blocks_per_sm, const DeviceInfo& device) {
+  if (blocks_per_sm <= 1) return;
+  const driver::DriverApi& d = driver::api();
+  const CUresult carveout = d.cuFuncSetAttribute(
+      function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
+  if (carveout != CUDA_SUCCESS) {
+    log().debug("kernel {} ({}): the shared-memory carveout hint was refused: {}", key, entry,
+                driver::describe_result(carveout));
+  }
+  if (d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr) return;
+  int resident = 0;
+  if (d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident, function, threads,
+                                                    static_cast<std::size_t>(smem_bytes)) !=
+      CUDA_SUCCESS) {
+    return;
+  }
+  if (resident < blocks_per_sm) {
+    log().warn("kernel {} ({}) was built for {} blocks per SM, but {} (sm_{}) fits {} of its "
+               "{}-thread blocks with {} bytes of shared memory: expect lower speed",
+               key, entry, blocks_per_sm, device.name, device.sm, resident, threads, smem_bytes);
+  }
+}
+
 // Opts a forward entry in to its dynamic shared memory and checks that it can launch `threads`
 // threads a block. Static and dynamic shared memory share the opt-in limit, on which
 // cuFuncSetAttribute would only say CUDA_ERROR_INVALID_VALUE, so the check comes first.
 void configure_entry(const std::string& key, const char* entry, CUfunction function,
-                     int smem_bytes, int threads, const DeviceInfo& device) {
+                     int smem_bytes, int threads, int blocks_per_sm, const DeviceInfo& device) {
   int static_smem = 0;
   ATTNJIT_CU(cuFuncGetAttribute, &static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);
   if (static_smem + smem_bytes > device.smem_optin_bytes) {
@@ -232,6 +262,7 @@ void configure_entry(const std::string& key, const char* entry, CUfunction funct
                 "more than {} on {}",
                 key, entry, threads, max_threads, device.name);
   }
+  configure_residency(key, entry, function, smem_bytes, threads, blocks_per_sm, device);
 }
 
 }  // namespace
@@ -304,13 +335,13 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
   if (config.watchdog_ms > 0) driver::attach_watchdog_record(module);
 
   configure_entry(key, codegen::kForwardEntry, loaded->forward, config.smem_bytes,
-                  config.num_warps * 32, device);
+                  config.num_warps * 32, config.blocks_per_sm, device);
   if (config.decode_block_n > 0) {
     const codegen::KernelConfig decode = codegen::decode_config(config);
     ATTNJIT_CU(cuModuleGetFunction, &loaded->decode, module, codegen::kDecodeEntry);
     check_parameter_layout(key, loaded->decode, kForwardParams);
     configure_entry(key, codegen::kDecodeEntry, loaded->decode, decode.smem_bytes,
-                    decode.num_warps * 32, device);
+                    decode.num_warps * 32, decode.blocks_per_sm, device);
   }
   log().debug("loaded kernel {} on {} (context {})", key, device.name, context.id);
   return *state.kernels.emplace(key, std::move(loaded)).first->second;

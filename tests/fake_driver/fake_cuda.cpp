@@ -15,6 +15,8 @@
 // ATTNJIT_FAKE_CUDA_LAUNCHES=skip checks and counts launches but runs none (outputs keep what
 // they held): a program then compiles every kernel it would use, and nothing more, which is how
 // tools/gpu-bundle.sh fills a GPU machine's kernel cache without a GPU.
+// ATTNJIT_FAKE_CUDA_OCCUPANCY=N makes cuOccupancyMaxActiveBlocksPerMultiprocessor answer N (a
+// device that fits fewer blocks than a kernel was built for).
 #include "fake_cuda.h"
 
 #include <cuda.h>
@@ -64,6 +66,7 @@ struct Function {
   std::string name;
   Module* module = nullptr;
   int max_dynamic_smem = 0;
+  int carveout = CU_SHAREDMEM_CARVEOUT_DEFAULT;
 };
 
 struct Module {
@@ -118,6 +121,10 @@ int smem_optin(int sm) {
   if (sm == 80 || sm == 87) return 163 * 1024;
   return 99 * 1024;
 }
+
+// Shared memory an SM has for blocks at the largest carveout: the opt-in limit plus the 1 KB the
+// driver reserves per block.
+int smem_per_sm(int sm) { return smem_optin(sm) + 1024; }
 
 CUcontext the_context() { return reinterpret_cast<CUcontext>(&state().context_tag); }
 
@@ -463,6 +470,24 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction function, CUfunction_attribute at
     if (value > smem_optin(fake_sm())) return CUDA_ERROR_INVALID_VALUE;
     reinterpret_cast<Function*>(function)->max_dynamic_smem = value;
   }
+  if (attribute == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+    if (value < -1 || value > 100) return CUDA_ERROR_INVALID_VALUE;
+    reinterpret_cast<Function*>(function)->carveout = value;
+  }
+  return CUDA_SUCCESS;
+}
+// Blocks of `threads` threads and `smem` bytes an SM holds: by shared memory at the largest
+// carveout and by threads (2048), registers not counted. ATTNJIT_FAKE_CUDA_OCCUPANCY=N answers
+// N instead, for the tests of what attnjit does on a device that fits fewer blocks.
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction, int threads,
+                                                             size_t smem) {
+  if (blocks == nullptr || threads <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (const int forced = env_int("ATTNJIT_FAKE_CUDA_OCCUPANCY", 0); forced > 0) {
+    *blocks = forced;
+    return CUDA_SUCCESS;
+  }
+  const int by_smem = smem_per_sm(fake_sm()) / static_cast<int>(smem + 1024);
+  *blocks = std::max(0, std::min(by_smem, 2048 / threads));
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction) {
@@ -708,6 +733,7 @@ CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** function, int, cuui
       ATTNJIT_FAKE_ENTRY(cuMemHostGetDevicePointer),
       ATTNJIT_FAKE_ENTRY(cuFuncSetAttribute), ATTNJIT_FAKE_ENTRY(cuFuncGetAttribute),
       ATTNJIT_FAKE_ENTRY(cuFuncGetParamInfo), ATTNJIT_FAKE_ENTRY(cuLaunchKernel),
+      ATTNJIT_FAKE_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
       ATTNJIT_FAKE_ENTRY(cuPointerGetAttribute), ATTNJIT_FAKE_ENTRY(cuPointerGetAttributes),
       ATTNJIT_FAKE_ENTRY(cuMemAlloc), ATTNJIT_FAKE_ENTRY(cuMemFree),
       ATTNJIT_FAKE_ENTRY(cuMemAllocManaged), ATTNJIT_FAKE_ENTRY(cuMemAllocAsync),
