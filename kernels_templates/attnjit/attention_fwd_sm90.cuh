@@ -71,8 +71,9 @@ struct AttentionForwardSm90 {
                 "key tiles are a wgmma N for S = Q K^T, whole k16 steps of P V, whole swizzle "
                 "atoms and one TMA box (at most 256 rows)");
   static_assert(NUM_STAGES >= 2 && NUM_STAGES <= kSm90MaxStages, "see kSm90BarrierBytes");
-  static_assert(BLOCK_M == kSm90BlockM || BLOCK_M == kSm90WideBlockM,
-                "two or three consumer warpgroups of 64 rows (a TMA box has at most 256 rows)");
+  static_assert(BLOCK_M == kSm90NarrowBlockM || BLOCK_M == kSm90BlockM ||
+                    BLOCK_M == kSm90WideBlockM,
+                "one, two or three consumer warpgroups of 64 rows (a TMA box has at most 256 rows)");
 
   static constexpr int kConsumerWarpgroups = sm90_consumer_warpgroups(BLOCK_M);
   static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;
@@ -85,7 +86,7 @@ struct AttentionForwardSm90 {
   // Whether the softmax scale is folded into the exponent (RowMath::apply_scores says why not
   // at 160 registers; kSm90FeatureFoldM192 asks for it there too).
   static constexpr bool kFoldScale =
-      kConsumerWarpgroups == 2 || (FEATURES & kSm90FeatureFoldM192) != 0u;
+      kConsumerWarpgroups <= 2 || (FEATURES & kSm90FeatureFoldM192) != 0u;
   // Of each 8 n8 chunks of S, how many the softmax exponentiates on the FMA pipe (poly_exp2.cuh).
   static constexpr int kPolyExp2 = sm90_poly_exp2_eighths(FEATURES);
   static_assert(kPolyExp2 <= 8, "sm90_poly_exp2: 0 to 8 of each 8 chunks");
@@ -134,18 +135,26 @@ struct AttentionForwardSm90 {
   // Two blocks per SM (kSm90FeatureTwoBlocksPerSm): the launch promises ptxas 2 resident blocks
   // (__launch_bounds__(384, 2)), and the consumers get what the smaller pool allows.
   static constexpr bool kTwoBlocksPerSm = (FEATURES & kSm90FeatureTwoBlocksPerSm) != 0u;
-  static_assert(!kTwoBlocksPerSm || (kConsumerWarpgroups == 2 && !kPersistent),
-                "two blocks per SM: two consumer warpgroups, plain blocks");
+  static_assert(!kTwoBlocksPerSm || (kConsumerWarpgroups <= 2 && !kPersistent),
+                "two blocks per SM: one or two consumer warpgroups, plain blocks");
+  // One consumer warpgroup (BLOCK_M 64): plain blocks with P in registers (the host refuses the
+  // rest), and no turns to take (GemmTurns).
+  static_assert(kConsumerWarpgroups > 1 || (!kPersistent && !kPInSmem),
+                "one consumer warpgroup: plain blocks, P in registers");
   static constexpr int kBlocksPerSm = kTwoBlocksPerSm ? 2 : 1;
   // Registers per thread after setmaxnreg (multiples of 8 in [24, 256]): two consumers get
   // 24 x 128 + 240 x 256 = 64512 of the SM's 65536; three get FlashAttention-3's split,
   // 32 x 128 + 160 x 384 = 65536. Note: a producer of 24 would not give the consumers more (168 x
   // 384 is over the file), so the producer takes the 8 left over. Two blocks per SM launch
   // with 80 registers a thread (65536 / 768, rounded down to 8): 30720 a block, of which
-  // 24 x 128 + 104 x 256 = 29696.
-  static constexpr int kProducerRegisters = kConsumerWarpgroups == 2 ? 24 : 32;
+  // 24 x 128 + 104 x 256 = 29696. One consumer keeps 240 alone on the SM; two such blocks launch
+  // with 128 (65536 / 512): 32768 a block, all of it 24 x 128 + 232 x 128.
+  static constexpr int kProducerRegisters = kConsumerWarpgroups <= 2 ? 24 : 32;
   static constexpr int kConsumerRegisters =
-      kTwoBlocksPerSm ? 104 : kConsumerWarpgroups == 2 ? 240 : 160;
+      kConsumerWarpgroups == 1 ? (kTwoBlocksPerSm ? 232 : 240)
+      : kTwoBlocksPerSm        ? 104
+      : kConsumerWarpgroups == 2 ? 240
+                                 : 160;
   // setmaxnreg moves registers within the block's pool, which the launch sized: ptxas's count
   // per thread (at most the file over the resident threads, a multiple of 8) times the threads.
   static constexpr int kLaunchRegisters = 65536 / (sm90_threads(BLOCK_M) * kBlocksPerSm) / 8 * 8;
@@ -452,7 +461,8 @@ struct AttentionForwardSm90 {
   // Consumer 0 goes first: consumer C - 1 arrives once on consumer 0's barrier before its first
   // turn, and consumer 0 waits once more after its last turn for consumer C - 1's last arrival,
   // so that every arrival meets a wait and no barrier is left half-arrived at exit. All
-  // warpgroups walk the same kept tiles, hence take the same number of turns.
+  // warpgroups walk the same kept tiles, hence take the same number of turns. A lone consumer
+  // (BLOCK_M 64) takes no turns: its GEMMs interleave with the other resident block's.
   struct GemmTurns {
     unsigned own;
     unsigned next;
@@ -460,8 +470,13 @@ struct AttentionForwardSm90 {
         : own(kTurnBarrier0 + static_cast<unsigned>(consumer)),
           next(kTurnBarrier0 + static_cast<unsigned>((consumer + 1) % kConsumerWarpgroups)) {}
     static constexpr unsigned kThreads = 2 * 128;  // the waiting and the arriving warpgroup
-    ATTNJIT_DEVICE void begin() const { named_barrier_sync(own, kThreads); }
-    ATTNJIT_DEVICE void end() const { named_barrier_arrive(next, kThreads); }
+    static constexpr bool kTurns = kConsumerWarpgroups > 1;
+    ATTNJIT_DEVICE void begin() const {
+      if constexpr (kTurns) named_barrier_sync(own, kThreads);
+    }
+    ATTNJIT_DEVICE void end() const {
+      if constexpr (kTurns) named_barrier_arrive(next, kThreads);
+    }
   };
 
   // The kept tile after `tile` (-1: the first) and its class, or num_kv_tiles when none is left:

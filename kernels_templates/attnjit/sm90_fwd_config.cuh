@@ -8,9 +8,11 @@
 namespace attnjit {
 
 // Warpgroup 0 produces (TMA), the others consume, 64 query rows each: two of them by default
-// (block_m 128), three with ATTNJIT_TUNE=sm90_block_m=192 (FlashAttention-3's head-dim-64 tile).
+// (block_m 128), three with ATTNJIT_TUNE=sm90_block_m=192 (FlashAttention-3's head-dim-64 tile),
+// one with sm90_block_m=64 (for two blocks per SM at head dims 64 and 128).
 constexpr int kSm90BlockM = 128;
 constexpr int kSm90WideBlockM = 192;
+constexpr int kSm90NarrowBlockM = 64;
 constexpr int kSm90ConsumerRows = 64;  // wgmma's M: one warpgroup's query rows
 constexpr int kSm90MaxStages = 8;
 

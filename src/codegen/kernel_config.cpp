@@ -254,15 +254,28 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
                 "at head dim {}{} the consumers' 160 registers per thread spill",
                 head_dim, head_dim == 128 ? " with P in registers" : "");
   }
+  // One consumer warpgroup (64 rows): for two blocks per SM at head dims 64 and 128, where two
+  // consumers' registers would not fit twice. Its P stays in registers and its blocks are plain,
+  // the configurations the emulator and kernel_resources_test cover.
+  const bool narrow = config.block_m == kSm90NarrowBlockM;
+  if (narrow && (head_dim > 128 || p_in_smem || tuning.sm90_persistent.value_or(false))) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: sm90_block_m=64 is for head dims 64 and 128, with P in registers "
+                "and plain blocks; got head dim {}, sm90_p_smem={}, sm90_persistent={}",
+                head_dim, p_in_smem ? 1 : 0, tuning.sm90_persistent.value_or(false) ? 1 : 0);
+  }
   config.blocks_per_sm = tuning.sm90_blocks_per_sm.value_or(1);
   const bool two_per_sm = config.blocks_per_sm == 2;
-  // Note: two blocks per SM default to what their 104-register consumers hold without spilling:
-  // 64-key stages, no overlap (with it the short-row variants spill 48 bytes).
-  config.block_n = tuning.sm90_block_n.value_or(two_per_sm ? 64 : tiles.block_n);
+  // Note: two blocks of two consumers default to what their 104-register consumers hold without
+  // spilling: 64-key stages, no overlap (with it the short-row variants spill 48 bytes). Two
+  // blocks of one consumer keep 232 registers and the overlap, with stages that fit twice: 128
+  // keys at head dim 64, 64 at 128.
+  const int two_per_sm_block_n = narrow && head_dim == 64 ? 128 : 64;
+  config.block_n = tuning.sm90_block_n.value_or(two_per_sm ? two_per_sm_block_n : tiles.block_n);
   config.num_warps = sm90_threads(config.block_m) / 32;
   config.num_stages = tuning.sm90_stages.value_or(2);
-  config.overlap =
-      tuning.sm90_overlap.value_or(!two_per_sm && sm90_overlap_by_default(head_dim));
+  config.overlap = tuning.sm90_overlap.value_or((!two_per_sm || narrow) &&
+                                                sm90_overlap_by_default(head_dim));
   config.persistent = tuning.sm90_persistent.value_or(false);
   config.p_in_smem = p_in_smem;
   config.tile_handoff = tuning.sm90_handoff.value_or(false);
@@ -290,14 +303,17 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
                                               config.p_in_smem);
   if (two_per_sm) {
     const int per_sm = 2 * (config.smem_bytes + kSm90SharedMemoryPerBlockReserved);
-    // Note: the consumers' 104 registers hold O (32 at head dim 64), S and P of a 64-key tile
-    // and the row state; with a wider tile or at head dim 128 ptxas gives up.
-    if (head_dim != 64 || config.block_m != kSm90BlockM || config.block_n != 64 ||
-        config.persistent || per_sm > kSm90SharedMemoryPerSm) {
+    // Note: two consumers' 104 registers hold O (32 at head dim 64), S and P of a 64-key tile
+    // and the row state; with a wider tile or at head dim 128 ptxas gives up. One consumer keeps
+    // 232 (kernel_resources_test).
+    const bool two_consumers_fit =
+        config.block_m == kSm90BlockM && head_dim == 64 && config.block_n == 64;
+    if (!(narrow || two_consumers_fit) || config.persistent || per_sm > kSm90SharedMemoryPerSm) {
       throw_error(Status::invalid_argument,
-                  "ATTNJIT_TUNE: sm90_blocks_per_sm=2 needs head dim 64, sm90_block_m=128, "
-                  "sm90_block_n=64, plain blocks and shared memory for two ({} bytes of {}); got "
-                  "head dim {}, sm90_block_m={}, sm90_block_n={}, sm90_persistent={}",
+                  "ATTNJIT_TUNE: sm90_blocks_per_sm=2 needs plain blocks with shared memory for "
+                  "two ({} bytes of {}) and either sm90_block_m=64 (head dim 64 or 128) or "
+                  "sm90_block_m=128 with sm90_block_n=64 at head dim 64; got head dim {}, "
+                  "sm90_block_m={}, sm90_block_n={}, sm90_persistent={}",
                   per_sm, kSm90SharedMemoryPerSm, head_dim, config.block_m, config.block_n,
                   config.persistent ? 1 : 0);
     }

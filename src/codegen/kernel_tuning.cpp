@@ -67,10 +67,10 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     } else if (key == "sm90_stages") {
       tuning.sm90_stages = int_value(key, value, 2, 8);
     } else if (key == "sm90_block_m") {
-      const int block_m = int_value(key, value, 128, 192);
-      if (block_m != 128 && block_m != 192) {
-        throw_error(Status::invalid_argument, "ATTNJIT_TUNE: sm90_block_m={} is not 128 or 192",
-                    value);
+      const int block_m = int_value(key, value, 64, 192);
+      if (block_m != 64 && block_m != 128 && block_m != 192) {
+        throw_error(Status::invalid_argument,
+                    "ATTNJIT_TUNE: sm90_block_m={} is not 64, 128 or 192", value);
       }
       tuning.sm90_block_m = block_m;
     } else if (key == "sm90_overlap") {

@@ -17,8 +17,10 @@
 //   sm90_overlap   0 | 1                   intra-warpgroup pipelining (S of the next tile issued
 //                                          before the softmax of this one)
 //   sm90_persistent 0 | 1                  one block per SM walking the query tiles
-//   sm90_block_m   128 | 192               queries per block: two or three consumer warpgroups
-//                                          (192: head dim 64, or 128 with sm90_p_smem=1)
+//   sm90_block_m   64 | 128 | 192          queries per block: one, two or three consumer
+//                                          warpgroups (64: head dim 64 or 128, P in registers,
+//                                          plain blocks; 192: head dim 64, or 128 with
+//                                          sm90_p_smem=1)
 //   sm90_p_smem    0 | 1                   P V reads P from shared memory, not registers
 //                                          (block_n a multiple of 64)
 //   sm90_handoff   0 | 1                   the producer alone classifies the key tiles and hands
@@ -30,9 +32,11 @@
 //   sm90_fold_m192 0 | 1                   three-consumer blocks (block_m 192) fold the softmax
 //                                          scale into the exponent's FFMA too (one FMUL less per
 //                                          element; 0, the default: they do not)
-//   sm90_blocks_per_sm 1 | 2               resident blocks per SM (2: consumers of 104 registers,
-//                                          two consumer warpgroups, plain blocks, shared memory
-//                                          for two; for short rows: 64-key stages, no overlap)
+//   sm90_blocks_per_sm 1 | 2               resident blocks per SM, plain blocks with shared memory
+//                                          for two: with block_m 128 at head dim 64 (consumers of
+//                                          104 registers; 64-key stages, no overlap), or with
+//                                          block_m 64 at head dim 64 or 128 (one consumer of 232
+//                                          registers; 128-key stages at 64, 64-key at 128)
 //   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms records
 //                                          which wait and faults the kernel (0: off, the
 //                                          default; a hang becomes an error naming the wait;

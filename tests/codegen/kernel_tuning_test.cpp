@@ -148,7 +148,7 @@ TEST_CASE("sm90_block_m=192 gives the sm90 kernel three consumer warpgroups, 512
   CHECK(parse_kernel_tuning("sm90_block_m=192").sm90_block_m == 192);
   CHECK(parse_kernel_tuning("sm90_block_m=128").sm90_block_m == 128);
   CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_m=160"),
-                    Catch::Contains("sm90_block_m=160 is not 128 or 192"));
+                    Catch::Contains("sm90_block_m=160 is not 64, 128 or 192"));
   CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_m=256"), Catch::Contains("sm90_block_m=256"));
 
   codegen::KernelTuning tuning;
@@ -353,6 +353,47 @@ TEST_CASE("sm90_blocks_per_sm=2: its launch bounds and template bit, its default
   tuning.sm90_persistent.reset();
   tuning.sm90_block_m = 192;
   CHECK_THROWS_WITH(codegen::sm90_kernel_config(64, tuning), Catch::Contains("sm90_block_m=192"));
+}
+
+TEST_CASE("sm90_block_m=64: one consumer warpgroup, two blocks per SM at head dims 64 and 128",
+          "[codegen][tuning]") {
+  CHECK(parse_kernel_tuning("sm90_block_m=64").sm90_block_m == 64);
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm90_block_m=96"), Catch::Contains("not 64, 128 or 192"));
+  codegen::KernelTuning tuning = parse_kernel_tuning("sm90_block_m=64,sm90_blocks_per_sm=2");
+  // 256 threads (a producer and one consumer), the overlap kept, stages that fit twice on an SM:
+  // 128 keys at head dim 64, 64 at 128.
+  for (const auto& [head_dim, block_n] : {std::pair{64, 128}, std::pair{128, 64}}) {
+    INFO("head dim " << head_dim);
+    const auto config = codegen::sm90_kernel_config(head_dim, tuning, /*masked=*/true);
+    CHECK(config.block_m == 64);
+    CHECK(config.num_warps == 8);
+    CHECK(config.blocks_per_sm == 2);
+    CHECK(config.block_n == block_n);
+    CHECK(config.overlap);
+    CHECK(2 * (config.smem_bytes + kSm90SharedMemoryPerBlockReserved) <= kSm90SharedMemoryPerSm);
+  }
+  const auto mask = test::parse_mask("q_idx >= kv_idx && q_idx - kv_idx < 1024");
+  const auto source = codegen::generate_kernel_source(mask, test::parse_score(""), DType::bf16,
+                                                      128, codegen::Target(90, true),
+                                                      codegen::FamilyRequest::sm90, tuning)
+                          .source;
+  CHECK(source.find("__launch_bounds__(256, 2)") != std::string::npos);
+  CHECK(source.find(", 128, 64, 64, 2, attnjit::kSm90FeatureOverlap | 0u | "
+                    "attnjit::kSm90FeatureTwoBlocksPerSm>(params);") != std::string::npos);
+  // One block per SM is a valid kernel too; head dim 256, P in shared memory, a persistent grid
+  // and stages that do not fit twice are refused.
+  CHECK(codegen::sm90_kernel_config(64, parse_kernel_tuning("sm90_block_m=64"), true).block_n ==
+        128);
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(256, tuning), Catch::Contains("head dim 256"));
+  CHECK_THROWS_WITH(
+      codegen::sm90_kernel_config(128, parse_kernel_tuning("sm90_block_m=64,sm90_p_smem=1")),
+      Catch::Contains("sm90_p_smem=1"));
+  CHECK_THROWS_WITH(
+      codegen::sm90_kernel_config(64, parse_kernel_tuning("sm90_block_m=64,sm90_persistent=1")),
+      Catch::Contains("sm90_persistent=1"));
+  tuning.sm90_block_n = 128;
+  CHECK_THROWS_WITH(codegen::sm90_kernel_config(128, tuning),
+                    Catch::Contains("shared memory for two"));
 }
 
 TEST_CASE("sm90_p_smem=1 puts P in shared memory: its space, its template bit, its limits",

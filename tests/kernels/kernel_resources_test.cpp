@@ -103,8 +103,13 @@ std::optional<attnjit::ResourceUsage> compile_sm90_kernel(
   // consumers' setmaxnreg.inc would wait for registers that never come.
   const int threads = 32 * kernel.config.num_warps;
   const bool wide = kernel.config.block_m == 192;
+  const bool narrow = kernel.config.block_m == 64;
+  const bool two_per_sm = kernel.config.blocks_per_sm == 2;
   const int producer_registers = wide ? 32 : 24;
-  const int consumer_registers = wide ? 160 : kernel.config.blocks_per_sm == 2 ? 104 : 240;
+  const int consumer_registers = wide         ? 160
+                                 : narrow     ? (two_per_sm ? 232 : 240)
+                                 : two_per_sm ? 104
+                                              : 240;
   CHECK(usage.registers > 0);
   CHECK(usage.registers <= 65536 / (threads * kernel.config.blocks_per_sm));
   CHECK(usage.registers * threads >=
@@ -284,6 +289,24 @@ TEST_CASE("sm90 kernels of two blocks per SM compile without spills", "[kernels]
   for (const int stages : {2, 4}) {
     tuning.sm90_stages = stages;
     check_sm90_spill_free(64, tuning, {"noop", "causal", "sliding_window", "prefix_lm", "softcap"});
+  }
+}
+
+// One consumer warpgroup in 64-row blocks, two per SM (ATTNJIT_TUNE=sm90_block_m=64,
+// sm90_blocks_per_sm=2; the overlap kept): consumers of 232 registers, 128-key stages at head dim
+// 64, 64-key at 128. With and without the tile handoff.
+TEST_CASE("sm90 kernels of 64-row blocks, two per SM, compile without spills",
+          "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_m = 64;
+  tuning.sm90_blocks_per_sm = 2;
+  for (const bool handoff : {false, true}) {
+    tuning.sm90_handoff = handoff;
+    for (const int head_dim : {64, 128}) {
+      check_sm90_spill_free(head_dim, tuning,
+                            {"noop", "causal", "sliding_window", "prefix_lm", "document", "alibi",
+                             "softcap"});
+    }
   }
 }
 

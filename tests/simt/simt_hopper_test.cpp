@@ -101,6 +101,15 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
     CHECK_THAT(run("mbarrier_handoff"),
                Catch::Contains("read-after-write race on shared byte 0, written by thread 0"));
   }
+  SECTION("a slot reused after an mbarrier: the reader's release and the writer's acquire order it") {
+    launch.params.batch = 0;
+    launch.output[0] = 0.0f;
+    CHECK(run("mbarrier_slot_reuse") == "");
+    CHECK(launch.output[0] == 7.0f);
+    launch.params.batch = 1;
+    CHECK_THAT(run("mbarrier_slot_reuse"),
+               Catch::Contains("write-after-read race on shared byte 0, read by warp 1"));
+  }
   SECTION("st.shared data read by wgmma needs fence.proxy.async") {
     CHECK(run("generic_writes_then_wgmma") == "");
     CHECK(launch.output[0] == 16.0f);

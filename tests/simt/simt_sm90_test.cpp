@@ -44,7 +44,7 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     CHECK(outcome.config.poly_exp2 == tuning.sm90_poly_exp2.value_or(0));
     CHECK(outcome.config.fold_m192 == expected.fold_m192);
     CHECK(outcome.config.blocks_per_sm == expected.blocks_per_sm);
-    CHECK(outcome.grid.threads == (block_m == 192 ? 512u : 384u));
+    CHECK(outcome.grid.threads == static_cast<unsigned>(128 * (1 + block_m / 64)));
     CHECK(outcome.passed());
   }
 }
@@ -263,6 +263,22 @@ TEST_CASE("emulated sm90 with two blocks per SM matches the reference", "[simt][
   REQUIRE_FALSE(expected.overlap);
   std::vector<KernelCase> cases = schedule_cases();
   for (KernelCase& c : cases) c.head_dim = 64;
+  check_sm90(cases, options);
+}
+
+// One consumer warpgroup in 64-row blocks (sm90_block_m=64), two per SM: no GEMM turns, the
+// overlap, 128-key stages at head dim 64 and 64-key ones at 128; and with the tile handoff.
+TEST_CASE("emulated sm90 with 64-row blocks of one consumer matches the reference",
+          "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_block_m = 64;
+  options.tuning->sm90_blocks_per_sm = 2;
+  std::vector<KernelCase> cases = schedule_cases();
+  for (std::size_t i = 0; i < cases.size(); ++i) cases[i].head_dim = i % 2 == 0 ? 64 : 128;
+  check_sm90(cases, options);
+  options.tuning->sm90_handoff = true;
+  options.tuning->sm90_overlap = false;
   check_sm90(cases, options);
 }
 

@@ -312,6 +312,27 @@ extern "C" __global__ void mbarrier_handoff(FwdParams p) {
   }
 }
 
+// A slot handed back by an mbarrier for reuse (the sm90 kernel's tile words, which the producer
+// rewrites once the consumers released their stage): thread 32 reads the word, then arrives
+// (release); thread 0 waits for the phase (acquire), then overwrites it. p.batch 1: thread 64
+// arrives instead, and thread 32 never does, so nothing orders its read before the write: a race.
+extern "C" __global__ void mbarrier_slot_reuse(FwdParams p) {
+  unsigned char* smem = probe_smem();
+  const unsigned bar = smem_address(smem) + 64;
+  if (threadIdx.x == 0) store_shared_32(smem, 7u);
+  init_barriers(bar, 1, 1);
+  if (threadIdx.x == 32) {
+    const unsigned word = load_shared_u32(smem);
+    if (p.batch != 1) mbarrier_arrive(bar);
+    store_global_f32(static_cast<float*>(p.o), static_cast<float>(word));
+  } else if (threadIdx.x == 64) {
+    if (p.batch == 1) mbarrier_arrive(bar);
+  } else if (threadIdx.x == 0) {
+    mbarrier_wait(bar, 0);
+    store_shared_32(smem, 9u);
+  }
+}
+
 // Two arrivals expected, one made: every thread waits for a phase that never completes (batch 1:
 // in a wait labelled as the watchdog's waits are).
 extern "C" __global__ void mbarrier_deadlock(FwdParams p) {

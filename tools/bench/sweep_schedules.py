@@ -13,6 +13,17 @@ rewritten after every row.
         [--variant causal]... [--head-dim 128]... [--length 16K] [--dtype bf16|fp16]
         [--schedule NAME=FAMILY[:TUNE]]... [--json F] [--iters 20] [--baseline sm90]
     python3 tools/bench/sweep_schedules.py --summarize sweep.json [--baseline sm90]
+    python3 tools/bench/sweep_schedules.py --prewarm --cli build/tools/cli/attnjit
+        --cache-dir DIR [--arch sm_90a] [--watchdog-ms 5000] [the sweep's own options]
+
+--cache-dir DIR gives every schedule that one kernel cache (default: a fresh one each, so each
+compiles its kernels). --prewarm compiles, without a GPU and without torch, the kernels a sweep
+with the same options (schedules, variants, head dims, dtype, watchdog) will load, into DIR,
+with `attnjit prewarm` once per schedule: tools/gpu-bundle.sh --sweep 'ARGS' does it for a
+planned device call, so that the call spends its seconds timing rather than in NVRTC (about a
+second a kernel). The cache key is the generated source, the arch and NVRTC's version, so a
+kernel prewarmed for the sweep's schedule is the one the sweep's schedule loads; its "compile s"
+is then the time to load it.
 
 After the rows, a summary per head dim: each variant's fastest schedule that agreed with the
 reference, and each schedule's geometric-mean speed over --baseline across the variants both ran
@@ -29,7 +40,8 @@ with sm90_overlap=1, and with 64-key stages and the overlap; P through shared me
 without the overlap (the only block_m 192 schedule at D=128); the tile handoff; 2 and 4 of each 8
 exponentials on the FMA pipe; the scale folded in 192-row blocks, alone and with 2 of 8
 exponentials in software; 64-key stages without the overlap, and the same with two blocks per SM
-(D = 64 only), with 2 and with 4 stages. At D=256, FlashAttention-3's
+(D = 64 only), with 2 and with 4 stages; 64-row blocks of one consumer warpgroup, two per SM (D =
+64 and 128), without and with the tile handoff. At D=256, FlashAttention-3's
 80-key tile: --head-dim 256 --schedule sm80=sm80 --schedule sm90=sm90
 --schedule n80=sm90:sm90_block_n=80 (--schedule replaces the default list).
 """
@@ -38,6 +50,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -64,7 +77,9 @@ DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,
                      "fold192-poly2=sm90:sm90_fold_m192=1,sm90_poly_exp2=2",
                      "n64=sm90:sm90_block_n=64,sm90_overlap=0",
                      "2persm=sm90:sm90_blocks_per_sm=2",
-                     "2persm-s4=sm90:sm90_blocks_per_sm=2,sm90_stages=4")
+                     "2persm-s4=sm90:sm90_blocks_per_sm=2,sm90_stages=4",
+                     "m64x2=sm90:sm90_block_m=64,sm90_blocks_per_sm=2",
+                     "m64x2-handoff=sm90:sm90_block_m=64,sm90_blocks_per_sm=2,sm90_handoff=1")
 
 
 def parse_schedule(text):
@@ -108,7 +123,80 @@ def parse_args(argv):
                         help="the schedule the summary's speeds are relative to (default sm90)")
     parser.add_argument("--summarize", metavar="JSON",
                         help="print the summary of an earlier run's --json file and exit")
-    return parser.parse_args(argv)
+    parser.add_argument("--cache-dir",
+                        help="one kernel cache for every schedule (default: a fresh one each)")
+    parser.add_argument("--prewarm", action="store_true",
+                        help="compile the sweep's kernels into --cache-dir with --cli, no GPU")
+    parser.add_argument("--cli", help="--prewarm: the attnjit command-line tool")
+    parser.add_argument("--arch", default="sm_90a", help="--prewarm: the arch (default sm_90a)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="--prewarm: parallel compiles (default: the cores)")
+    opts = parser.parse_args(argv)
+    if opts.prewarm and not (opts.cli and opts.cache_dir):
+        parser.error("--prewarm needs --cli and --cache-dir")
+    return opts
+
+
+def chosen_schedules(opts):
+    """The schedules to run, the reference first, each with the watchdog joined to its tune."""
+    return [with_watchdog(s, opts.watchdog_ms)
+            for s in opts.schedule or [parse_schedule(s) for s in DEFAULT_SCHEDULES]]
+
+
+def manifest(specs, names, head_dims, dtype):
+    """A prewarm manifest (src/jit/manifest.hpp) of the named variants, with the declarations
+    their specs give the C API, so that prewarm generates the sources the sweep's variants do.
+    Variants that share their expressions and declarations (the document layouts) go in once."""
+    entries, seen = [], set()
+    for name in names:
+        spec = specs[name]
+        params = [f"{p[0]}:{'int' if p[1] == aj.ATTNJIT_PARAM_INT else 'float'}"
+                  for p in spec["params"]]
+        tensors = [f"{t[0]}:{'int32' if t[1] == aj.ATTNJIT_TENSOR_INT32 else 'float32'}[{t[2]}]"
+                   for t in spec["tensors"]]
+        key = (spec["mask"], spec["score"], tuple(params), tuple(tensors))
+        if key in seen:
+            continue
+        seen.add(key)
+        entries.append(dict(name=name, mask=spec["mask"], score=spec["score"], params=params,
+                            tensors=tensors))
+    return dict(version=1, dtypes=[dtype], head_dims=list(head_dims), variants=entries)
+
+
+def prewarm(opts, schedules, names):
+    """Compiles each schedule's kernels with `attnjit prewarm` (ATTNJIT_KERNEL_FAMILY and
+    ATTNJIT_TUNE set as run_schedule sets them). A schedule that refuses a head dim (e.g. two
+    blocks per SM at 128) fails there as it would in the sweep, and the others go on. Returns
+    the number of schedules whose prewarm crashed or could not run."""
+    head_dims = opts.head_dim or [64, 128]
+    with tempfile.TemporaryDirectory(prefix="attnjit-sweep-prewarm-") as folder:
+        path = os.path.join(folder, "sweep-manifest.json")
+        with open(path, "w") as f:
+            json.dump(manifest(cf.variants(), names, head_dims, opts.dtype), f, indent=1)
+        broken = 0
+        for name, family, tune in schedules:
+            env = dict(os.environ, ATTNJIT_KERNEL_FAMILY=family, ATTNJIT_TUNE=tune,
+                       ATTNJIT_LOG_LEVEL=os.environ.get("ATTNJIT_LOG_LEVEL", "error"))
+            command = [opts.cli, "prewarm", "--manifest", path, "--arch", opts.arch,
+                       "--cache-dir", opts.cache_dir, "--jobs", str(opts.jobs)]
+            started = time.perf_counter()
+            try:
+                done = subprocess.run(command, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
+            except OSError as error:
+                print(f"{name:<22}cannot run {opts.cli}: {error}", flush=True)
+                return len(schedules)
+            lines = [line for line in done.stdout.splitlines() if line.strip()]
+            # Note: the CLI's last line is its summary; a refusal names the kernel above it.
+            failed = [line for line in lines if "FAILED" in line or "error" in line.lower()]
+            print(f"{name:<22}{time.perf_counter() - started:6.1f} s  "
+                  f"{lines[-1] if lines else '(no output)'}", flush=True)
+            for line in failed[:3]:
+                if line != lines[-1]:
+                    print(f"{'':<22}  {line[:160]}", flush=True)
+            if done.returncode < 0 or done.returncode > 1:
+                broken += 1
+        return broken
 
 
 def summary_lines(rows, baseline):
@@ -160,7 +248,7 @@ def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
     name, family, tune = schedule
     q, k, v, tensors = inputs
     jit = aj.AttnJit(opts.lib, backend=aj.ATTNJIT_BACKEND_CUDA,
-                     cache_dir=tempfile.mkdtemp(prefix=f"attnjit-sweep-{name}-"))
+                     cache_dir=opts.cache_dir or tempfile.mkdtemp(prefix=f"attnjit-sweep-{name}-"))
     try:
         with cf.environment("ATTNJIT_KERNEL_FAMILY", family), \
                 cf.environment("ATTNJIT_TUNE", tune):
@@ -199,16 +287,17 @@ def main(argv=None):
         with open(opts.summarize) as f:
             print("\n".join(summary_lines(json.load(f), opts.baseline)))
         return 0
-    import torch
-    opts.attnjit_dtype = (cf.ATTNJIT_DTYPE_BF16 if opts.dtype == "bf16"
-                          else cf.ATTNJIT_DTYPE_FP16)
-    schedules = [with_watchdog(s, opts.watchdog_ms)
-                 for s in opts.schedule or [parse_schedule(s) for s in DEFAULT_SCHEDULES]]
+    schedules = chosen_schedules(opts)
     all_variants = cf.variants()
     names = opts.variant or list(cf.STANDARD_VARIANTS)
     unknown = [n for n in names if n not in all_variants]
     if unknown:
         sys.exit(f"unknown variant(s) {unknown}; known: {list(all_variants)}")
+    if opts.prewarm:
+        return 1 if prewarm(opts, schedules, names) else 0
+    import torch
+    opts.attnjit_dtype = (cf.ATTNJIT_DTYPE_BF16 if opts.dtype == "bf16"
+                          else cf.ATTNJIT_DTYPE_FP16)
     props = torch.cuda.get_device_properties(0)
     watchdog = f" | sm90 watchdog {opts.watchdog_ms} ms" if opts.watchdog_ms > 0 else ""
     print(f"torch {torch.__version__} | {props.name} ({props.multi_processor_count} SMs) | "

@@ -61,7 +61,7 @@ inline void arrive_on(unsigned bar, unsigned tx_bytes, const char* what) {
   Mbarrier& barrier = mbarrier_at(bar, what, offset);
   const unsigned phase = barrier.phase;
   if (ThreadState* t = emulator().current; t != nullptr) {
-    t->releases.push_back(Release{offset, phase, t->shared_writes});
+    t->releases.push_back(Release{offset, phase, t->shared_writes, ++emulator().access_clock});
   }
   barrier.tx += tx_bytes;
   --barrier.pending;

@@ -85,11 +85,14 @@ struct ObservedPhases {
 
 // An mbarrier arrival of a thread (release semantics, PTX's default for mbarrier.arrive): the
 // barrier's shared offset, the phase it arrived in, and how many st.shared the thread had done
-// by then, so that a reader that waited for that phase (acquire) sees them.
+// by then, so that a reader that waited for that phase (acquire) sees them; and the block's
+// access clock at the arrival (Emulator::access_clock), so that a writer that waited for that
+// phase is ordered after the thread's earlier reads (a slot handed back for reuse).
 struct Release {
   unsigned barrier;
   unsigned phase;
   unsigned writes;
+  unsigned long long clock;
 };
 
 struct ThreadState {
@@ -134,6 +137,9 @@ struct Emulator {
   ucontext_t scheduler{};
   int barrier_arrived = 0;
   unsigned block_epoch = 0;  // completed __syncthreads calls in this block
+  // Ticks at every shared-memory read and mbarrier arrival of the block, so that an arrival can
+  // be placed after a read.
+  unsigned long long access_clock = 0;
   bool barrier_any = false;     // __syncthreads_or: the OR of this barrier's arrivals so far
   bool barrier_result = false;  // and of the last completed one
   std::unique_ptr<SharedMemory> smem;

@@ -4,7 +4,9 @@
 //   - reads of words no one wrote (the hardware would hand back garbage);
 //   - reads of words a cp.async is still copying into (no cp.async.wait_group before the read);
 //   - read-after-write, write-after-read and write-after-write between different threads with
-//     neither a __syncthreads nor (within one warp) a __syncwarp in between.
+//     neither a __syncthreads nor (within one warp) a __syncwarp in between, nor an mbarrier
+//     phase that orders them (the earlier access's thread arrived after it, and the later one's
+//     thread waited for that phase: release and acquire).
 // cp.async copies land when the issuing thread waits for their group (the latest moment the
 // hardware allows), so a missing wait reads stale or uninitialised data.
 // Hopper's async proxy (hopper_*.hpp): a TMA load lands at once but its words stay tied to the
@@ -71,6 +73,7 @@ class SharedMemory {
       } else {
         mark = ReadMark{e.block_epoch, warp_epoch, tid};
       }
+      mark.clock = ++e.access_clock;
     }
   }
 
@@ -206,13 +209,35 @@ class SharedMemory {
       }
     }
   }
-  // The last reads of a word by one warp: epochs, and the reading thread (-1: several, or the
-  // whole warp).
+  // The last reads of a word by one warp: epochs, the reading thread (-1: several, or the
+  // whole warp), and the access clock at the latest of them.
   struct ReadMark {
     unsigned block_epoch = ~0u;
     unsigned warp_epoch = 0;
     int tid = -2;
+    unsigned long long clock = 0;
   };
+
+  // Whether the reads `mark` records (of warp `reader`) are ordered before a write by thread
+  // `tid` through an mbarrier: each reading thread (every lane when several read) arrived after
+  // the warp's latest read of the word, in a phase the writer has seen complete.
+  static bool acquired_after_reads(const ReadMark& mark, int reader, int tid) {
+    const Emulator& e = emulator();
+    if (tid < 0) return false;
+    const int first = mark.tid >= 0 ? mark.tid : reader * 32;
+    const int last = mark.tid >= 0 ? mark.tid : reader * 32 + 31;
+    for (int t = first; t <= last; ++t) {
+      bool released = false;
+      for (const Release& release : e.threads[t].releases) {
+        if (release.clock > mark.clock && saw_phase(e.threads[tid], release.barrier, release.phase)) {
+          released = true;
+          break;
+        }
+      }
+      if (!released) return false;
+    }
+    return true;
+  }
 
   std::size_t checked(std::size_t offset, std::size_t size, const char* what) {
     if (offset + size > bytes_) {
@@ -251,7 +276,8 @@ class SharedMemory {
       for (int reader = 0; reader < num_warps_; ++reader) {
         const ReadMark& mark = reads_[w * num_warps_ + reader];
         if (mark.block_epoch != e.block_epoch) continue;
-        if (!ordered(mark.tid, reader, mark.block_epoch, mark.warp_epoch, tid, warp)) {
+        if (!ordered(mark.tid, reader, mark.block_epoch, mark.warp_epoch, tid, warp) &&
+            !acquired_after_reads(mark, reader, tid)) {
           fail("%s: write-after-read race on shared byte %zu, read by warp %d without a barrier "
                "in between",
                what, w * 4, reader);
