@@ -73,7 +73,7 @@ struct AttentionForwardSm90 {
   static_assert(NUM_STAGES >= 2 && NUM_STAGES <= kSm90MaxStages, "see kSm90BarrierBytes");
   static_assert(BLOCK_M == kSm90NarrowBlockM || BLOCK_M == kSm90BlockM ||
                     BLOCK_M == kSm90WideBlockM,
-                "one, two or three consumer warpgroups of 64 rows (a TMA box has at most 256 rows)");
+                "one, two or three consumer warpgroups of 64 rows (a TMA box: at most 256 rows)");
 
   static constexpr int kConsumerWarpgroups = sm90_consumer_warpgroups(BLOCK_M);
   static constexpr int kConsumerThreads = 128 * kConsumerWarpgroups;

@@ -27,8 +27,8 @@ struct FwdParams {
   // [s * split_tiles, (s + 1) * split_tiles), or, for a variant with a mask, to slice s of the
   // tiles from the query tile's first kept one on (kept_span_slice), and writes its normalised
   // output to o_partial and its LSE to lse_partial instead of o and lse; attnjit_split_combine
-  // (split_combine.cuh) merges the slices. Rows are (batch, head, query) as in lse; slice s's rows come after
-  // slice s - 1's. Unsplit calls pass num_splits = 1 and null pointers.
+  // (split_combine.cuh) merges the slices. Rows are (batch, head, query) as in lse; slice s's
+  // rows come after slice s - 1's. Unsplit calls pass num_splits = 1 and null pointers.
   float* o_partial;    // [num_splits][batch * num_heads_q * q_len][head_dim], fp32
   float* lse_partial;  // [num_splits][batch * num_heads_q * q_len], natural log
   int num_splits;

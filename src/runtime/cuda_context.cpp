@@ -218,8 +218,9 @@ void configure_residency(const std::string& key, const char* entry, CUfunction f
                          int smem_bytes, int threads, int blocks_per_sm, const DeviceInfo& device) {
   if (blocks_per_sm <= 1) return;
   const driver::DriverApi& d = driver::api();
-  const CUresult carveout = d.cuFuncSetAttribute(
-      function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
+  const CUresult carveout =
+      d.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                           CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
   if (carveout != CUDA_SUCCESS) {
     log().debug("kernel {} ({}): the shared-memory carveout hint was refused: {}", key, entry,
                 driver::describe_result(carveout));
