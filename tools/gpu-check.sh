@@ -148,7 +148,8 @@ if [[ -z "${ATTNJIT_CACHE_DIR:-}" ]]; then
   # The kernels tools/gpu-bundle.sh compiled for the test and sanitize stages: a copy, so the
   # carried bundle stays as it came and each run starts from the same cache.
   if [[ -f "$build_dir/cache.tar.xz" ]]; then
-    tar -C "$ATTNJIT_CACHE_DIR" -xJf "$build_dir/cache.tar.xz"
+    tar -C "$ATTNJIT_CACHE_DIR" -xJf "$build_dir/cache.tar.xz" ||
+      echo "gpu-check: could not unpack $build_dir/cache.tar.xz: its kernels compile here instead" >&2
   elif [[ -d "$build_dir/cache" ]]; then
     cp -R "$build_dir/cache/." "$ATTNJIT_CACHE_DIR/"
   fi
