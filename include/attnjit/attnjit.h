@@ -277,6 +277,12 @@ typedef struct attnjit_variant_info {
   int sm90_handoff;
   int sm90_poly_exp2;
   int sm90_fold_m192;
+  /* With has_resources: how many blocks of the forward entry (and of the decoding entry, where
+   * there is one) one SM of the arch keeps resident, from the registers ptxas used, the threads
+   * and the shared memory. Below blocks_per_sm (decode_blocks_per_sm) means the kernel was built
+   * for an occupancy the arch cannot give. */
+  int resident_blocks_per_sm;
+  int decode_resident_blocks_per_sm;
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);

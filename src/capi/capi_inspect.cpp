@@ -6,6 +6,7 @@
 #include <string>
 
 #include "capi/boundary.hpp"
+#include "codegen/residency.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "jit/kernel_cache.hpp"
 
@@ -42,16 +43,26 @@ void copy_usage(const attnjit::ResourceUsage& usage, const EntryFields& fields) 
   *fields.spill_load_bytes = usage.spill_load_bytes;
 }
 
-void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cubin) {
+// `sm`: the inspected arch's, for the resident blocks (the configuration fields are set).
+void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cubin, int sm) {
   info.has_resources = 1;
   copy_usage(cubin.forward_resources, {&info.registers, &info.stack_frame_bytes,
                                        &info.spill_store_bytes, &info.spill_load_bytes});
   info.static_smem_bytes = cubin.forward_resources.shared_bytes;
   info.cubin_bytes = cubin.image.size();
+  info.resident_blocks_per_sm =
+      attnjit::codegen::resident_blocks(sm, 32 * info.num_warps, info.registers,
+                                        info.dynamic_smem_bytes + info.static_smem_bytes)
+          .blocks;
   if (info.has_decode_entry) {
     copy_usage(cubin.decode_resources,
                {&info.decode_registers, &info.decode_stack_frame_bytes,
                 &info.decode_spill_store_bytes, &info.decode_spill_load_bytes});
+    info.decode_resident_blocks_per_sm =
+        attnjit::codegen::resident_blocks(sm, 32 * info.decode_num_warps, info.decode_registers,
+                                          info.decode_dynamic_smem_bytes +
+                                              cubin.decode_resources.shared_bytes)
+            .blocks;
   }
   info.origin = attnjit::capi::to_c_origin(cubin.origin);
 }
@@ -94,7 +105,7 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   }
   if ((parts & ATTNJIT_INSPECT_SOURCE) != 0) result->source = generated.source;
   if ((parts & ATTNJIT_INSPECT_RESOURCES) != 0) {
-    fill_resources(info, attnjit::compile_variant(spec, arch, cache));
+    fill_resources(info, attnjit::compile_variant(spec, arch, cache), attnjit::nvrtc::arch_sm(arch));
   }
   if ((parts & ATTNJIT_INSPECT_PTX) != 0) {
     const attnjit::KernelBinary ptx = attnjit::compile_variant(spec, arch, cache, /*ptx=*/true);

@@ -5,35 +5,15 @@
 
 #include "attnjit/fwd_config.cuh"
 #include "attnjit/sm90_fwd_config.cuh"
+#include "codegen/residency.hpp"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 
 namespace attnjit::codegen {
 namespace {
 
-// Per-block opt-in limit of dynamic shared memory (cudaDevAttrMaxSharedMemoryPerBlockOptin).
-constexpr int shared_memory_limit(int sm) {
-  switch (sm) {
-    case 80:
-    case 87:
-      return 163 * 1024;
-    case 90:
-    case 100:
-      return 227 * 1024;
-    default:  // 86, 89, 120 and anything unknown: the smallest SM80+ limit
-      return 99 * 1024;
-  }
-}
-
 static_assert(shared_memory_limit(90) == kSm90SharedMemoryLimit,
               "the sm90 kernel's own shared-memory budget (sm90_fwd_config.cuh) is sm_90's");
-
-// Shared memory of one SM, which the resident blocks share, each also reserving 1 KB: on every
-// SM80+ part it is the per-block limit plus that 1 KB (164, 228, 100 KB).
-constexpr int kReservedSmemPerBlock = 1024;
-constexpr int shared_memory_per_sm(int sm) {
-  return shared_memory_limit(sm) + kReservedSmemPerBlock;
-}
 
 struct TileShape {
   int head_dim;
@@ -82,6 +62,19 @@ KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
                 "{} warps",
                 config.block_m, config.num_warps);
   }
+  // Note: several blocks per SM without sm80_stages take the most stages (up to the default)
+  // whose shared memory fits that many blocks: 3 stages of 64-row blocks at head dim 128 take
+  // 115 KB, two of which fit an H100's 228 KB but not an A100's 164 (which then gets 2 stages).
+  const auto per_sm = [&](int stages) {
+    return config.blocks_per_sm *
+           (forward_smem_bytes(head_dim, config.block_m, config.block_n, stages) +
+            kReservedSmemPerBlock);
+  };
+  if (!tuning.sm80_stages) {
+    while (config.num_stages > 2 && per_sm(config.num_stages) > shared_memory_per_sm(sm)) {
+      --config.num_stages;
+    }
+  }
   config.smem_bytes =
       forward_smem_bytes(head_dim, config.block_m, config.block_n, config.num_stages);
   if (config.smem_bytes > shared_memory_limit(sm)) {
@@ -90,6 +83,14 @@ KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
                 "sm80_stages={} needs {} bytes of shared memory; sm_{} allows {}",
                 head_dim, config.block_m, config.block_n, config.num_stages, config.smem_bytes,
                 sm, shared_memory_limit(sm));
+  }
+  if (per_sm(config.num_stages) > shared_memory_per_sm(sm)) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: sm80_blocks_per_sm={} needs shared memory for {} blocks of {} "
+                "bytes (head dim {}, sm80_block_m={}, sm80_block_n={}, sm80_stages={}); an SM "
+                "of sm_{} has {}",
+                config.blocks_per_sm, config.blocks_per_sm, config.smem_bytes, head_dim,
+                config.block_m, config.block_n, config.num_stages, sm, shared_memory_per_sm(sm));
   }
   return config;
 }

@@ -252,6 +252,27 @@ static void test_tuning(void) {
     CHECK(info->sm90_fold_m192 == 1 && info->sm90_handoff == 0 && info->sm90_poly_exp2 == 0);
     attnjit_variant_info_destroy(info);
   }
+  /* Two 64-row blocks per SM: the compiled kernel's resources say an SM of sm_90a holds both;
+   * without resources the field stays 0. */
+  {
+    attnjit_inspect_options resources;
+    attnjit_inspect_options_init(&resources);
+    resources.arch = "sm_90a";
+    resources.parts = ATTNJIT_INSPECT_RESOURCES;
+    setenv("ATTNJIT_TUNE", "sm90_block_m=64,sm90_blocks_per_sm=2", 1);
+    info = NULL;
+    CHECK(attnjit_variant_inspect(&info, variant, &resources) == ATTNJIT_OK);
+    if (info != NULL) {
+      CHECK(info->block_m == 64 && info->num_warps == 8 && info->blocks_per_sm == 2);
+      CHECK(info->resident_blocks_per_sm == 2);
+      attnjit_variant_info_destroy(info);
+    }
+    info = inspect_tuned("sm90_block_m=64,sm90_blocks_per_sm=2");
+    if (info != NULL) {
+      CHECK(info->resident_blocks_per_sm == 0);
+      attnjit_variant_info_destroy(info);
+    }
+  }
   /* The mbarrier watchdog: reported, and defined in the kernel's source. */
   info = inspect_tuned("sm90_watchdog_ms=5000");
   if (info != NULL) {

@@ -43,6 +43,17 @@ TEST_CASE("ATTNJIT_TUNE's sm80 items reshape the SM80 kernel's tiles", "[codegen
   // The defaults promise two blocks per SM only at head dim 32.
   CHECK(codegen::choose_kernel_config(90, DType::bf16, 32).blocks_per_sm == 2);
   CHECK(codegen::choose_kernel_config(90, DType::bf16, 64).blocks_per_sm == 1);
+  // Two blocks per SM without sm80_stages: the stages two blocks' shared memory allows, 3 on an
+  // H100 (2 x 115 KB of 228), 2 on an A100 (164 KB); an explicit count that does not fit twice is
+  // refused.
+  const auto two = parse_kernel_tuning("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2");
+  CHECK(codegen::choose_kernel_config(90, DType::bf16, 128, two).num_stages == 3);
+  CHECK(codegen::choose_kernel_config(80, DType::bf16, 128, two).num_stages == 2);
+  CHECK_THROWS_WITH(
+      codegen::choose_kernel_config(
+          80, DType::bf16, 128,
+          parse_kernel_tuning("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2,sm80_stages=3")),
+      Catch::Contains("sm80_blocks_per_sm=2 needs shared memory for 2 blocks"));
 
   CHECK_THROWS_WITH(codegen::choose_kernel_config(
                         90, DType::bf16, 128, parse_kernel_tuning("sm80_block_m=48,sm80_warps=4")),

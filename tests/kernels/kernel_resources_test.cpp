@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "attnjit/fwd_config.cuh"
+#include "codegen/residency.hpp"
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "standard_variants.hpp"
@@ -33,6 +34,20 @@ void check_resources(const attnjit::ResourceUsage& usage, int max_registers) {
   CHECK(usage.stack_frame_bytes == 0);
   CHECK(usage.registers > 0);
   CHECK(usage.registers <= max_registers);
+}
+
+// The blocks per SM an entry was built for (its launch bound) fit an SM of `sm`: by registers as
+// ptxas counted them, by shared memory and by threads; otherwise the registers ptxas was held to
+// buy an occupancy the arch cannot give (and the runtime warns on such a device).
+void check_residency(int sm, int threads, const attnjit::ResourceUsage& usage, int smem_bytes,
+                     int blocks_per_sm) {
+  const codegen::Residency residency =
+      codegen::resident_blocks(sm, threads, usage.registers, smem_bytes);
+  INFO("sm_" << sm << ": " << threads << " threads, " << usage.registers << " registers, "
+             << smem_bytes << " B of shared memory; registers allow " << residency.by_registers
+             << ", shared memory " << residency.by_shared_memory << ", threads "
+             << residency.by_threads);
+  CHECK(residency.blocks >= blocks_per_sm);
 }
 
 // `tuning`: ATTNJIT_TUNE's sm80 tile overrides (none by default).
@@ -58,6 +73,14 @@ void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {}) {
           check_resources(found->second, 255);
         }
         const auto& fwd = compiled.resources.find(codegen::kForwardEntry)->second;
+        check_residency(sm, 32 * kernel.config.num_warps, fwd, kernel.config.smem_bytes,
+                        kernel.config.blocks_per_sm);
+        if (kernel.config.decode_block_n > 0) {
+          const codegen::KernelConfig decode = codegen::decode_config(kernel.config);
+          check_residency(sm, 32 * decode.num_warps,
+                          compiled.resources.find(codegen::kDecodeEntry)->second,
+                          decode.smem_bytes, decode.blocks_per_sm);
+        }
         std::printf("%-15s %-9s hd %3d %s: %3d registers, %6d B dynamic smem (%d x %d, %d warps, "
                     "%d stages, %d per SM), spills %d/%d, stack %d\n",
                     variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(),
@@ -112,6 +135,7 @@ std::optional<attnjit::ResourceUsage> compile_sm90_kernel(
                                               : 240;
   CHECK(usage.registers > 0);
   CHECK(usage.registers <= 65536 / (threads * kernel.config.blocks_per_sm));
+  check_residency(90, threads, usage, kernel.config.smem_bytes, kernel.config.blocks_per_sm);
   CHECK(usage.registers * threads >=
         128 * producer_registers + (threads - 128) * consumer_registers);
   // Note: ptxas serialises wgmma (a large slowdown, correct results) when it cannot prove the
