@@ -8,7 +8,9 @@
 //   sm80_warps     1 .. 16
 //   sm80_stages    2 .. 4                  cp.async pipeline depth
 //   sm80_blocks_per_sm 1 .. 4              blocks per SM promised to ptxas (__launch_bounds__);
-//                                          65536 / (32 * warps * blocks) registers per thread
+//                                          65536 / (32 * warps * blocks) registers per thread;
+//                                          without sm80_stages, the most stages whose shared
+//                                          memory fits that many blocks on the arch
 //   decode_block_n 16 .. 128               keys per stage of the SM80 decoding entry (launches
 //                                          of at most 32 query rows), a multiple of 16
 //   decode_stages  2 .. 4                  its cp.async pipeline depth
