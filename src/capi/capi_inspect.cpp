@@ -105,7 +105,8 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   }
   if ((parts & ATTNJIT_INSPECT_SOURCE) != 0) result->source = generated.source;
   if ((parts & ATTNJIT_INSPECT_RESOURCES) != 0) {
-    fill_resources(info, attnjit::compile_variant(spec, arch, cache), attnjit::nvrtc::arch_sm(arch));
+    fill_resources(info, attnjit::compile_variant(spec, arch, cache),
+                   attnjit::nvrtc::arch_sm(arch));
   }
   if ((parts & ATTNJIT_INSPECT_PTX) != 0) {
     const attnjit::KernelBinary ptx = attnjit::compile_variant(spec, arch, cache, /*ptx=*/true);

@@ -65,15 +65,13 @@ KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
   // Note: several blocks per SM without sm80_stages take the most stages (up to the default)
   // whose shared memory fits that many blocks: 3 stages of 64-row blocks at head dim 128 take
   // 115 KB, two of which fit an H100's 228 KB but not an A100's 164 (which then gets 2 stages).
-  const auto per_sm = [&](int stages) {
-    return config.blocks_per_sm *
-           (forward_smem_bytes(head_dim, config.block_m, config.block_n, stages) +
-            kReservedSmemPerBlock);
+  const auto fits = [&](int stages) {
+    return blocks_by_shared_memory(
+               sm, forward_smem_bytes(head_dim, config.block_m, config.block_n, stages)) >=
+           config.blocks_per_sm;
   };
   if (!tuning.sm80_stages) {
-    while (config.num_stages > 2 && per_sm(config.num_stages) > shared_memory_per_sm(sm)) {
-      --config.num_stages;
-    }
+    while (config.num_stages > 2 && !fits(config.num_stages)) --config.num_stages;
   }
   config.smem_bytes =
       forward_smem_bytes(head_dim, config.block_m, config.block_n, config.num_stages);
@@ -84,7 +82,7 @@ KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
                 head_dim, config.block_m, config.block_n, config.num_stages, config.smem_bytes,
                 sm, shared_memory_limit(sm));
   }
-  if (per_sm(config.num_stages) > shared_memory_per_sm(sm)) {
+  if (!fits(config.num_stages)) {
     throw_error(Status::invalid_argument,
                 "ATTNJIT_TUNE: sm80_blocks_per_sm={} needs shared memory for {} blocks of {} "
                 "bytes (head dim {}, sm80_block_m={}, sm80_block_n={}, sm80_stages={}); an SM "
@@ -98,9 +96,8 @@ KernelConfig tuned_sm80_config(int sm, int head_dim, KernelConfig config,
 // The decoding entry's blocks of `block_n`-key tiles and `stages` stages that fit one SM at
 // once: at most 4, since 4 blocks of 64 threads leave ptxas its 255 registers a thread.
 int decode_residency(int sm, int head_dim, int block_n, int stages) {
-  const int bytes = forward_smem_bytes(head_dim, kDecodeBlockM, block_n, stages);
-  if (bytes > shared_memory_limit(sm)) return 0;
-  return std::min(4, shared_memory_per_sm(sm) / (bytes + kReservedSmemPerBlock));
+  return std::min(4, blocks_by_shared_memory(
+                        sm, forward_smem_bytes(head_dim, kDecodeBlockM, block_n, stages)));
 }
 
 // The decoding entry's tiles: the first of the candidates (key tiles, stages) with 3 blocks
@@ -303,20 +300,20 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
                                               config.num_stages, config.persistent,
                                               config.p_in_smem);
   if (two_per_sm) {
-    const int per_sm = 2 * (config.smem_bytes + kSm90SharedMemoryPerBlockReserved);
     // Note: two consumers' 104 registers hold O (32 at head dim 64), S and P of a 64-key tile
     // and the row state; with a wider tile or at head dim 128 ptxas gives up. One consumer keeps
     // 232 (kernel_resources_test).
     const bool two_consumers_fit =
         config.block_m == kSm90BlockM && head_dim == 64 && config.block_n == 64;
-    if (!(narrow || two_consumers_fit) || config.persistent || per_sm > kSm90SharedMemoryPerSm) {
+    if (!(narrow || two_consumers_fit) || config.persistent ||
+        blocks_by_shared_memory(90, config.smem_bytes) < 2) {
       throw_error(Status::invalid_argument,
                   "ATTNJIT_TUNE: sm90_blocks_per_sm=2 needs plain blocks with shared memory for "
-                  "two ({} bytes of {}) and either sm90_block_m=64 (head dim 64 or 128) or "
-                  "sm90_block_m=128 with sm90_block_n=64 at head dim 64; got head dim {}, "
-                  "sm90_block_m={}, sm90_block_n={}, sm90_persistent={}",
-                  per_sm, kSm90SharedMemoryPerSm, head_dim, config.block_m, config.block_n,
-                  config.persistent ? 1 : 0);
+                  "two ({} bytes a block, an SM has {}) and either sm90_block_m=64 (head dim 64 "
+                  "or 128) or sm90_block_m=128 with sm90_block_n=64 at head dim 64; got head dim "
+                  "{}, sm90_block_m={}, sm90_block_n={}, sm90_persistent={}",
+                  config.smem_bytes, shared_memory_per_sm(90), head_dim, config.block_m,
+                  config.block_n, config.persistent ? 1 : 0);
     }
   }
   if (config.smem_bytes > shared_memory_limit(90)) {

@@ -25,10 +25,7 @@ Residency resident_blocks(int sm, int threads, int registers, int smem_bytes) {
   const int warp_registers = (registers * 32 + kRegisterAllocationUnit - 1) /
                              kRegisterAllocationUnit * kRegisterAllocationUnit;
   residency.by_registers = kRegistersPerSm / warp_registers / warps;
-  residency.by_shared_memory =
-      smem_bytes > shared_memory_limit(sm)
-          ? 0
-          : shared_memory_per_sm(sm) / (smem_bytes + kReservedSmemPerBlock);
+  residency.by_shared_memory = blocks_by_shared_memory(sm, smem_bytes);
   residency.by_threads = max_threads_per_sm(sm) / threads;
   residency.blocks = std::min({residency.by_registers, residency.by_shared_memory,
                                residency.by_threads, max_blocks_per_sm(sm)});

@@ -27,6 +27,14 @@ constexpr int shared_memory_per_sm(int sm) {
   return shared_memory_limit(sm) + kReservedSmemPerBlock;
 }
 
+// Blocks of `smem_bytes` of dynamic shared memory one SM of `sm` holds (0: one block may not have
+// that much).
+constexpr int blocks_by_shared_memory(int sm, int smem_bytes) {
+  return smem_bytes > shared_memory_limit(sm)
+             ? 0
+             : shared_memory_per_sm(sm) / (smem_bytes + kReservedSmemPerBlock);
+}
+
 // Resident blocks of one kernel on one SM, and what limits each count.
 struct Residency {
   int blocks = 0;        // the smallest of the three below and the arch's block limit

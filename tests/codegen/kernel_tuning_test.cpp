@@ -4,6 +4,7 @@
 
 #include "attnjit/fwd_config.cuh"
 #include "attnjit/sm90_fwd_config.cuh"
+#include "codegen/residency.hpp"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 #include "expr/test_support.hpp"
@@ -335,7 +336,7 @@ TEST_CASE("sm90_blocks_per_sm=2: its launch bounds and template bit, its default
   CHECK(config.block_m == 128);
   CHECK(config.block_n == 64);
   CHECK_FALSE(config.overlap);
-  CHECK(2 * (config.smem_bytes + kSm90SharedMemoryPerBlockReserved) <= kSm90SharedMemoryPerSm);
+  CHECK(codegen::blocks_by_shared_memory(90, config.smem_bytes) >= 2);
   CHECK(codegen::sm90_kernel_config(64, codegen::KernelTuning{}, true).blocks_per_sm == 1);
   const auto mask = test::parse_mask("q_idx >= kv_idx && q_idx - kv_idx < 1024");
   const auto source = codegen::generate_kernel_source(mask, test::parse_score(""), DType::bf16,
@@ -381,7 +382,7 @@ TEST_CASE("sm90_block_m=64: one consumer warpgroup, two blocks per SM at head di
     CHECK(config.blocks_per_sm == 2);
     CHECK(config.block_n == block_n);
     CHECK(config.overlap);
-    CHECK(2 * (config.smem_bytes + kSm90SharedMemoryPerBlockReserved) <= kSm90SharedMemoryPerSm);
+    CHECK(codegen::blocks_by_shared_memory(90, config.smem_bytes) >= 2);
   }
   const auto mask = test::parse_mask("q_idx >= kv_idx && q_idx - kv_idx < 1024");
   const auto source = codegen::generate_kernel_source(mask, test::parse_score(""), DType::bf16,

@@ -115,8 +115,9 @@ TEST_CASE("the sm90 schedule options are part of a stored kernel's configuration
 }
 
 // The options added for measurement (the tile handoff, exponentials on the FMA pipe, the scale
-// folded in three-consumer blocks, two blocks per SM): stored only when on, so that the default kernels' sidecars
-// stay what they were, and each one's kernel never serves a request for the other.
+// folded in three-consumer blocks, two blocks per SM): stored only when on, so that the default
+// kernels' sidecars stay what they were, and each one's kernel never serves a request for the
+// other.
 TEST_CASE("the sm90 measurement options are part of a stored kernel's configuration when on",
           "[jit][sidecar]") {
   codegen::KernelConfig plain = config();

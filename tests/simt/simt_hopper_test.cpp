@@ -101,7 +101,7 @@ TEST_CASE("emulated Hopper hazards are errors with a clear message", "[simt]") {
     CHECK_THAT(run("mbarrier_handoff"),
                Catch::Contains("read-after-write race on shared byte 0, written by thread 0"));
   }
-  SECTION("a slot reused after an mbarrier: the reader's release and the writer's acquire order it") {
+  SECTION("a slot reused after an mbarrier: the reader's release, the writer's acquire") {
     launch.params.batch = 0;
     launch.output[0] = 0.0f;
     CHECK(run("mbarrier_slot_reuse") == "");

@@ -35,6 +35,13 @@ const char* origin_name(attnjit_kernel_origin origin) {
   return "?";
 }
 
+// The blocks one SM of `arch` holds, with a warning when fewer than the kernel was built for.
+void print_residency(std::string_view label, int resident, int built_for, const char* arch) {
+  fmt::print("{} {} block{} per SM of {}{}\n", label, resident, resident == 1 ? "" : "s", arch,
+             resident < built_for ? fmt::format("  (warning: built for {})", built_for)
+                                  : std::string());
+}
+
 void print_resources(const attnjit_variant_info& info) {
   fmt::print("kernel        {} for {}\n", info.kernel, info.arch);
   // Note: on sm_90a the family depends on ATTNJIT_KERNEL_FAMILY (auto keeps sm80 until the Hopper
@@ -51,11 +58,7 @@ void print_resources(const attnjit_variant_info& info) {
              info.spill_store_bytes + info.spill_load_bytes > 0 ? "  (warning: spills)" : "");
   fmt::print("config        block_m={} block_n={} num_warps={} num_stages={} blocks_per_sm={}\n",
              info.block_m, info.block_n, info.num_warps, info.num_stages, info.blocks_per_sm);
-  fmt::print("residency     {} block{} per SM of {}{}\n", info.resident_blocks_per_sm,
-             info.resident_blocks_per_sm == 1 ? "" : "s", info.arch,
-             info.resident_blocks_per_sm < info.blocks_per_sm
-                 ? fmt::format("  (warning: built for {})", info.blocks_per_sm)
-                 : std::string());
+  print_residency("residency    ", info.resident_blocks_per_sm, info.blocks_per_sm, info.arch);
   if (std::string_view(info.kernel_family) == "sm90") {
     fmt::print("schedule      intra-warpgroup overlap {}, persistent grid {}, P from {}\n",
                info.sm90_overlap ? "on" : "off", info.sm90_persistent ? "on" : "off",
@@ -81,11 +84,8 @@ void print_resources(const attnjit_variant_info& info) {
                "dynamic smem {} bytes\n",
                info.decode_block_m, info.decode_block_n, info.decode_num_warps,
                info.decode_num_stages, info.decode_blocks_per_sm, info.decode_dynamic_smem_bytes);
-    fmt::print("decode resid. {} block{} per SM of {}{}\n", info.decode_resident_blocks_per_sm,
-               info.decode_resident_blocks_per_sm == 1 ? "" : "s", info.arch,
-               info.decode_resident_blocks_per_sm < info.decode_blocks_per_sm
-                   ? fmt::format("  (warning: built for {})", info.decode_blocks_per_sm)
-                   : std::string());
+    print_residency("decode resid.", info.decode_resident_blocks_per_sm,
+                    info.decode_blocks_per_sm, info.arch);
   }
   fmt::print("mask          {}\n", info.canonical_mask);
   fmt::print("index-only    {}\n", info.mask_reads_tensors

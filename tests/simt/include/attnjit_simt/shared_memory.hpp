@@ -229,7 +229,8 @@ class SharedMemory {
     for (int t = first; t <= last; ++t) {
       bool released = false;
       for (const Release& release : e.threads[t].releases) {
-        if (release.clock > mark.clock && saw_phase(e.threads[tid], release.barrier, release.phase)) {
+        if (release.clock > mark.clock &&
+            saw_phase(e.threads[tid], release.barrier, release.phase)) {
           released = true;
           break;
         }
