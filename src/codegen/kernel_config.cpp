@@ -226,7 +226,8 @@ Sm90Tiles sm90_default_tiles(int head_dim, bool masked) {
 
 }  // namespace
 
-KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool masked) {
+KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool masked,
+                                bool special_score) {
   if (head_dim % 64 != 0 || head_dim > 256) {
     throw_error(Status::internal, "the sm90 kernel has no configuration for head dim {}", head_dim);
   }
@@ -276,8 +277,14 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
                                                 sm90_overlap_by_default(head_dim));
   config.persistent = tuning.sm90_persistent.value_or(false);
   config.p_in_smem = p_in_smem;
-  config.tile_handoff = tuning.sm90_handoff.value_or(false);
-  if (config.tile_handoff && (config.persistent || 2 * config.num_stages > kSm90MaxStages)) {
+  // The tile handoff is the default for masked kernels of the default tiles: on an H100
+  // 1.08-1.09x for a sliding window and 64 documents at head dim 128, 1.04-1.09x for the window
+  // and 8 documents at 64, causal 0.99-1.01x (docs/PERFORMANCE.md, "Fifteenth session").
+  // Without a mask every tile is kept: nothing to hand over. Tuned tiles take it only when asked
+  // (sm90_handoff=1): with two-consumer blocks two per SM the causal kernel spills 4 bytes.
+  const bool handoff_fits = !config.persistent && 2 * config.num_stages <= kSm90MaxStages;
+  config.tile_handoff = tuning.sm90_handoff.value_or(masked && !tiles_tuned && handoff_fits);
+  if (config.tile_handoff && !handoff_fits) {
     throw_error(Status::invalid_argument,
                 "ATTNJIT_TUNE: sm90_handoff=1 needs plain blocks and at most {} stages (its words "
                 "use the barrier slots the stages leave free); got sm90_persistent={}, "
@@ -285,8 +292,13 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
                 kSm90MaxStages / 2, config.persistent ? 1 : 0, config.num_stages);
   }
   config.poly_exp2 = tuning.sm90_poly_exp2.value_or(0);
+  // The scale folded into the exponent in 192-row blocks: the default without a mask (the
+  // masked 192-row kernels spill 68-92 bytes with it) unless the score calls special functions.
+  // On an H100 at head dim 64: noop 1.05x, ALiBi 1.14-1.18x, soft-capping 0.95x (twice each;
+  // docs/PERFORMANCE.md, "Fifteenth session").
   // Note: only where it changes the kernel, so that two-consumer kernels keep one cache key.
-  config.fold_m192 = config.block_m == kSm90WideBlockM && tuning.sm90_fold_m192.value_or(false);
+  config.fold_m192 = config.block_m == kSm90WideBlockM &&
+                     tuning.sm90_fold_m192.value_or(!masked && !special_score);
   config.watchdog_ms = tuning.sm90_watchdog_ms.value_or(0);
   if (config.p_in_smem && config.block_n % 64 != 0) {
     throw_error(Status::invalid_argument,

@@ -35,7 +35,8 @@ KernelConfig config_for(const expr::Expression& mask, const expr::Expression& sc
   const KernelFamily chosen = choose_kernel_family(target, dtype, head_dim, mask, score, family);
   const KernelTuning tuned = tuning != nullptr ? *tuning : kernel_tuning_from_environment();
   return chosen == KernelFamily::sm90
-             ? sm90_kernel_config(head_dim, tuned, !mask.is_constant_true())
+             ? sm90_kernel_config(head_dim, tuned, !mask.is_constant_true(),
+                                  score.calls_special_function())
              : choose_kernel_config(target.sm, dtype, head_dim, tuned);
 }
 

@@ -56,9 +56,12 @@ KernelConfig choose_kernel_config(int sm, DType dtype, int head_dim,
                                   const KernelTuning& tuning = {});
 bool is_supported_head_dim(int head_dim);  // 32, 64, 96, 128, 256
 // The sm90 kernel's configuration for a head dim sm90_supports, for a variant with a mask or
-// without one (its default tiles differ: wider without), with the overrides of `tuning`
+// without one (its default tiles differ: wider without, and only masks hand tiles over) and
+// whose score calls special functions or not (Expression::calls_special_function: such scores
+// keep the softmax scale out of the exponent in 192-row blocks), with the overrides of `tuning`
 // applied; Error(invalid_argument) when they do not fit.
-KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning = {}, bool masked = true);
+KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning = {}, bool masked = true,
+                                bool special_score = false);
 // Whether the sm90 kernel overlaps a warpgroup's softmax with its own GEMMs when ATTNJIT_TUNE
 // does not say (sm90_overlap): at the head dims where that was measured faster (all of them).
 bool sm90_overlap_by_default(int head_dim);

@@ -1,5 +1,7 @@
 #include "expr/expression.hpp"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -54,6 +56,48 @@ bool Expression::uses(Builtin builtin) const {
     if (instr.op == Opcode::load_builtin && instr.a == static_cast<std::int32_t>(builtin)) {
       return true;
     }
+  }
+  return false;
+}
+
+namespace {
+
+bool is_special_function(Opcode op) {
+  switch (op) {
+    case Opcode::exp:
+    case Opcode::exp2:
+    case Opcode::log:
+    case Opcode::log2:
+    case Opcode::sqrt:
+    case Opcode::rsqrt:
+    case Opcode::tanh:
+    case Opcode::sigmoid:
+    case Opcode::pow: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool Expression::calls_special_function() const {
+  // Note: runs the flattened program on "varies within a block" flags, so no recursion.
+  std::vector<bool> varies;
+  for (const Instr& instr : program_->code) {
+    bool operand_varies = false;
+    for (int i = 0; i < pops(instr.op); ++i) {
+      operand_varies = operand_varies || varies.back();
+      varies.pop_back();
+    }
+    if (operand_varies && is_special_function(instr.op)) return true;
+    bool result_varies = operand_varies;
+    if (instr.op == Opcode::load_builtin) {
+      const auto builtin = static_cast<Builtin>(instr.a);
+      result_varies =
+          builtin == Builtin::score || builtin == Builtin::q_idx || builtin == Builtin::kv_idx;
+    } else if (instr.op == Opcode::read_at_q || instr.op == Opcode::read_at_kv) {
+      result_varies = true;
+    }
+    varies.push_back(result_varies);
   }
   return false;
 }

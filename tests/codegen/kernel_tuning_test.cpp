@@ -180,7 +180,8 @@ TEST_CASE("sm90_block_m=192 gives the sm90 kernel three consumer warpgroups, 512
   };
   const auto wide = generate(tuning);
   CHECK(wide.source.find("__launch_bounds__(512, 1)") != std::string::npos);
-  // The overlap is on by default at head dim 64.
+  // The overlap is on by default at head dim 64; tuned tiles take the tile handoff only when
+  // asked, and a masked 192-row block does not fold the scale (it would spill).
   CHECK(wide.source.find("attnjit::bf16_t, 64, 192, 128, 2, attnjit::kSm90FeatureOverlap | 0u>"
                          "(params)") != std::string::npos);
   // Another text, hence another cache key than the default kernel's.
@@ -258,10 +259,29 @@ TEST_CASE("sm90_handoff=1: its template bit and schedule line, the same shared m
                           .source;
   CHECK(source.find("attnjit::kSm90FeatureTileHandoff>(params);") != std::string::npos);
   CHECK(source.find(", tile handoff\n") != std::string::npos);
-  CHECK(codegen::generate_kernel_source(mask, test::parse_score(""), DType::bf16, 128,
-                                        codegen::Target(90, true), codegen::FamilyRequest::sm90,
-                                        codegen::KernelTuning{})
-            .source.find("TileHandoff") == std::string::npos);
+  // The default for masked kernels; sm90_handoff=0 turns it off, and unmasked kernels have
+  // nothing to hand over.
+  const auto handoff_in = [](const auto& m, const codegen::KernelTuning& t) {
+    return codegen::generate_kernel_source(m, test::parse_score(""), DType::bf16, 128,
+                                           codegen::Target(90, true), codegen::FamilyRequest::sm90,
+                                           t)
+               .source.find("TileHandoff") != std::string::npos;
+  };
+  CHECK(handoff_in(mask, codegen::KernelTuning{}));
+  CHECK(codegen::sm90_kernel_config(128).tile_handoff);
+  CHECK_FALSE(codegen::sm90_kernel_config(128, {}, false).tile_handoff);
+  codegen::KernelTuning off;
+  off.sm90_handoff = false;
+  CHECK_FALSE(handoff_in(mask, off));
+  CHECK_FALSE(handoff_in(test::parse_mask("true"), codegen::KernelTuning{}));
+  // Tuned tiles (here the persistent grid, where it cannot be) take it only when asked; an
+  // explicit sm90_handoff=1 that cannot be is refused.
+  codegen::KernelTuning persistent;
+  persistent.sm90_persistent = true;
+  CHECK_FALSE(codegen::sm90_kernel_config(128, persistent).tile_handoff);
+  codegen::KernelTuning narrow_tiles;
+  narrow_tiles.sm90_block_n = 64;
+  CHECK_FALSE(codegen::sm90_kernel_config(128, narrow_tiles).tile_handoff);
   // Not with the persistent grid, nor with more stages than leave slots free.
   tuning.sm90_persistent = true;
   CHECK_THROWS_WITH(codegen::sm90_kernel_config(128, tuning),
@@ -321,6 +341,27 @@ TEST_CASE("sm90_fold_m192=1 reaches three-consumer kernels only", "[codegen][tun
   // Two-consumer blocks fold it anyway: their kernel (and cache key) is the default one.
   CHECK_FALSE(codegen::sm90_kernel_config(64, tuning, /*masked=*/true).fold_m192);
   CHECK_FALSE(codegen::sm90_kernel_config(128, tuning, /*masked=*/false).fold_m192);
+  // The default: on without a mask, unless the score calls special functions (soft-capping's
+  // tanh); an explicit 0 or 1 wins either way.
+  const codegen::KernelTuning defaults;
+  CHECK(codegen::sm90_kernel_config(64, defaults, false).fold_m192);
+  codegen::KernelTuning wide_masked;
+  wide_masked.sm90_block_m = 192;
+  CHECK_FALSE(codegen::sm90_kernel_config(64, wide_masked, true).fold_m192);
+  CHECK_FALSE(codegen::sm90_kernel_config(64, defaults, false, /*special_score=*/true).fold_m192);
+  CHECK(codegen::sm90_kernel_config(64, tuning, false, /*special_score=*/true).fold_m192);
+  codegen::KernelTuning off;
+  off.sm90_fold_m192 = false;
+  CHECK_FALSE(codegen::sm90_kernel_config(64, off, false).fold_m192);
+  const auto folded = [&](const char* score) {
+    return codegen::generate_kernel_source(test::parse_mask(""), test::parse_score(score),
+                                           DType::bf16, 64, codegen::Target(90, true),
+                                           codegen::FamilyRequest::sm90, defaults)
+               .source.find("kSm90FeatureFoldM192") != std::string::npos;
+  };
+  CHECK(folded(""));
+  CHECK(folded("score + cap * (kv_idx - q_idx)"));
+  CHECK_FALSE(folded("cap * tanh(score / cap)"));
 }
 
 TEST_CASE("sm90_blocks_per_sm=2: its launch bounds and template bit, its defaults, its limits",

@@ -32,3 +32,24 @@ TEST_CASE("constant masks and identity scores are recognised after folding") {
   CHECK(parse_score("1 > 0 ? score : 0.0").is_identity());
   CHECK(parse_score("2.0 * 3").canonical() == "6.0");
 }
+
+// The kernel choice reads it (codegen::sm90_kernel_config): after folding, and only calls on
+// values that vary within a block, since the rest are computed once per block.
+TEST_CASE("calls_special_function: the MUFU functions a score calls per element, row or column",
+          "[expr][fold]") {
+  CHECK_FALSE(parse_score("score").calls_special_function());
+  CHECK_FALSE(parse_score("score + cap * (kv_idx - q_idx)").calls_special_function());
+  CHECK_FALSE(parse_score("score * exp(0.0)").calls_special_function());
+  CHECK_FALSE(parse_score("max(score, floor(cap))").calls_special_function());
+  // ALiBi's per-head slope, and a function of a parameter: once per block.
+  CHECK_FALSE(parse_score("score + exp2(-8.0 * float(h + 1) / float(num_heads)) * "
+                          "float(kv_idx - q_idx)")
+                  .calls_special_function());
+  CHECK_FALSE(parse_score("score * sigmoid(cap)").calls_special_function());
+  CHECK(parse_score("cap * tanh(score / cap)").calls_special_function());
+  CHECK(parse_score("score - log(float(1 + abs(q_idx - kv_idx)))").calls_special_function());
+  CHECK(parse_score("score + sqrt(float(kv_idx))").calls_special_function());
+  CHECK(parse_score("score + exp(bias[q_idx, h])").calls_special_function());
+  CHECK(parse_score("score + exp2(float(doc[kv_idx]))").calls_special_function());
+  CHECK(parse_mask("sqrt(float(q_idx)) > 3.0").calls_special_function());
+}

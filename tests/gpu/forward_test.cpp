@@ -275,6 +275,11 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   // and both consumer warpgroups take turns (ATTNJIT_KERNEL_FAMILY=sm90 under the sanitizers).
   KernelCase ring;
   ring.shape = shape(1, 2, 1, 200, 300);
+  // The same with a mask that keeps four of five key tiles of the first query tile and all of
+  // the second: the masked sm90 kernels' tile handoff, its words' ring wrapping too.
+  KernelCase masked_ring;
+  masked_ring.mask = "kv_idx <= q_idx + 300";
+  masked_ring.shape = shape(1, 2, 1, 200, 600);
   // A decoding step, packed (4 query heads per block) and split into 3 slices: the decoding
   // entry, the partials' stores and the merge kernel (the sm80 family; the sm90 kernel runs it
   // whole). `cap` (one row) runs on the decoding entry unsplit.
@@ -282,5 +287,6 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   step.split_kv = 3;
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
-               with(ring, DType::bf16, Layout::bhld, 128), step});
+               with(ring, DType::bf16, Layout::bhld, 128),
+               with(masked_ring, DType::bf16, Layout::bhld, 128), step});
 }

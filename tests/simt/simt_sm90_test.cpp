@@ -34,13 +34,18 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     // The tiles and schedule: the tuning's, else the variant class's defaults (wider tiles
     // without a mask; the overlap where sm90_overlap_by_default says).
     const bool unmasked = cases[i].mask.empty() || cases[i].mask == "true";
-    const auto expected = codegen::sm90_kernel_config(cases[i].head_dim, tuning, !unmasked);
+    const VariantSpec spec = make_spec(cases[i]);
+    const bool special_score =
+        expr::parse_expression(expr::ExprKind::score, spec.score, spec.signature)
+            .calls_special_function();
+    const auto expected =
+        codegen::sm90_kernel_config(cases[i].head_dim, tuning, !unmasked, special_score);
     CHECK(outcome.config.overlap == expected.overlap);
     const int block_m = expected.block_m;
     CHECK(outcome.config.block_n == expected.block_n);
     CHECK(outcome.config.block_m == block_m);
     CHECK(outcome.config.p_in_smem == p_in_smem);
-    CHECK(outcome.config.tile_handoff == tuning.sm90_handoff.value_or(false));
+    CHECK(outcome.config.tile_handoff == expected.tile_handoff);
     CHECK(outcome.config.poly_exp2 == tuning.sm90_poly_exp2.value_or(0));
     CHECK(outcome.config.fold_m192 == expected.fold_m192);
     CHECK(outcome.config.blocks_per_sm == expected.blocks_per_sm);

@@ -37,11 +37,12 @@ tiles (its choice at D=128 for masks without a causal diagonal); sm90 with three
 warpgroups (sm90_block_m=192, FlashAttention-3's head-dim-64 tile; D = 64 only), without and
 with sm90_overlap=1, and with 64-key stages and the overlap; P through shared memory
 (sm90_p_smem=1) with the overlap, with two and with three consumer warpgroups, and with three
-without the overlap (the only block_m 192 schedule at D=128); the tile handoff; 2 and 4 of each 8
+without the overlap (the only block_m 192 schedule at D=128); without the tile handoff (masked
+variants' default since the fifteenth session); 2 and 4 of each 8
 exponentials on the FMA pipe; the scale folded in 192-row blocks, alone and with 2 of 8
 exponentials in software; 64-key stages without the overlap, and the same with two blocks per SM
 (D = 64 only), with 2 and with 4 stages; 64-row blocks of one consumer warpgroup, two per SM (D =
-64 and 128), without and with the tile handoff. At D=256, FlashAttention-3's
+64 and 128), without and with the tile handoff (tuned tiles take it only when asked). At D=256, FlashAttention-3's
 80-key tile: --head-dim 256 --schedule sm80=sm80 --schedule sm90=sm90
 --schedule n80=sm90:sm90_block_n=80 (--schedule replaces the default list).
 """
@@ -71,7 +72,7 @@ DEFAULT_SCHEDULES = ("sm80=sm80", "sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,
                      "psmem-overlap=sm90:sm90_p_smem=1,sm90_overlap=1",
                      "m192-psmem-overlap=sm90:sm90_block_m=192,sm90_p_smem=1,sm90_overlap=1",
                      "m192-psmem=sm90:sm90_block_m=192,sm90_p_smem=1",
-                     "handoff=sm90:sm90_handoff=1",
+                     "no-handoff=sm90:sm90_handoff=0",
                      "poly2=sm90:sm90_poly_exp2=2", "poly4=sm90:sm90_poly_exp2=4",
                      "fold192=sm90:sm90_fold_m192=1",
                      "fold192-poly2=sm90:sm90_fold_m192=1,sm90_poly_exp2=2",
