@@ -29,56 +29,56 @@ namespace attnjit::driver {
 // The first column goes through cuda.h's macros (cuMemAlloc -> cuMemAlloc_v2) both here and at
 // call sites, so member names always agree with the header; the macro-expanded name is also the
 // exported symbol that dlsym falls back to when the driver has no cuGetProcAddress.
-#define ATTNJIT_CUDA_DRIVER_FUNCTIONS(X) \
-  X(cuInit, 2000)                        \
-  X(cuDriverGetVersion, 2020)            \
-  X(cuGetErrorName, 6000)                \
-  X(cuGetErrorString, 6000)              \
-  X(cuDeviceGet, 2000)                   \
-  X(cuDeviceGetCount, 2000)              \
-  X(cuDeviceGetAttribute, 2000)          \
-  X(cuDeviceGetName, 2000)               \
-  X(cuDevicePrimaryCtxRetain, 7000)      \
-  X(cuDevicePrimaryCtxRelease, 11000)    \
-  X(cuCtxGetCurrent, 4000)               \
-  X(cuCtxSetCurrent, 4000)               \
-  X(cuCtxGetDevice, 2000)                \
-  X(cuCtxGetId, 12000)                   \
-  X(cuCtxSynchronize, 2000)              \
-  X(cuModuleLoadData, 2000)              \
-  X(cuModuleUnload, 2000)                \
-  X(cuModuleGetFunction, 2000)           \
-  X(cuModuleGetGlobal, 3020)             \
-  X(cuFuncSetAttribute, 9000)            \
-  X(cuFuncGetAttribute, 2020)            \
-  X(cuFuncGetParamInfo, 12040)           \
+#define ATTNJIT_CUDA_DRIVER_FUNCTIONS(X)               \
+  X(cuInit, 2000)                                      \
+  X(cuDriverGetVersion, 2020)                          \
+  X(cuGetErrorName, 6000)                              \
+  X(cuGetErrorString, 6000)                            \
+  X(cuDeviceGet, 2000)                                 \
+  X(cuDeviceGetCount, 2000)                            \
+  X(cuDeviceGetAttribute, 2000)                        \
+  X(cuDeviceGetName, 2000)                             \
+  X(cuDevicePrimaryCtxRetain, 7000)                    \
+  X(cuDevicePrimaryCtxRelease, 11000)                  \
+  X(cuCtxGetCurrent, 4000)                             \
+  X(cuCtxSetCurrent, 4000)                             \
+  X(cuCtxGetDevice, 2000)                              \
+  X(cuCtxGetId, 12000)                                 \
+  X(cuCtxSynchronize, 2000)                            \
+  X(cuModuleLoadData, 2000)                            \
+  X(cuModuleUnload, 2000)                              \
+  X(cuModuleGetFunction, 2000)                         \
+  X(cuModuleGetGlobal, 3020)                           \
+  X(cuFuncSetAttribute, 9000)                          \
+  X(cuFuncGetAttribute, 2020)                          \
+  X(cuFuncGetParamInfo, 12040)                         \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
-  X(cuLaunchKernel, 4000)                \
-  X(cuPointerGetAttribute, 4000)         \
-  X(cuPointerGetAttributes, 7000)        \
-  X(cuMemAlloc, 3020)                    \
-  X(cuMemFree, 3020)                     \
-  X(cuMemAllocManaged, 6000)             \
-  X(cuMemHostAlloc, 2020)                \
-  X(cuMemFreeHost, 2000)                 \
-  X(cuMemHostGetDevicePointer, 3020)     \
-  X(cuMemAllocAsync, 11020)              \
-  X(cuMemFreeAsync, 11020)               \
-  X(cuMemcpyHtoD, 3020)                  \
-  X(cuMemcpyDtoH, 3020)                  \
-  X(cuMemcpyHtoDAsync, 3020)             \
-  X(cuMemcpyDtoHAsync, 3020)             \
-  X(cuMemsetD32, 3020)                   \
-  X(cuMemsetD32Async, 3020)              \
-  X(cuStreamCreate, 2000)                \
-  X(cuStreamDestroy, 4000)               \
-  X(cuStreamSynchronize, 2000)           \
-  X(cuStreamIsCapturing, 10000)          \
-  X(cuEventCreate, 2000)                 \
-  X(cuEventRecord, 2000)                 \
-  X(cuEventSynchronize, 2000)            \
-  X(cuEventElapsedTime, 12080)           \
-  X(cuEventDestroy, 4000)                 \
+  X(cuLaunchKernel, 4000)                              \
+  X(cuPointerGetAttribute, 4000)                       \
+  X(cuPointerGetAttributes, 7000)                      \
+  X(cuMemAlloc, 3020)                                  \
+  X(cuMemFree, 3020)                                   \
+  X(cuMemAllocManaged, 6000)                           \
+  X(cuMemHostAlloc, 2020)                              \
+  X(cuMemFreeHost, 2000)                               \
+  X(cuMemHostGetDevicePointer, 3020)                   \
+  X(cuMemAllocAsync, 11020)                            \
+  X(cuMemFreeAsync, 11020)                             \
+  X(cuMemcpyHtoD, 3020)                                \
+  X(cuMemcpyDtoH, 3020)                                \
+  X(cuMemcpyHtoDAsync, 3020)                           \
+  X(cuMemcpyDtoHAsync, 3020)                           \
+  X(cuMemsetD32, 3020)                                 \
+  X(cuMemsetD32Async, 3020)                            \
+  X(cuStreamCreate, 2000)                              \
+  X(cuStreamDestroy, 4000)                             \
+  X(cuStreamSynchronize, 2000)                         \
+  X(cuStreamIsCapturing, 10000)                        \
+  X(cuEventCreate, 2000)                               \
+  X(cuEventRecord, 2000)                               \
+  X(cuEventSynchronize, 2000)                          \
+  X(cuEventElapsedTime, 12080)                         \
+  X(cuEventDestroy, 4000)                              \
   X(cuTensorMapEncodeTiled, 12000)
 
 struct DriverApi {

@@ -415,9 +415,17 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
     the variant. Both attnjit and Flex write the LSE in the checked and the main timed calls."""
     batch, heads, length, head_dim = q.shape
     t0 = time.perf_counter()
+
+    def progress(step):
+        # Note: a row's first torch.compile can take minutes on a fresh machine (over 200 s on
+        # an H100 on 2026-11-26), so a run cut short still says which step it was in.
+        print(f"compare_flex: {name} L={length} D={head_dim}: {step} "
+              f"({time.perf_counter() - t0:.1f} s into the row)", file=sys.stderr, flush=True)
+
     mask_mod, score_mod = spec["flex"](ctx)
     block_mask, mask_ms, mask_bytes = None, 0.0, 0
     if mask_mod is not None:
+        progress("building Flex's block mask (compiled create_block_mask)")
         block_mask, mask_ms, mask_bytes = build_block_mask(
             torch, env["mask_builders"], mask_mod, length, q.device)
 
@@ -425,7 +433,9 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
         return env["flex_with_lse"](env["flex"], q, k, v, score_mod, block_mask, None, False,
                                     want_lse=want_lse)
 
+    progress("compiling and running Flex")
     flex_out, flex_lse = run_flex()
+    progress("timing Flex")
     flex_ms = time_cuda(run_flex, opts.warmup, opts.iters)
     flex_nolse_ms = time_cuda(lambda: run_flex(False), opts.warmup, opts.iters)
 
@@ -449,6 +459,7 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
         ms = time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
         return ok, max_err, mean_err, lse_err, ms
 
+    progress("attnjit")
     ok, max_err, mean_err, lse_err, jit_ms = run_attnjit(env["jit"], opts.family, opts.tune)
     base_ms = None
     if env.get("base") is not None:

@@ -31,19 +31,20 @@ reference, and each schedule's geometric-mean speed over --baseline across the v
 (no GPU, no torch).
 
 The default schedules: sm80; sm80 in 64-row blocks of 4 warps, two per SM; sm90; sm90 with
-sm90_overlap=1; sm90 with sm90_persistent=1; sm90
-with both; sm90 with 3 stages (D <= 128); sm90 with the overlap and FlashAttention-3's 176-key
-tiles (its choice at D=128 for masks without a causal diagonal); sm90 with three consumer
-warpgroups (sm90_block_m=192, FlashAttention-3's head-dim-64 tile; D = 64 only), without and
-with sm90_overlap=1, and with 64-key stages and the overlap; P through shared memory
-(sm90_p_smem=1) with the overlap, with two and with three consumer warpgroups, and with three
-without the overlap (the only block_m 192 schedule at D=128); without the tile handoff (masked
-variants' default since the fifteenth session); 2 and 4 of each 8
-exponentials on the FMA pipe; the scale folded in 192-row blocks, alone and with 2 of 8
-exponentials in software; 64-key stages without the overlap, and the same with two blocks per SM
-(D = 64 only), with 2 and with 4 stages; 64-row blocks of one consumer warpgroup, two per SM (D =
-64 and 128), without and with the tile handoff (tuned tiles take it only when asked). At D=256, FlashAttention-3's
-80-key tile: --head-dim 256 --schedule sm80=sm80 --schedule sm90=sm90
+sm90_overlap=1; sm90 with sm90_persistent=1; sm90 with both; sm90 with 3 stages (D <= 128); sm90
+with the overlap and FlashAttention-3's 176-key tiles (its choice at D=128 for masks without a
+causal diagonal); sm90 with three consumer warpgroups (sm90_block_m=192, FlashAttention-3's
+head-dim-64 tile; D = 64 only), without and with sm90_overlap=1, and with 64-key stages and the
+overlap; P through shared memory (sm90_p_smem=1) with the overlap, with two and with three
+consumer warpgroups, and with three without the overlap (the only block_m 192 schedule at
+D=128); without the tile handoff (the masked default since the fifteenth session); 2 and 4 of
+each 8 exponentials on the FMA pipe; the scale folded in 192-row blocks, alone and with 2 of 8
+exponentials in software (the fold is the unmasked default since the fifteenth session, so
+`fold192` differs from sm90 only where a score's special function turns it off); 64-key stages
+without the overlap, and the same with two blocks per SM (D = 64 only), with 2 and with 4
+stages; 64-row blocks of one consumer warpgroup, two per SM (D = 64 and 128), without and with
+the tile handoff (tuned tiles take it only when asked). At D=256, FlashAttention-3's 80-key
+tile: --head-dim 256 --schedule sm80=sm80 --schedule sm90=sm90
 --schedule n80=sm90:sm90_block_n=80 (--schedule replaces the default list).
 """
 
