@@ -28,14 +28,14 @@
 //   sm90_handoff   0 | 1                   the producer alone classifies the key tiles and hands
 //                                          each kept one's index to the consumers (plain blocks,
 //                                          at most 4 stages; the default for masked kernels
-//                                          where that holds)
+//                                          of the default tiles)
 //   sm90_poly_exp2 0 .. 8                  of each 8 n8 chunks of a score tile, how many the
 //                                          softmax exponentiates on the FMA pipe instead of MUFU
 //                                          (poly_exp2.cuh; 0, the default: none)
 //   sm90_fold_m192 0 | 1                   three-consumer blocks (block_m 192) fold the softmax
 //                                          scale into the exponent's FFMA too (one FMUL less per
-//                                          element; the default unless the score calls special
-//                                          functions)
+//                                          element; the default without a mask unless the
+//                                          score calls special functions per element)
 //   sm90_blocks_per_sm 1 | 2               resident blocks per SM, plain blocks with shared memory
 //                                          for two: with block_m 128 at head dim 64 (consumers of
 //                                          104 registers; 64-key stages, no overlap), or with
