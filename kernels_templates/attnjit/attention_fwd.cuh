@@ -33,6 +33,20 @@
 
 namespace attnjit {
 
+// Whether a variant's score has a row shift (codegen/factor_score.hpp: kScoreRowShift,
+// score_key_slope, score_row_shift), and whether that shift has a key slope. Variants without
+// one do not declare kScoreRowShift, so their generated source stayed what it was before it.
+template <typename VARIANT, typename = void>
+struct ScoreRowShiftOf {
+  static constexpr bool kShift = false;
+  static constexpr bool kKeySlope = false;
+};
+template <typename VARIANT>
+struct ScoreRowShiftOf<VARIANT, decltype(void(VARIANT::kScoreRowShift))> {
+  static constexpr bool kShift = VARIANT::kScoreRowShift;
+  static constexpr bool kKeySlope = VARIANT::kScoreRowShift && VARIANT::kScoreKeySlope;
+};
+
 // Where each lane's data lives: ldmatrix row addresses, mma fragment coordinates and the output
 // staging, as pure integer functions (host-callable, so tests/kernels/fragment_emulation_test.cpp
 // can replay a warp's path against the PTX ISA fragment layouts). Fragment layouts: mma.cuh.
@@ -83,8 +97,12 @@ struct ForwardLayout {
     return warp_row0(warp) + 16 * mt + (lane >> 2) + 8 * (e >> 1);
   }
   ATTNJIT_HD static constexpr int acc_col(int lane, int j, int e) {
-    return 8 * j + 2 * (lane & 3) + (e & 1);
+    return acc_col_lane(lane) + acc_col_step(j, e);
   }
+  // A column as the lane's first column plus a step that is the same in every lane: a constant
+  // of the register once the loops are unrolled (the score's row shift multiplies it).
+  ATTNJIT_HD static constexpr int acc_col_lane(int lane) { return 2 * (lane & 3); }
+  ATTNJIT_HD static constexpr int acc_col_step(int j, int e) { return 8 * j + (e & 1); }
 
   // The A fragment of P for key-step kk re-uses the S accumulators: register `reg` packs elements
   // (p_elem(reg, 0), p_elem(reg, 1)) (low, high half) of n-tile p_tile(kk, reg).
@@ -148,6 +166,14 @@ struct AttentionForward {
   // dim 32, whose two blocks per SM leave 128 registers a thread: there the fold's extra live
   // value made ptxas spill the prefix-LM kernel (4 / 8 bytes, sm_80).
   static constexpr bool kFoldScale = HEAD_DIM >= 64;
+  // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and
+  // whether its element code adds a multiple of the key's step (apply_scores).
+  static constexpr bool kRowShift = ScoreRowShiftOf<VARIANT>::kShift;
+  static constexpr bool kKeySlope = ScoreRowShiftOf<VARIANT>::kKeySlope;
+  // The shift of each row a thread holds (r = 0, 1 of each m-tile) and the key slope, in the
+  // units of the scores apply_scores leaves (OnlineSoftmax::exponentiate adds them); zeros
+  // without a row shift.
+  using RowShifts = RowShift[kMTiles];
   // Whether O's rescale is skipped when no row of the warp moved its max
   // (OnlineSoftmax::rescale_output): not up to head dim 128, where the ballot's branch kept
   // ptxas from interleaving the exponentials with P V and cost 13% (noop D=128 on an H200); kept
@@ -550,13 +576,14 @@ struct AttentionForward {
       }
     }
 
+    RowShifts shift{};
     const float score_scale =
-        apply_scores<kFoldScale>(acc_s, tile, tile_class, warp, lane, row_values);
+        apply_scores<kFoldScale>(acc_s, tile, tile_class, warp, lane, row_values, shift);
 
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
-      softmax[mt].template update<kFoldScale, kSkipUnmovedRescale>(acc_s[mt], acc_o[mt],
-                                                                   score_scale);
+      softmax[mt].template update<kFoldScale, kSkipUnmovedRescale, 0, kRowShift, kKeySlope>(
+          acc_s[mt], acc_o[mt], score_scale, shift[mt]);
     }
 
     // ---- O += P V. The S accumulators of n-tiles 2kk, 2kk+1 are exactly the A fragment of
@@ -601,6 +628,12 @@ struct AttentionForward {
   // a positive, finite factor it is returned and not applied here (no multiply at all in a fully
   // kept tile without a hook); otherwise the scores are multiplied by it here and 1 is returned.
   // Element e of n-tile j of m-tile mt is (Layout::acc_row, Layout::acc_col).
+  // With the score's row shift (kRowShift) the element code is score_core alone, and `shift`
+  // receives each row's shift for this tile and the key slope, in the units of the scores left
+  // here: the softmax adds both (the slope times the column's step from the lane's first
+  // column: one FFMA an element for ALiBi). Without one, `shift` is left as it is.
+  // Note: the key slope's FFMA is the softmax's, in its max loop, not a pass here: as a pass
+  // here ptxas wrote its results to fresh registers and spilled 328 bytes (ALiBi, D=128, sm90).
   // Note: FOLD_SCALE is off where registers are tightest (kFoldScale; the sm90 kernel's
   // three-consumer blocks of 160 registers, where the fold's extra live value made ptxas spill
   // 68-92 bytes in the window, prefix and document kernels, block_m 192 with the overlap at D=64
@@ -608,7 +641,8 @@ struct AttentionForward {
   // kernel lost spills or stayed clean with it.
   template <bool FOLD_SCALE>
   ATTNJIT_DEVICE float apply_scores(float (&acc_s)[kMTiles][kNTiles][4], int tile, int tile_class,
-                                    int warp, int lane, const RowValues& row_values) const {
+                                    int warp, int lane, const RowValues& row_values,
+                                    RowShifts& shift) const {
     const int k0 = tile * BLOCK_N;
     const bool ragged = k0 + BLOCK_N > params.kv_len || q0 + BLOCK_M > params.q_len;
     const bool partial = VARIANT::kHasMask && tile_class != kTileFull;
@@ -691,7 +725,33 @@ struct AttentionForward {
         }
       }
     }
+    // Note: after the elements, so that the shifts are not live through their loop.
+    if constexpr (kRowShift) row_shifts(k0, warp, lane, row_values, unfolded_scale, shift);
     return fold_scale ? scale_log2 : 1.0f;
+  }
+
+  // Each held row's shift for the tile starting at key k0 (the variant's score_row_shift at the
+  // lane's first column) and the key slope, times `unit` (1, or the factor when apply_scores
+  // multiplies the scores by it).
+  ATTNJIT_DEVICE void row_shifts(int k0, int warp, int lane, const RowValues& row_values,
+                                 float unit, RowShifts& shift) const {
+    if constexpr (kRowShift) {
+      const int key_base = k0 + Layout::acc_col_lane(lane);
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        if constexpr (kKeySlope) {
+          shift[mt].key_slope = unit * VARIANT::score_key_slope(score_constants);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          shift[mt].shift[r] =
+              unit * VARIANT::score_row_shift(
+                         score_constants, block_values, row_values[mt][r], params.args, b, h,
+                         hook_q(q0 + Layout::acc_row(warp, lane, mt, 2 * r)), key_base,
+                         hook_q_len(), params.kv_len, params.num_heads_q);
+        }
+      }
+    }
   }
 
   // Every score of the tile times `factor`.

@@ -702,10 +702,12 @@ struct AttentionForwardSm90 {
     score_turn(acc_s, ring.stage, q_rows, turns);
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
+    typename RowMath::RowShifts shift{};
     const float score_scale = math.template apply_scores<kFoldScale>(acc_s, tile, tile_class, warp,
-                                                                     lane, row_values);
-    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2>(acc_s[0], acc_o[0],
-                                                                             score_scale);
+                                                                     lane, row_values, shift);
+    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2, RowMath::kRowShift,
+                               RowMath::kKeySlope>(
+        acc_s[0], acc_o[0], score_scale, shift[0]);
     POperand p = p_operand(warp / 4);
     make_p(acc_s, p, warp, lane);
     // Note: waited for before the turn, so that a late V never holds up the other consumers.
@@ -731,11 +733,13 @@ struct AttentionForwardSm90 {
     mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity(), "K full");
     score_turn(acc_s, ring.stage, q_rows, turns);
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
+    typename RowMath::RowShifts shift{};
     const float first_scale = math.template apply_scores<kFoldScale>(acc_s, first, first_class,
-                                                                     warp, lane, row_values);
+                                                                     warp, lane, row_values, shift);
     // O is still zero: its rescale is a no-op.
-    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2>(acc_s[0], acc_o[0],
-                                                                             first_scale);
+    softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2, RowMath::kRowShift,
+                               RowMath::kKeySlope>(
+        acc_s[0], acc_o[0], first_scale, shift[0]);
     make_p(acc_s, p, warp, lane);
 
     int tile_class = kTileEmpty;
@@ -757,11 +761,12 @@ struct AttentionForwardSm90 {
       wgmma_wait_group<1>();  // S is complete; P V may still be running
       wgmma_fence_accumulators(flat(acc_s));
       mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
-      const float score_scale = math.template apply_scores<kFoldScale>(acc_s, tile, tile_class,
-                                                                       warp, lane, row_values);
+      const float score_scale = math.template apply_scores<kFoldScale>(
+          acc_s, tile, tile_class, warp, lane, row_values, shift);
       float rescale[2];
-      softmax[0].template exponentiate<kFoldScale, kNTiles, kPolyExp2>(acc_s[0], rescale,
-                                                                        score_scale);
+      softmax[0].template exponentiate<kFoldScale, kNTiles, kPolyExp2, RowMath::kRowShift,
+                               RowMath::kKeySlope>(
+          acc_s[0], rescale, score_scale, shift[0]);
       wgmma_wait_group<0>();
       wgmma_fence_accumulators(flat(acc_o));
       mbarrier_arrive(stage_barrier(kEmptyV, previous.stage));

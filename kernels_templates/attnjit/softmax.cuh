@@ -22,6 +22,15 @@ ATTNJIT_DEVICE float quad_sum(float x) {
   return x;
 }
 
+// A score's row shift for a thread's two rows (codegen/factor_score.hpp,
+// AttentionForward::row_shifts): row r's score at register (j, c) of a tile is
+// scores[j][2r + c] + key_slope * (8j + c) + shift[r], where 8j + c is the column's step from
+// the lane's first column (ForwardLayout::acc_col_step).
+struct RowShift {
+  float shift[2] = {0.0f, 0.0f};
+  float key_slope = 0.0f;
+};
+
 // Running state of the two rows: max in log2 units and the partial sum of this thread's columns
 // (the quad reduction of the sum is deferred to the end: every lane of a quad rescales by the
 // same factor, so the partial sums stay consistent).
@@ -51,17 +60,33 @@ struct OnlineSoftmax {
   // POLY_EXP2 (0..8): of each 8 consecutive n8 chunks of the tile, the first POLY_EXP2 use
   // poly_exp2 on the FMA pipe instead of MUFU's ex2 (the sm90 kernel's kPolyExp2: a MUFU-bound
   // softmax moves part of its exponentials to the FMA pipe; poly_exp2.cuh).
-  template <bool FOLDED, int N_TILES, int POLY_EXP2 = 0>
+  // SHIFTED: the scores have a row shift (RowShift, in their units; KEY_SLOPE: with a key
+  // slope). The key slope is added to each score here, in the max loop (one FFMA, the step an
+  // immediate); the row's shift joins the row's max before the quad's lanes (whose shifts
+  // differ) compare theirs, and the exponent's offset after it. A row whose elements are all
+  // -inf stays -inf whatever its shift.
+  template <bool FOLDED, int N_TILES, int POLY_EXP2 = 0, bool SHIFTED = false,
+            bool KEY_SLOPE = false>
   ATTNJIT_DEVICE void exponentiate(float (&scores)[N_TILES][4], float (&rescale)[2],
-                                   float score_scale) {
+                                   float score_scale, const RowShift& shift) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float tile_max = FOLDED ? neg_infinity() : row_max[r];
+      float tile_max = FOLDED || SHIFTED ? neg_infinity() : row_max[r];
 #pragma unroll
       for (int j = 0; j < N_TILES; ++j) {
+        if constexpr (KEY_SLOPE) {
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            scores[j][2 * r + c] =
+                fmaf(shift.key_slope, static_cast<float>(8 * j + c), scores[j][2 * r + c]);
+          }
+        }
         tile_max = fmaxf(tile_max, fmaxf(scores[j][2 * r], scores[j][2 * r + 1]));
       }
-      if constexpr (FOLDED) {
+      if constexpr (SHIFTED) {
+        const float shifted_max = quad_max(tile_max + shift.shift[r]);
+        tile_max = fmaxf(row_max[r], FOLDED ? shifted_max * score_scale : shifted_max);
+      } else if constexpr (FOLDED) {
         tile_max = fmaxf(row_max[r], quad_max(tile_max) * score_scale);
       } else {
         tile_max = quad_max(tile_max);
@@ -69,13 +94,23 @@ struct OnlineSoftmax {
       const float offset = tile_max == neg_infinity() ? 0.0f : tile_max;
       rescale[r] = fast_exp2(row_max[r] - offset);
       row_max[r] = tile_max;
+      // With SHIFTED, what the exponent adds to each (scaled) score: the shift less the offset.
+      float bias = -offset;
+      if constexpr (SHIFTED) {
+        bias = FOLDED ? fmaf(shift.shift[r], score_scale, -offset) : shift.shift[r] - offset;
+      }
       float tile_sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < N_TILES; ++j) {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           float& score = scores[j][2 * r + c];
-          const float x = FOLDED ? fmaf(score, score_scale, -offset) : score - offset;
+          float x;
+          if constexpr (SHIFTED) {
+            x = FOLDED ? fmaf(score, score_scale, bias) : score + bias;
+          } else {
+            x = FOLDED ? fmaf(score, score_scale, -offset) : score - offset;
+          }
           score = j % 8 < POLY_EXP2 ? poly_exp2(x) : fast_exp2(x);
         }
         tile_sum += scores[j][2 * r] + scores[j][2 * r + 1];
@@ -111,11 +146,13 @@ struct OnlineSoftmax {
   }
 
   // Both steps at once: the scores become probabilities and `acc_o` is rescaled.
-  template <bool FOLDED, bool SKIP_UNMOVED, int POLY_EXP2 = 0, int N_TILES, int D_TILES>
+  template <bool FOLDED, bool SKIP_UNMOVED, int POLY_EXP2 = 0, bool SHIFTED = false,
+            bool KEY_SLOPE = false, int N_TILES, int D_TILES>
   ATTNJIT_DEVICE void update(float (&scores)[N_TILES][4], float (&acc_o)[D_TILES][4],
-                             float score_scale) {
+                             float score_scale, const RowShift& shift) {
     float rescale[2];
-    exponentiate<FOLDED, N_TILES, POLY_EXP2>(scores, rescale, score_scale);
+    exponentiate<FOLDED, N_TILES, POLY_EXP2, SHIFTED, KEY_SLOPE>(scores, rescale, score_scale,
+                                                                 shift);
     rescale_output<SKIP_UNMOVED>(acc_o, rescale);
   }
 };

@@ -2,7 +2,9 @@
 
 #include <cctype>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -54,19 +56,217 @@ class Factorer {
   Factorer(const expr::Signature& signature, const ScoreHoisting& hoisting)
       : signature_(signature), hoisting_(hoisting) {}
 
-  FactoredScore factor_root(const Node& root) {
+  FactoredScore factor_root(const Node& root, bool row_shift) {
     // What the core may read through a hoisted name: only values without the score, whose
     // names are still right (a rewritten `score / d` names the scaled score, not qk).
     for (const auto& [node, name] : *hoisting_.names) {
       if (!reads_score(*node)) result_.core_names.emplace(node, name);
     }
-    const Product product = factor(root);
-    result_.factor = fmt::format("{} * {}", kLog2e, or_one(product.factor));
-    result_.core = or_one(product.core);
+    if (!row_shift || !factor_with_row_shift(root)) {
+      const Product product = factor(root);
+      result_.factor = fmt::format("{} * {}", kLog2e, or_one(product.factor));
+      result_.core = or_one(product.core);
+    }
     return std::move(result_);
   }
 
  private:
+  // A term of the score's top-level sum.
+  struct SignedTerm {
+    const Node* node;
+    bool negative;
+  };
+
+  // A term of the row shift: coefficient (block-level code in the score's units; empty: 1)
+  // times a basis.
+  enum class Basis { one, row, key, distance };  // 1, a per-row value, kv_idx, kv_idx - q_idx
+  struct ShiftTerm {
+    std::string coefficient;
+    Basis basis;
+    std::string row_code;  // Basis::row
+  };
+
+  // The score as core + key_slope * kv_idx + row terms (the header); false, with nothing
+  // recorded, where the sum has no such term or no term that reads the score.
+  bool factor_with_row_shift(const Node& root) {
+    const FactoredScore before = result_;
+    std::vector<SignedTerm> terms;
+    flatten_sum(root, false, terms);
+    std::vector<SignedTerm> core_terms;
+    std::vector<ShiftTerm> shifted;
+    for (const SignedTerm& term : terms) {
+      if (!reads_score(*term.node)) {
+        const FactoredScore before_term = result_;
+        if (std::optional<std::vector<ShiftTerm>> parts = shift_terms(*term.node)) {
+          for (ShiftTerm& part : *parts) {
+            if (term.negative) part.coefficient = negated(part.coefficient);
+            shifted.push_back(std::move(part));
+          }
+          continue;
+        }
+        result_ = before_term;  // the term stays in the core: forget what its analysis lowered
+      }
+      core_terms.push_back(term);
+    }
+    std::size_t first_score = core_terms.size();
+    for (std::size_t i = 0; i < core_terms.size() && first_score == core_terms.size(); ++i) {
+      if (reads_score(*core_terms[i].node)) first_score = i;
+    }
+    if (shifted.empty() || first_score == core_terms.size()) {
+      result_ = before;
+      return false;
+    }
+
+    std::vector<Product> products;
+    for (const SignedTerm& term : core_terms) products.push_back(factor(*term.node));
+    const std::string common = products[first_score].factor;
+    std::string core;
+    for (std::size_t i = 0; i < core_terms.size(); ++i) {
+      const std::string value = rescaled(products[i], common);
+      const bool negative = core_terms[i].negative;
+      core = core.empty() ? (negative ? fmt::format("(-{})", value) : value)
+                          : fmt::format("({} {} {})", core, negative ? "-" : "+", value);
+    }
+    result_.factor = fmt::format("{} * {}", kLog2e, or_one(common));
+    result_.core = core;
+    emit_row_shift(shifted, common);
+    return true;
+  }
+
+  // The shift's terms in the core's units (divided by the factor `common`), as constants.
+  void emit_row_shift(const std::vector<ShiftTerm>& shifted, const std::string& common) {
+    std::string distance_slope, key_slope, ones;
+    std::vector<std::string> rows;
+    for (const ShiftTerm& term : shifted) {
+      const std::string k = quotient(term.coefficient, common);
+      switch (term.basis) {
+        case Basis::one: ones = summed(ones, or_one(k)); break;
+        case Basis::distance: distance_slope = summed(distance_slope, or_one(k)); break;
+        case Basis::key: key_slope = summed(key_slope, or_one(k)); break;
+        case Basis::row:
+          rows.push_back(times(term.row_code, k.empty() ? std::string() : constant(k)));
+          break;
+      }
+    }
+    std::string shift;
+    if (!distance_slope.empty() || !key_slope.empty()) {
+      result_.key_slope = constant(
+          distance_slope.empty() ? key_slope
+          : key_slope.empty()    ? distance_slope
+                                 : fmt::format("({} + {})", distance_slope, key_slope));
+    }
+    if (!distance_slope.empty()) {
+      shift = summed(shift, fmt::format("({} * attnjit::ops::i2f(attnjit::ops::sub_i(key_base, "
+                                        "q_idx)))",
+                                        constant(distance_slope)));
+    }
+    if (!key_slope.empty()) {
+      shift = summed(shift, fmt::format("({} * attnjit::ops::i2f(key_base))", constant(key_slope)));
+    }
+    for (const std::string& row : rows) shift = summed(shift, row);
+    if (!ones.empty()) shift = summed(shift, constant(ones));
+    result_.row_shift = shift;
+  }
+
+  static std::string summed(const std::string& sum, const std::string& term) {
+    return sum.empty() ? term : fmt::format("({} + {})", sum, term);
+  }
+
+  static std::string negated(const std::string& coefficient) {
+    return coefficient.empty() ? "-1.0f" : fmt::format("(-{})", coefficient);
+  }
+
+  // The terms of a float sum, through + - and unary -, down to values the hoisting computes
+  // whole (per block, per row, or named).
+  void flatten_sum(const Node& node, bool negative, std::vector<SignedTerm>& terms) {
+    const bool whole = hoisting_.is_block_level(node) || hoisting_.is_row_level(node) ||
+                       result_.core_names.count(&node) != 0;
+    if (!whole && node.type == ValueType::floating && node.kind == NodeKind::binary &&
+        (node.binary_op() == BinaryOp::add || node.binary_op() == BinaryOp::sub)) {
+      flatten_sum(node.child(0), negative, terms);
+      flatten_sum(node.child(1), node.binary_op() == BinaryOp::sub ? !negative : negative, terms);
+      return;
+    }
+    if (!whole && node.type == ValueType::floating && node.kind == NodeKind::unary &&
+        node.unary_op() == expr::UnaryOp::neg) {
+      flatten_sum(node.child(0), !negative, terms);
+      return;
+    }
+    terms.push_back(SignedTerm{&node, negative});
+  }
+
+  // A value without the score as a sum of block-level multiples of 1, of per-row values, of
+  // kv_idx and of kv_idx - q_idx; nothing where it is not one (a per-column or per-element
+  // value that is not a multiple of kv_idx: it stays in the core).
+  std::optional<std::vector<ShiftTerm>> shift_terms(const Node& node) {
+    using Terms = std::vector<ShiftTerm>;
+    if (hoisting_.is_block_level(node)) return Terms{{lower_block(node), Basis::one, ""}};
+    if (hoisting_.is_row_level(node)) return Terms{{"", Basis::row, lower_shift(node)}};
+    if (node.type != ValueType::floating) return std::nullopt;
+    if (node.kind == NodeKind::function && node.function() == expr::Function::to_float) {
+      const Node& index = node.child(0);
+      if (is_builtin(index, Builtin::kv_idx)) return Terms{{"", Basis::key, ""}};
+      if (index.kind == NodeKind::binary && index.binary_op() == BinaryOp::sub) {
+        if (is_builtin(index.child(0), Builtin::kv_idx) &&
+            is_builtin(index.child(1), Builtin::q_idx)) {
+          return Terms{{"", Basis::distance, ""}};
+        }
+        if (is_builtin(index.child(0), Builtin::q_idx) &&
+            is_builtin(index.child(1), Builtin::kv_idx)) {
+          return Terms{{"-1.0f", Basis::distance, ""}};
+        }
+      }
+      return std::nullopt;
+    }
+    if (node.kind == NodeKind::unary && node.unary_op() == expr::UnaryOp::neg) {
+      std::optional<Terms> terms = shift_terms(node.child(0));
+      if (terms) {
+        for (ShiftTerm& term : *terms) term.coefficient = negated(term.coefficient);
+      }
+      return terms;
+    }
+    if (node.kind != NodeKind::binary) return std::nullopt;
+    const Node& left = node.child(0);
+    const Node& right = node.child(1);
+    switch (node.binary_op()) {
+      case BinaryOp::add:
+      case BinaryOp::sub: {
+        std::optional<Terms> terms = shift_terms(left);
+        std::optional<Terms> others = shift_terms(right);
+        if (!terms || !others) return std::nullopt;
+        for (ShiftTerm& term : *others) {
+          if (node.binary_op() == BinaryOp::sub) term.coefficient = negated(term.coefficient);
+          terms->push_back(std::move(term));
+        }
+        return terms;
+      }
+      case BinaryOp::mul: {
+        const bool left_block = hoisting_.is_block_level(left);
+        if (!left_block && !hoisting_.is_block_level(right)) return std::nullopt;
+        std::optional<Terms> terms = shift_terms(left_block ? right : left);
+        if (terms) {
+          const std::string multiplier = lower_block(left_block ? left : right);
+          for (ShiftTerm& term : *terms) term.coefficient = times(term.coefficient, multiplier);
+        }
+        return terms;
+      }
+      case BinaryOp::div: {
+        if (!hoisting_.is_block_level(right)) return std::nullopt;
+        std::optional<Terms> terms = shift_terms(left);
+        if (terms) {
+          const std::string divisor = lower_block(right);
+          for (ShiftTerm& term : *terms) term.coefficient = quotient(term.coefficient, divisor);
+        }
+        return terms;
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  static bool is_builtin(const Node& node, Builtin builtin) {
+    return node.kind == NodeKind::builtin && node.builtin() == builtin;
+  }
+
   // Note: the rules below apply to float sub-expressions without the score too (ALiBi's
   // slope * float(kv_idx - q_idx) gives the slope to the factor), except where a value is
   // already hoisted whole.
@@ -146,6 +346,12 @@ class Factorer {
     return operand(lower_element(node, signature_, options(hoisting_.names)));
   }
 
+  // A per-row value in the shift's code.
+  std::string lower_shift(const Node& node) {
+    if (result_.core_names.count(&node) == 0) result_.shift_reads.push_back(&node);
+    return operand(lower_element(node, signature_, options(&result_.core_names)));
+  }
+
   std::string lower_core(const Node& node) {
     if (result_.core_names.count(&node) == 0) result_.core_reads.push_back(&node);
     return operand(lower_element(node, signature_, options(&result_.core_names)));
@@ -185,8 +391,9 @@ class Factorer {
 
 }  // namespace
 
-FactoredScore factor_score(const expr::Expression& score, const ScoreHoisting& hoisting) {
-  return Factorer(score.signature(), hoisting).factor_root(score.root());
+FactoredScore factor_score(const expr::Expression& score, const ScoreHoisting& hoisting,
+                           bool row_shift) {
+  return Factorer(score.signature(), hoisting).factor_root(score.root(), row_shift);
 }
 
 }  // namespace attnjit::codegen

@@ -17,6 +17,18 @@
 // -> that side joins F; a + b and a - b -> F of the score's side, the other side's core scaled
 // by the ratio of the factors; -a -> -core. Anything else (functions, conditionals, comparisons)
 // keeps F = 1 and evaluates its score-reading operands as F * core.
+//
+// With the row shift (KernelConfig::score_row_shift), the terms of the score's top-level sum
+// that do not read the score and are a per-row value plus a block-level multiple of kv_idx
+// (ALiBi's slope * float(kv_idx - q_idx); a per-row or per-block bias) leave the core:
+//   core(qk) + key_slope * kv_idx + row(q_idx)
+// is evaluated as core(qk) + key_slope * (kv_idx - key_base) per element, where kv_idx -
+// key_base is a constant of the register (the kernel's accumulator layout), so ALiBi's element
+// costs one FFMA, and row_shift(q_idx, key_base) = key_slope * key_base + row(q_idx) once per
+// row and key tile, which the softmax adds to the row's max and exponent (OnlineSoftmax). The
+// softmax's and the LSE's values are the score's; only where the additions happen moves. A
+// distance float(kv_idx - q_idx) is converted as key_base - q_idx, one integer difference, so
+// large indices lose nothing the unshifted form keeps.
 #pragma once
 
 #include <functional>
@@ -44,6 +56,12 @@ struct FactoredScore {
   std::vector<const expr::Node*> constant_reads;
   std::vector<const expr::Node*> core_reads;
   HoistedNames core_names;  // what the core's reads are lowered against
+  // The row shift (see the header); `row_shift` empty: none, the core is the whole score.
+  // key_slope: a member of the constants, or empty where no term reads kv_idx. row_shift: code
+  // over the constants, the row's hoisted values, q_idx and key_base, in the core's units.
+  std::string key_slope;
+  std::string row_shift;
+  std::vector<const expr::Node*> shift_reads;
 };
 
 // What factor_score needs to know about the hoisting (codegen/lower_hooks.cpp): which nodes
@@ -51,10 +69,13 @@ struct FactoredScore {
 struct ScoreHoisting {
   std::function<bool(const expr::Node&)> is_block_level;
   const HoistedNames* names = nullptr;
+  std::function<bool(const expr::Node&)> is_row_level;  // reads q_idx, not kv_idx or the score
   // x / d with d per row or column: d's hoisted reciprocal, by the division node.
   const HoistedNames* reciprocals = nullptr;
 };
 
-FactoredScore factor_score(const expr::Expression& score, const ScoreHoisting& hoisting);
+// `row_shift`: move the shiftable terms out of the core where there are any (see the header).
+FactoredScore factor_score(const expr::Expression& score, const ScoreHoisting& hoisting,
+                           bool row_shift = false);
 
 }  // namespace attnjit::codegen

@@ -41,6 +41,10 @@
 //                                          104 registers; 64-key stages, no overlap), or with
 //                                          block_m 64 at head dim 64 or 128 (one consumer of 232
 //                                          registers; 128-key stages at 64, 64-key at 128)
+//   score_row_shift 0 | 1                  both kernels: a score's per-row terms and multiples
+//                                          of kv_idx (ALiBi) leave the element's code, added
+//                                          once per row and key tile (codegen/factor_score.hpp;
+//                                          1, the default; not yet timed on a GPU)
 //   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms records
 //                                          which wait and faults the kernel (0: off, the
 //                                          default; a hang becomes an error naming the wait;
@@ -71,6 +75,7 @@ struct KernelTuning {
   std::optional<bool> sm90_fold_m192;
   std::optional<int> sm90_blocks_per_sm;
   std::optional<int> sm90_watchdog_ms;
+  std::optional<bool> score_row_shift;
 };
 
 // Parses the ATTNJIT_TUNE syntax; throws Error(invalid_argument) naming the offending item for an

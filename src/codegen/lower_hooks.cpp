@@ -79,6 +79,7 @@ class Hoister {
   const HoistedNames& names() const { return names_; }
   const HoistedNames& reciprocals() const { return reciprocals_; }
   bool is_block_level(const Node& node) { return level_of(node) == Level::block; }
+  bool is_row_level(const Node& node) { return level_of(node) == Level::row; }
   const std::vector<Field>& fields(Level level) const {
     return fields_[static_cast<std::size_t>(level)];
   }
@@ -260,6 +261,30 @@ std::string factored_score_text(const FactoredScore& factored, const expr::Signa
   body = declare_element_inputs(signature, factored.core_reads, &factored.core_names);
   body += fmt::format("  return {};\n", factored.core);
   s += indent_member_body(body) + "  }\n";
+  if (factored.row_shift.empty()) return s;
+  s += "\n"
+       "  // The row shift (codegen/factor_score.hpp): the score's core is score_core's value,\n"
+       "  // plus the key slope times kv_idx - key_base, plus the row's shift at key_base.\n"
+       "  static constexpr bool kScoreRowShift = true;\n";
+  s += fmt::format("  static constexpr bool kScoreKeySlope = {};\n",
+                   factored.key_slope.empty() ? "false" : "true");
+  if (!factored.key_slope.empty()) {
+    s += fmt::format(
+        "  ATTNJIT_DEVICE static float score_key_slope(const ScoreConstants& score_constants) {{\n"
+        "    return {};\n"
+        "  }}\n",
+        factored.key_slope);
+  }
+  s += fmt::format(
+      "  ATTNJIT_DEVICE static float score_row_shift(const ScoreConstants& score_constants,\n"
+      "                                              const Block& {}, const Row& {},\n"
+      "                                              const attnjit::VariantArgs& args, int b,\n"
+      "                                              int h, int q_idx, int key_base, int q_len,\n"
+      "                                              int kv_len, int num_heads) {{\n",
+      kBlockValues, kRowValues);
+  body = declare_element_inputs(signature, factored.shift_reads, &factored.core_names);
+  body += fmt::format("  return {};\n", factored.row_shift);
+  s += indent_member_body(body) + "  }\n";
   return s;
 }
 
@@ -284,7 +309,8 @@ std::string indent_member_body(const std::string& body) {
   return out;
 }
 
-std::string lower_element_hooks(const expr::Expression& mask, const expr::Expression& score) {
+std::string lower_element_hooks(const expr::Expression& mask, const expr::Expression& score,
+                                bool row_shift) {
   // Note: the mask and the score are declared against the same parameters and tensors, so one
   // signature names the inputs of the shared Block / Row / Col functions.
   const expr::Signature& signature = mask.signature();
@@ -321,9 +347,10 @@ std::string lower_element_hooks(const expr::Expression& mask, const expr::Expres
   // Note: the score is written only in its factored form, the one the kernels evaluate.
   ScoreHoisting hoisting;
   hoisting.is_block_level = [&hoister](const Node& node) { return hoister.is_block_level(node); };
+  hoisting.is_row_level = [&hoister](const Node& node) { return hoister.is_row_level(node); };
   hoisting.names = &names;
   hoisting.reciprocals = &hoister.reciprocals();
-  s += factored_score_text(factor_score(score, hoisting), signature, names);
+  s += factored_score_text(factor_score(score, hoisting, row_shift), signature, names);
   return s;
 }
 

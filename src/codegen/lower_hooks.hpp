@@ -26,7 +26,10 @@ constexpr const char* kColValues = "col_values";
 // structs, the static functions block(), row(), col() that compute them, mask(), and the score in
 // its factored form: ScoreConstants, score_constants() and score_core() (codegen/factor_score.hpp).
 // Deterministic text. The score uses the fast transcendental functions (ElementOptions).
-std::string lower_element_hooks(const expr::Expression& mask, const expr::Expression& score);
+// `row_shift`: the score's row shift where it has one (codegen/factor_score.hpp), declared by
+// kScoreRowShift, score_key_slope() and score_row_shift().
+std::string lower_element_hooks(const expr::Expression& mask, const expr::Expression& score,
+                                bool row_shift = false);
 
 // Indents every non-empty line of a body written for namespace scope by two more spaces, as the
 // body of a member function.

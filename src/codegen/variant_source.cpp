@@ -34,10 +34,12 @@ KernelConfig config_for(const expr::Expression& mask, const expr::Expression& sc
                         const KernelTuning* tuning) {
   const KernelFamily chosen = choose_kernel_family(target, dtype, head_dim, mask, score, family);
   const KernelTuning tuned = tuning != nullptr ? *tuning : kernel_tuning_from_environment();
-  return chosen == KernelFamily::sm90
-             ? sm90_kernel_config(head_dim, tuned, !mask.is_constant_true(),
-                                  score.calls_special_function())
-             : choose_kernel_config(target.sm, dtype, head_dim, tuned);
+  KernelConfig config = chosen == KernelFamily::sm90
+                            ? sm90_kernel_config(head_dim, tuned, !mask.is_constant_true(),
+                                                 score.calls_special_function())
+                            : choose_kernel_config(target.sm, dtype, head_dim, tuned);
+  config.score_row_shift = tuned.score_row_shift.value_or(true);
+  return config;
 }
 
 GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& score, DType dtype,
@@ -104,7 +106,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   s += "struct AttnjitVariant {\n";
   s += fmt::format("  static constexpr bool kHasMask = {};\n", has_mask ? "true" : "false");
   s += fmt::format("  static constexpr bool kHasScore = {};\n\n", has_score ? "true" : "false");
-  s += lower_element_hooks(mask, score);
+  s += lower_element_hooks(mask, score, config.score_row_shift);
   s += "\n";
   s += "  ATTNJIT_DEVICE static attnjit::TileClass classify(const attnjit::VariantArgs& args,\n"
        "                                                  const attnjit::TileBounds& tile) {\n";

@@ -37,6 +37,8 @@ struct KernelConfig {
   bool fold_m192 = false;
   // sm90 kernel only: an mbarrier wait longer than this prints its label and traps (0: off).
   int watchdog_ms = 0;
+  // Both kernels: the score's row shift where it has one (codegen/factor_score.hpp).
+  bool score_row_shift = false;
   // sm80 kernel with the decoding features only: the tiles of the module's decoding entry
   // (kDecodeEntry: kDecodeBlockM rows, kDecodeWarps warps; decode_config). 0: no such entry.
   int decode_block_n = 0;

@@ -133,3 +133,69 @@ TEST_CASE("a score under a function or a comparison is passed in as factor times
   CHECK(contains(function_text(hooks, "score_constants"), "score_constants.factor = 1.4426950408889634f * 1.0f;"));
   CHECK_FALSE(contains(core, "score "));  // no unscaled score is left
 }
+
+TEST_CASE("with the row shift ALiBi's element is qk, its distance per row and key tile") {
+  const std::string hooks = lower_element_hooks(
+      parse_mask(""),
+      parse_score("score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)"),
+      /*row_shift=*/true);
+  CHECK(contains(function_text(hooks, "score_constants"),
+                 "score_constants.c0 = (block_values.v0 / scale);"));
+  CHECK(contains(function_text(hooks, "score_core"), "return qk;"));
+  CHECK(contains(hooks, "static constexpr bool kScoreRowShift = true;"));
+  CHECK(contains(hooks, "static constexpr bool kScoreKeySlope = true;"));
+  CHECK(contains(function_text(hooks, "score_key_slope"), "return score_constants.c0;"));
+  // One integer difference, converted once: exact while it is below 2^24.
+  CHECK(contains(function_text(hooks, "score_row_shift"),
+                 "return (score_constants.c0 * attnjit::ops::i2f(attnjit::ops::sub_i(key_base, "
+                 "q_idx)));"));
+}
+
+TEST_CASE("the row shift takes negated distances, per-row values and block terms") {
+  SECTION("a distance negated: the slope's sign moves into its constant") {
+    const std::string hooks = lower_element_hooks(
+        parse_mask(""), parse_score("score - 0.5 * float(q_idx - kv_idx)"), true);
+    CHECK(contains(function_text(hooks, "score_core"), "return qk;"));
+    CHECK(contains(function_text(hooks, "score_constants"),
+                   "score_constants.c0 = ((-(-1.0f * 0.5f)) / scale);"));
+    CHECK(contains(function_text(hooks, "score_row_shift"), "sub_i(key_base, q_idx)"));
+  }
+  SECTION("a per-row tensor value and a per-block term: no key slope") {
+    const std::string hooks = lower_element_hooks(
+        parse_mask(""), parse_score("score + bias[0, q_idx] + float(h) * 0.5"), true);
+    CHECK(contains(hooks, "static constexpr bool kScoreKeySlope = false;"));
+    CHECK_FALSE(contains(hooks, "score_key_slope("));
+    CHECK(contains(function_text(hooks, "score_core"), "return qk;"));
+    const std::string shift = function_text(hooks, "score_row_shift");
+    CHECK(contains(shift, "row_values.v0"));
+    CHECK(contains(shift, "score_constants.c"));
+  }
+  SECTION("a per-column tensor value stays in the core") {
+    const std::string hooks = lower_element_hooks(
+        parse_mask(""), parse_score("score + bias[h, kv_idx] + 0.25 * float(kv_idx - q_idx)"),
+        true);
+    CHECK(contains(function_text(hooks, "score_core"), "col_values.v0"));
+    CHECK(contains(function_text(hooks, "score_row_shift"), "sub_i(key_base, q_idx)"));
+  }
+  SECTION("soft-capping plus ALiBi: the core is the tanh, the distance over the cap") {
+    const std::string hooks = lower_element_hooks(
+        parse_mask(""), parse_score("cap * tanh(score / cap) + 0.25 * float(kv_idx - q_idx)"),
+        true);
+    CHECK(contains(function_text(hooks, "score_core"), "fast_tanh_f"));
+    CHECK(contains(function_text(hooks, "score_constants"), "score_constants.factor = "
+                                                            "1.4426950408889634f * cap;"));
+    CHECK(contains(function_text(hooks, "score_constants"), "(0.25f / cap)"));
+  }
+}
+
+TEST_CASE("the row shift leaves scores that are not such a sum as they were") {
+  for (const char* score : {"2.0 * (score + float(kv_idx - q_idx))",  // not a top-level sum
+                            "float(kv_idx - q_idx)",                  // no term reads the score
+                            "score + bias[q_idx, kv_idx]",            // a per-element term
+                            "score + float(kv_idx * kv_idx)",         // not a multiple of kv_idx
+                            "score * float(q_idx)"}) {                // a product, not a sum
+    INFO(score);
+    CHECK(lower_element_hooks(parse_mask(""), parse_score(score), true) ==
+          lower_element_hooks(parse_mask(""), parse_score(score), false));
+  }
+}

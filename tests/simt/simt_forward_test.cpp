@@ -200,6 +200,36 @@ TEST_CASE("emulated: tuned sm80 tile shapes match the reference", "[simt]") {
   }
 }
 
+// The score's row shift (codegen/factor_score.hpp; the default) on the sm80 kernel: its cases
+// at head dims 64 and 128 (sm_80's tiles), an ALiBi decoding step split into slices (each
+// slice's LSE carries its rows' shifts) and the same without the shift.
+TEST_CASE("emulated: the score's row shift matches the reference", "[simt]") {
+  std::vector<KernelCase> cases = row_shift_cases(64);
+  const std::vector<KernelCase> wide = row_shift_cases(128);
+  cases.insert(cases.end(), {wide[0], wide[3], wide[6], wide[7]});
+  KernelCase step;
+  step.score = "score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)";
+  step.shape = shape(1, 4, 2, 3, 900);
+  step.split_kv = 3;
+  cases.push_back(step);
+  for (const simt::SimtOutcome& outcome : simt::run_simt_cases(cases, 80)) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.config.score_row_shift);
+    CHECK(outcome.passed());
+  }
+  simt::SimtLaunchOptions unshifted;
+  unshifted.tuning = codegen::KernelTuning{};
+  unshifted.tuning->score_row_shift = false;
+  for (const simt::SimtOutcome& outcome :
+       simt::run_simt_cases({cases[0], step}, 80, codegen::FamilyRequest::sm80, unshifted)) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK_FALSE(outcome.config.score_row_shift);
+    CHECK(outcome.passed());
+  }
+}
+
 // Decoding shapes: the keys split into slices, one block each, merged by attnjit_split_combine
 // (the heuristic's count for an H100's 132 SMs, or the case's forced one). Every case splits.
 TEST_CASE("emulated: split-KV decoding matches the reference", "[simt]") {

@@ -49,6 +49,7 @@ void check_sm90(const std::vector<KernelCase>& cases, const simt::SimtLaunchOpti
     CHECK(outcome.config.poly_exp2 == tuning.sm90_poly_exp2.value_or(0));
     CHECK(outcome.config.fold_m192 == expected.fold_m192);
     CHECK(outcome.config.blocks_per_sm == expected.blocks_per_sm);
+    CHECK(outcome.config.score_row_shift == tuning.score_row_shift.value_or(true));
     CHECK(outcome.grid.threads == static_cast<unsigned>(128 * (1 + block_m / 64)));
     CHECK(outcome.passed());
   }
@@ -311,6 +312,29 @@ TEST_CASE("emulated sm90 with the scale folded in 192-row blocks matches the ref
   REQUIRE(expected.block_m == 192);
   REQUIRE(expected.fold_m192);
   check_sm90(cases, options);
+}
+
+// The score's row shift (codegen/factor_score.hpp; the default): its cases at head dim 64
+// (192-row blocks; the unmasked ones fold the scale, the others multiply the shift) and 128, with
+// the overlap; then two of them without it, and without the shift (ATTNJIT_TUNE=score_row_shift=0).
+TEST_CASE("emulated sm90 with and without the score's row shift matches the reference",
+          "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  SECTION("shifted, head dims 64 and 128") {
+    std::vector<KernelCase> cases = row_shift_cases(64);
+    const std::vector<KernelCase> wide = row_shift_cases(128);
+    cases.insert(cases.end(), {wide[0], wide[1], wide[3], wide[6]});
+    check_sm90(cases, options);
+  }
+  SECTION("shifted without the overlap, and unshifted") {
+    const std::vector<KernelCase> cases = row_shift_cases(128);
+    options.tuning->sm90_overlap = false;
+    check_sm90({cases[0], cases[7]}, options);
+    options.tuning = codegen::KernelTuning{};
+    options.tuning->score_row_shift = false;
+    check_sm90({cases[0], cases[3]}, options);
+  }
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <random>
+#include <string>
 
 namespace attnjit::kernel_test {
 
@@ -284,6 +285,66 @@ std::vector<KernelCase> negative_scale_cases(const AttentionShape& s) {
   KernelCase causal = noop;
   causal.mask = "q_idx >= kv_idx";
   return {noop, causal};
+}
+
+namespace {
+
+// A float32 tensor of `len` values uniform in [-2, 2].
+TensorInput float_vector(const char* name, int len, std::uint64_t seed) {
+  TensorInput t;
+  t.decl = std::string(name) + ":float32[1]";
+  t.dims[0] = len;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  t.floats.resize(static_cast<std::size_t>(len));
+  for (float& value : t.floats) value = uniform(rng);
+  return t;
+}
+
+}  // namespace
+
+std::vector<KernelCase> row_shift_cases(int head_dim) {
+  auto at = [head_dim](const char* mask, const char* score, const AttentionShape& s) {
+    KernelCase c;
+    c.mask = mask;
+    c.score = score;
+    c.shape = s;
+    c.head_dim = head_dim;
+    return c;
+  };
+  constexpr const char* kAlibi =
+      "score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)";
+  std::vector<KernelCase> cases;
+  // Without a mask the bias grows with the key: each row's max is in its last tiles.
+  cases.push_back(at("", kAlibi, shape(1, 2, 1, 150, 333)));
+  // The distance negated, and rows 0..19 that keep nothing.
+  cases.push_back(at("kv_idx + 20 <= q_idx", "score - 0.5 * float(q_idx - kv_idx)",
+                     shape(1, 1, 1, 150, 150)));
+  // A per-row tensor bias and a multiple of kv_idx alone.
+  KernelCase row_bias =
+      at("", "score + rb[q_idx] + 0.03125 * float(kv_idx)", shape(1, 1, 1, 150, 200));
+  row_bias.tensors = {float_vector("rb", 150, 21)};
+  cases.push_back(row_bias);
+  // A core that is not qk (its tanh), and the shift over the cap's factor.
+  cases.push_back(
+      at("", "20.0 * tanh(score / 20.0) + 0.25 * float(kv_idx - q_idx)", shape(1, 1, 1, 130, 200)));
+  // Per-block and per-row terms only: no key slope.
+  cases.push_back(at("", "score + float(h) * 0.5 - float(q_idx) / 64.0", shape(1, 2, 2, 100, 140)));
+  // A per-column tensor term stays in the core next to the shifted distance.
+  KernelCase column_bias =
+      at("", "score + kb[kv_idx] - 0.125 * float(kv_idx - q_idx)", shape(1, 1, 1, 90, 200));
+  column_bias.tensors = {float_vector("kb", 200, 22)};
+  cases.push_back(column_bias);
+  // A negative scale: the kernels multiply the scores by the factor, and the shift with them.
+  KernelCase negative = at("", "score + 0.0625 * float(kv_idx - q_idx)", shape(1, 1, 1, 128, 192));
+  negative.scale = -0.3f;
+  cases.push_back(negative);
+  // A window with ALiBi, fp16 and blhd.
+  KernelCase window = at("q_idx - kv_idx < 100 && kv_idx <= q_idx", kAlibi, shape(1, 2, 1, 200, 200));
+  window.dtype = DType::fp16;
+  window.layout = Layout::blhd;
+  cases.push_back(window);
+  return cases;
 }
 
 }  // namespace attnjit::kernel_test

@@ -68,4 +68,12 @@ inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4};
 // mask) and in partial ones (the causal diagonal). Use whole tiles of queries and keys.
 std::vector<KernelCase> negative_scale_cases(const AttentionShape& s);
 
+// Scores with a row shift (codegen/factor_score.hpp) at `head_dim`: ALiBi without a mask (the
+// row max in the last keys), the distance negated under a mask whose first 20 rows keep nothing,
+// a per-row tensor bias plus a multiple of kv_idx, soft-capping plus ALiBi (a core that is not
+// qk), per-block and per-row terms only, a per-column tensor term that stays in the core, a
+// negative scale (the shift multiplied, not folded), and a sliding window with ALiBi in fp16 and
+// blhd. Ragged lengths, q_len != kv_len.
+std::vector<KernelCase> row_shift_cases(int head_dim);
+
 }  // namespace attnjit::kernel_test
