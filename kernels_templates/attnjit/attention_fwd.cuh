@@ -167,7 +167,7 @@ struct AttentionForward {
   // value made ptxas spill the prefix-LM kernel (4 / 8 bytes, sm_80).
   static constexpr bool kFoldScale = HEAD_DIM >= 64;
   // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and
-  // whether its element code adds a multiple of the key's step (apply_scores).
+  // whether the softmax adds a multiple of each column's step too (apply_scores, RowShift).
   static constexpr bool kRowShift = ScoreRowShiftOf<VARIANT>::kShift;
   static constexpr bool kKeySlope = ScoreRowShiftOf<VARIANT>::kKeySlope;
   // The shift of each row a thread holds (r = 0, 1 of each m-tile) and the key slope, in the
