@@ -112,6 +112,21 @@ TEST_CASE("a negative scale matches the reference", "[gpu]") {
   check_cases(cases);
 }
 
+// The score's row shift (codegen/factor_score.hpp; the default): per-row terms and multiples of
+// kv_idx added once per row and key tile, at both head dims, and an ALiBi decoding step split
+// into slices.
+TEST_CASE("scores with a row shift match the reference", "[gpu]") {
+  std::vector<KernelCase> cases = row_shift_cases(64);
+  const std::vector<KernelCase> wide = row_shift_cases(128);
+  cases.insert(cases.end(), {wide[0], wide[3], wide[7]});
+  KernelCase step;
+  step.score = "score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)";
+  step.shape = shape(1, 4, 2, 1, 700);
+  step.split_kv = 3;
+  cases.push_back(step);
+  check_cases(cases);
+}
+
 TEST_CASE("fully masked rows give zeros and an lse of -inf", "[gpu]") {
   KernelCase c;
   c.mask = "kv_idx + 20 <= q_idx";  // rows 0..19 keep nothing
