@@ -135,6 +135,16 @@ ATTNJIT_DEVICE void store_global_16(unsigned short* global, Bytes16 value) {
   *reinterpret_cast<Bytes16*>(global) = value;
 }
 ATTNJIT_DEVICE void store_global_f32(float* global, float value) { *global = value; }
+// A 16-byte global load issued where it is written, whatever uses its value: asm volatile, so
+// that the compiler does not move it under a branch or predicate that depends on another load
+// (split_combine.cuh: the partials must be in flight together with their slices' LSEs).
+ATTNJIT_DEVICE Bytes16 load_global_16(const void* global) {
+  Bytes16 value;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(value.x), "=r"(value.y), "=r"(value.z), "=r"(value.w)
+               : "l"(global));
+  return value;
+}
 
 ATTNJIT_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 

@@ -236,6 +236,15 @@ inline void store_global_16(unsigned short* global, Bytes16 value) {
   std::memcpy(global, &value, 16);
 }
 
+inline Bytes16 load_global_16(const void* global) {
+  if (reinterpret_cast<std::uintptr_t>(global) % 16 != 0) {
+    simt::fail("ld.global.v4 at %p is misaligned", global);
+  }
+  Bytes16 value;
+  std::memcpy(&value, global, 16);
+  return value;
+}
+
 inline void store_global_f32(float* global, float value) {
   simt::check_not_in_flight(value, "st.global.f32");
   simt::check_global_store(global, 4, "st.global.f32");
