@@ -407,11 +407,6 @@ struct AttentionForward {
 
     // ---- Work assignment (head-major, heavy query tiles first; see the header comment).
     if (!assign_block()) return;
-    if constexpr (DECODING && VARIANT::kHasMask) {
-      if (params.num_splits > 1) slice_kept_span();
-    }
-    RowValues row_values;
-    init_row_values(warp, lane, row_values);
 
     const unsigned short* q_base = static_cast<const unsigned short*>(params.q) +
                                    b * params.q_stride[0] + h * params.q_stride[1];
@@ -439,6 +434,14 @@ struct AttentionForward {
     load_tile_async<BLOCK_M, HEAD_DIM, kThreads>(q_smem, q_base, params.q_stride[2], q0,
                                                  params.q_len, thread);
     cp_async_commit();
+    // Note: a split decoding block finds its slice of the kept keys (a classification step or
+    // more) only now, with Q already on its way: neither needs the other (the classification's
+    // words lie past the K/V stages).
+    if constexpr (DECODING && VARIANT::kHasMask) {
+      if (params.num_splits > 1) slice_kept_span();
+    }
+    RowValues row_values;
+    init_row_values(warp, lane, row_values);
 
     // ring_tile[i] / ring_class[i]: the tile in flight i iterations ahead (num_kv_tiles = none).
     // Note: indexed only with compile-time constants (unrolled), so it lives in registers.
