@@ -302,8 +302,9 @@ SummaryPlan plan_summaries(const std::vector<expr::SummaryRequest>& requests,
     launch.granularity = q_axis ? config.block_m : config.block_n;
     launch.num_blocks = ceil_div(launch.index_len, launch.granularity);
     launch.offset = plan.total_ints;
-    // Note: one thread per summary block (see docs/KERNELS.md).
-    launch.grid.grid_x = static_cast<unsigned>(ceil_div(launch.num_blocks, kSummaryThreads));
+    // Note: one warp per summary block (tensor_summary.cuh, docs/KERNELS.md).
+    launch.grid.grid_x =
+        static_cast<unsigned>(ceil_div(launch.num_blocks, kSummaryThreads / 32));
     launch.grid.threads = kSummaryThreads;
     plan.total_ints += 2 * static_cast<std::size_t>(launch.num_blocks);
     plan.launches.push_back(launch);

@@ -21,6 +21,7 @@
 namespace attnjit {
 
 constexpr int kSummaryThreads = 256;  // threads per block of the summary kernel
+static_assert(kSummaryThreads % 32 == 0, "the summary kernel gives each summary block a warp");
 
 struct LaunchGrid {
   unsigned grid_x = 1;

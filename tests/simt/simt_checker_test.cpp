@@ -13,7 +13,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "codegen/variant_source.hpp"
 #include "common/half.hpp"
+#include "expr/block_analysis.hpp"
+#include "expr/test_support.hpp"
 #include "simt_module.hpp"
 
 using namespace attnjit;
@@ -240,6 +243,67 @@ TEST_CASE("emulator: ldmatrix and mma compute A * B", "[simt]") {
       for (int k = 0; k < 16; ++k) expected += static_cast<double>(a[r][k]) * bt[n][k];
       INFO("D(" << r << ", " << n << ")");
       CHECK(buffers.output[r * 8 + n] == Approx(expected).margin(1e-4));
+    }
+  }
+}
+
+// The tensor-summary kernel (tensor_summary.cuh) as the runtime launches it (plan_summaries'
+// grid: one warp per summary block) against the host's expr::build_summary, on values whose
+// extremes sit anywhere in a block (random over the whole int range): granularities that are
+// and are not multiples of 32, tensors shorter and longer than the index range (reads past the
+// end are 0), and a grid that is not a whole number of summary blocks per warp.
+TEST_CASE("emulated tensor summaries match the host's, block by block", "[simt]") {
+  using namespace attnjit;
+  const expr::Expression mask =
+      test::parse_mask("doc[q_idx] == doc[kv_idx]");
+  const codegen::GeneratedKernel kernel = codegen::generate_kernel_source(
+      mask, test::parse_score(""), DType::bf16, 64, codegen::Target(80),
+      codegen::FamilyRequest::sm80, codegen::KernelTuning{});
+  const simt::SimtModule module({kernel.source},
+                                std::filesystem::temp_directory_path() /
+                                    fmt::format("attnjit-simt-summary-{}",
+                                                static_cast<long>(::getpid())));
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> value(-2000000000, 2000000000);
+  struct Shape {
+    int q_len, kv_len, tensor_len, block_m, block_n;
+  };
+  for (const Shape s : {Shape{300, 1000, 1000, 128, 64}, Shape{77, 333, 200, 48, 16},
+                        Shape{129, 4100, 4200, 192, 176}, Shape{5, 40, 3, 16, 32}}) {
+    INFO("q_len " << s.q_len << " kv_len " << s.kv_len << " tensor " << s.tensor_len
+                  << " tiles " << s.block_m << " x " << s.block_n);
+    std::vector<int> data(static_cast<std::size_t>(s.tensor_len));
+    for (int& v : data) v = value(rng);
+    VariantArgs args{};
+    args.tensors[0] = TensorArg{data.data(), {s.tensor_len, 1}, 1, kTensorInt32, {}, {}};
+    AttentionShape shape;
+    shape.batch = 1;
+    shape.num_heads_q = shape.num_heads_kv = 1;
+    shape.q_len = s.q_len;
+    shape.kv_len = s.kv_len;
+    shape.head_dim = 64;
+    codegen::KernelConfig config = kernel.config;
+    config.block_m = s.block_m;
+    config.block_n = s.block_n;
+    const SummaryPlan plan = plan_summaries(expr::summary_requests(mask), shape, config, args);
+    REQUIRE(plan.launches.size() == 2);
+    std::vector<int> scratch(plan.total_ints, 12345);
+    const std::vector<SimtRegion> regions = {
+        {data.data(), data.size() * sizeof(int), 0},
+        {scratch.data(), scratch.size() * sizeof(int), 1}};
+    for (const SummaryLaunch& launch : plan.launches) {
+      int* min = scratch.data() + launch.offset;
+      const SimtSummaryArgs summary{data.data(), launch.len, launch.index_len,
+                                          launch.granularity, min, min + launch.num_blocks};
+      module.run_summary(module.summary_entry(0), summary, launch.grid, regions);
+      const expr::HostSummary host =
+          expr::build_summary(args.tensors[0], launch.granularity, launch.index_len);
+      REQUIRE(host.min.size() == static_cast<std::size_t>(launch.num_blocks));
+      for (int block = 0; block < launch.num_blocks; ++block) {
+        INFO("granularity " << launch.granularity << " block " << block);
+        CHECK(min[block] == host.min[static_cast<std::size_t>(block)]);
+        CHECK(min[launch.num_blocks + block] == host.max[static_cast<std::size_t>(block)]);
+      }
     }
   }
 }
