@@ -103,6 +103,8 @@ struct ForwardLayout {
   // of the register once the loops are unrolled (the score's row shift multiplies it).
   ATTNJIT_HD static constexpr int acc_col_lane(int lane) { return 2 * (lane & 3); }
   ATTNJIT_HD static constexpr int acc_col_step(int j, int e) { return 8 * j + (e & 1); }
+  static_assert(acc_col_step(5, 3) == 8 * 5 + 1,
+                "OnlineSoftmax::exponentiate adds the key slope times 8j + c (RowShift)");
 
   // The A fragment of P for key-step kk re-uses the S accumulators: register `reg` packs elements
   // (p_elem(reg, 0), p_elem(reg, 1)) (low, high half) of n-tile p_tile(kk, reg).

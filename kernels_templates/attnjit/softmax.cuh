@@ -94,7 +94,8 @@ struct OnlineSoftmax {
       const float offset = tile_max == neg_infinity() ? 0.0f : tile_max;
       rescale[r] = fast_exp2(row_max[r] - offset);
       row_max[r] = tile_max;
-      // With SHIFTED, what the exponent adds to each (scaled) score: the shift less the offset.
+      // What the exponent adds to each (scaled) score: -offset, plus the shift with SHIFTED.
+      // Note: score + (-offset) is score - offset exactly, so the unshifted code is as before.
       float bias = -offset;
       if constexpr (SHIFTED) {
         bias = FOLDED ? fmaf(shift.shift[r], score_scale, -offset) : shift.shift[r] - offset;
@@ -105,12 +106,7 @@ struct OnlineSoftmax {
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           float& score = scores[j][2 * r + c];
-          float x;
-          if constexpr (SHIFTED) {
-            x = FOLDED ? fmaf(score, score_scale, bias) : score + bias;
-          } else {
-            x = FOLDED ? fmaf(score, score_scale, -offset) : score - offset;
-          }
+          const float x = FOLDED ? fmaf(score, score_scale, bias) : score + bias;
           score = j % 8 < POLY_EXP2 ? poly_exp2(x) : fast_exp2(x);
         }
         tile_sum += scores[j][2 * r] + scores[j][2 * r + 1];

@@ -537,3 +537,27 @@ TEST_CASE("the sm90 watchdog defines its limit in the sm90 source only, and only
   CHECK(sm80.config.watchdog_ms == 0);
   CHECK(sm80.source == generate("", codegen::FamilyRequest::sm80).source);
 }
+
+TEST_CASE("score_row_shift: on by default in both families, 0 writes the unshifted score",
+          "[codegen][tuning]") {
+  CHECK(parse_kernel_tuning("score_row_shift=0").score_row_shift == false);
+  CHECK(parse_kernel_tuning("score_row_shift=1").score_row_shift == true);
+  CHECK_THROWS_WITH(parse_kernel_tuning("score_row_shift=2"), Catch::Contains("score_row_shift"));
+  const char* alibi = "score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)";
+  for (const auto family : {codegen::FamilyRequest::sm80, codegen::FamilyRequest::sm90}) {
+    const auto source = [&](const codegen::KernelTuning& tuning) {
+      return codegen::generate_kernel_source(test::parse_mask("q_idx >= kv_idx"),
+                                             test::parse_score(alibi), DType::bf16, 128,
+                                             codegen::Target(90, true), family, tuning);
+    };
+    const codegen::GeneratedKernel shifted = source(codegen::KernelTuning{});
+    CHECK(shifted.config.score_row_shift);
+    CHECK(shifted.source.find("kScoreRowShift = true") != std::string::npos);
+    codegen::KernelTuning off;
+    off.score_row_shift = false;
+    const codegen::GeneratedKernel unshifted = source(off);
+    CHECK_FALSE(unshifted.config.score_row_shift);
+    CHECK(unshifted.source.find("kScoreRowShift") == std::string::npos);
+    CHECK(unshifted.source.find("(col_values.v0 - row_values.v0)") != std::string::npos);
+  }
+}

@@ -119,11 +119,7 @@ TEST_CASE("scores with a row shift match the reference", "[gpu]") {
   std::vector<KernelCase> cases = row_shift_cases(64);
   const std::vector<KernelCase> wide = row_shift_cases(128);
   cases.insert(cases.end(), {wide[0], wide[3], wide[7]});
-  KernelCase step;
-  step.score = "score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)";
-  step.shape = shape(1, 4, 2, 1, 700);
-  step.split_kv = 3;
-  cases.push_back(step);
+  cases.push_back(row_shift_decoding_case());
   check_cases(cases);
 }
 

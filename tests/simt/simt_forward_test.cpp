@@ -207,10 +207,7 @@ TEST_CASE("emulated: the score's row shift matches the reference", "[simt]") {
   std::vector<KernelCase> cases = row_shift_cases(64);
   const std::vector<KernelCase> wide = row_shift_cases(128);
   cases.insert(cases.end(), {wide[0], wide[3], wide[6], wide[7]});
-  KernelCase step;
-  step.score = "score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)";
-  step.shape = shape(1, 4, 2, 3, 900);
-  step.split_kv = 3;
+  const KernelCase step = row_shift_decoding_case();
   cases.push_back(step);
   for (const simt::SimtOutcome& outcome : simt::run_simt_cases(cases, 80)) {
     INFO(outcome.name);

@@ -347,4 +347,12 @@ std::vector<KernelCase> row_shift_cases(int head_dim) {
   return cases;
 }
 
+KernelCase row_shift_decoding_case() {
+  KernelCase step;
+  step.score = "score + exp2(-8.0 * float(h + 1) / float(num_heads)) * float(kv_idx - q_idx)";
+  step.shape = shape(1, 4, 2, 3, 900);
+  step.split_kv = 3;
+  return step;
+}
+
 }  // namespace attnjit::kernel_test

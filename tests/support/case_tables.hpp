@@ -75,5 +75,8 @@ std::vector<KernelCase> negative_scale_cases(const AttentionShape& s);
 // negative scale (the shift multiplied, not folded), and a sliding window with ALiBi in fp16 and
 // blhd. Ragged lengths, q_len != kv_len.
 std::vector<KernelCase> row_shift_cases(int head_dim);
+// An ALiBi decoding step (3 queries over 900 keys, GQA 4:2) split into 3 slices: each slice's
+// LSE carries its rows' shifts into the merge.
+KernelCase row_shift_decoding_case();
 
 }  // namespace attnjit::kernel_test
