@@ -62,17 +62,14 @@ bool Expression::uses(Builtin builtin) const {
 
 namespace {
 
+// Whether `op` is a function whose float form runs on the special-function unit (the MUFU column
+// of expr/operators.def).
 bool is_special_function(Opcode op) {
   switch (op) {
-    case Opcode::exp:
-    case Opcode::exp2:
-    case Opcode::log:
-    case Opcode::log2:
-    case Opcode::sqrt:
-    case Opcode::rsqrt:
-    case Opcode::tanh:
-    case Opcode::sigmoid:
-    case Opcode::pow: return true;
+#define ATTNJIT_FUNCTION(ID, SPELLING, ARITY, RULE, INT_FORM, FLOAT_FORM, IV_FORM, SCORE_FORM, \
+                         MUFU)                                                                   \
+  case Opcode::ID: return MUFU;
+#include "expr/operators.def"
     default: return false;
   }
 }

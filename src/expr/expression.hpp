@@ -33,11 +33,11 @@ class Expression {
   bool reads_tensors() const;     // false: "index-only", needs no precomputed block mask
   // Whether the expression reads the built-in (after constant folding: `h * 0` does not).
   bool uses(Builtin builtin) const;
-  // Whether it calls a function the GPU evaluates on its special-function unit (MUFU: exp, exp2,
-  // log, log2, sqrt, rsqrt, tanh, sigmoid, pow) on a value that varies within a block (depends
-  // on score, q_idx, kv_idx or a tensor read at them), so per element, row or column beside the
-  // softmax's own exponential. A call on constants, parameters, b or h (ALiBi's per-head slope)
-  // is computed once per block and does not count.
+  // Whether it calls a function the GPU evaluates on its special-function unit (the MUFU column
+  // of expr/operators.def: exp, exp2, log, log2, sqrt, rsqrt, tanh, sigmoid, pow) on a value
+  // that varies within a block (depends on score, q_idx, kv_idx or a tensor read at them), so
+  // per element, row or column beside the softmax's own exponential. A call on constants,
+  // parameters, b or h (ALiBi's per-head slope) is computed once per block and does not count.
   bool calls_special_function() const;
   std::string canonical() const;  // deterministic printed form of the folded AST
 

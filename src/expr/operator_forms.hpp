@@ -96,7 +96,8 @@ auto select_to(bool a) {
       }                                                                                          \
     }                                                                                            \
   };
-#define ATTNJIT_FUNCTION(ID, SPELLING, ARITY, RULE, INT_FORM, FLOAT_FORM, IV_FORM, SCORE_FORM) \
+#define ATTNJIT_FUNCTION(ID, SPELLING, ARITY, RULE, INT_FORM, FLOAT_FORM, IV_FORM, \
+                         SCORE_FORM, MUFU)                                         \
   namespace ID##_forms {                                                           \
   using namespace attnjit::ops;                                                    \
   using forms::none;                                                               \

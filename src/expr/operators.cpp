@@ -36,7 +36,8 @@ constexpr BinaryInfo kBinary[] = {
 };
 
 constexpr FunctionInfo kFunctions[] = {
-#define ATTNJIT_FUNCTION(ID, SPELLING, ARITY, RULE, INT_FORM, FLOAT_FORM, IV_FORM, SCORE_FORM) \
+#define ATTNJIT_FUNCTION(ID, SPELLING, ARITY, RULE, INT_FORM, FLOAT_FORM, IV_FORM, SCORE_FORM, \
+                         MUFU)                                                                   \
   {Function::ID,    SPELLING,          ARITY,          OperandRule::RULE,                        \
    form(#INT_FORM), form(#FLOAT_FORM), form(#IV_FORM), score_form(#SCORE_FORM, #FLOAT_FORM)},
 #include "expr/operators.def"

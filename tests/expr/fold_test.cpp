@@ -1,6 +1,10 @@
 // Constant folding (src/expr/fold.cpp) uses the runtime's integer semantics.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+
+#include "expr/operators.hpp"
 #include "expr/test_support.hpp"
 
 using attnjit::test::parse_mask;
@@ -52,4 +56,36 @@ TEST_CASE("calls_special_function: the MUFU functions a score calls per element,
   CHECK(parse_score("score + exp(bias[q_idx, h])").calls_special_function());
   CHECK(parse_score("score + exp2(float(doc[kv_idx]))").calls_special_function());
   CHECK(parse_mask("sqrt(float(q_idx)) > 3.0").calls_special_function());
+}
+
+// Every function of expr/operators.def, called per element: its MUFU column decides.
+TEST_CASE("calls_special_function: every function of the table, by its MUFU column",
+          "[expr][fold]") {
+  const std::map<std::string, std::pair<std::string, bool>> calls = {
+      {"abs", {"abs(score)", false}},
+      {"min", {"min(score, 1.0)", false}},
+      {"max", {"max(score, 1.0)", false}},
+      {"clamp", {"clamp(score, 0.0, 1.0)", false}},
+      {"exp", {"exp(score)", true}},
+      {"exp2", {"exp2(score)", true}},
+      {"log", {"log(score)", true}},
+      {"log2", {"log2(score)", true}},
+      {"sqrt", {"sqrt(score)", true}},
+      {"rsqrt", {"rsqrt(score)", true}},
+      {"tanh", {"tanh(score)", true}},
+      {"sigmoid", {"sigmoid(score)", true}},
+      {"floor", {"floor(score)", false}},
+      {"ceil", {"ceil(score)", false}},
+      {"pow", {"pow(score, 2.0)", true}},
+      {"where", {"where(score > 0.0, score, 0.0)", false}},
+      {"int", {"float(int(score))", false}},
+      {"float", {"float(q_idx) * score", false}},
+  };
+  for (const attnjit::expr::FunctionInfo& function : attnjit::expr::functions()) {
+    const std::string name(function.name);
+    INFO(name);
+    const auto found = calls.find(name);
+    REQUIRE(found != calls.end());  // a new function needs its row here
+    CHECK(parse_score(found->second.first).calls_special_function() == found->second.second);
+  }
 }
