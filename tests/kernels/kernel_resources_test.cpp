@@ -304,6 +304,25 @@ TEST_CASE("sm90 192-row kernels with the scale folded compile without spills",
   }
 }
 
+// FlashAttention-3's masked head-dim-64 shape, three consumers, with 96-key tiles
+// (ATTNJIT_TUNE=sm90_block_m=192,sm90_block_n=96,sm90_handoff=1,sm90_fold_m192=1): a 96-key S
+// and P leave the 160-register consumers room for the mask, the handoff and the folded scale,
+// where 128 keys spill 4-220 bytes (docs/PERFORMANCE.md, "Seventeenth session"). The masked
+// D=64 candidate the schedule sweep times, in both dtypes.
+TEST_CASE("sm90 192 x 96 kernels with the handoff and the fold compile without spills",
+          "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_block_m = 192;
+  tuning.sm90_block_n = 96;
+  tuning.sm90_handoff = true;
+  tuning.sm90_fold_m192 = true;
+  for (const auto& variant : attnjit::test::standard_variants()) {
+    for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
+      CHECK(check_sm90_kernel(variant, dtype, 64, tuning));
+    }
+  }
+}
+
 // Two blocks per SM (ATTNJIT_TUNE=sm90_blocks_per_sm=2, head dim 64, 64-key stages, no overlap):
 // consumers of 104 registers. ALiBi (its per-column term) and the document mask (the document
 // ids of a row and a column) spill there (76 and 104 bytes): left out, for the sweep to show.

@@ -479,6 +479,26 @@ TEST_CASE("emulated sm90 with three consumer warpgroups (block_m 192) matches th
              options);
 }
 
+// The masked head-dim-64 candidate of 192 x 96 tiles with the handoff and the folded scale (the
+// only three-consumer shape whose masked kernels all fit 160 registers: docs/PERFORMANCE.md,
+// "Seventeenth session"): a diagonal cut by 96-key tiles, a last key tile of 300 - 288 keys, a
+// window in fp16, documents with an empty middle query tile, a prefix with fully masked rows.
+TEST_CASE("emulated sm90 with 192 x 96 tiles, the handoff and the fold matches the reference",
+          "[simt][sm90]") {
+  simt::SimtLaunchOptions options;
+  options.tuning = codegen::KernelTuning{};
+  options.tuning->sm90_block_m = 192;
+  options.tuning->sm90_block_n = 96;
+  options.tuning->sm90_handoff = true;
+  options.tuning->sm90_fold_m192 = true;
+  const KernelCase window =
+      masked("q_idx >= kv_idx && q_idx - kv_idx < 130", shape(1, 2, 1, 400, 400));
+  check_sm90({masked("q_idx >= kv_idx", shape(1, 4, 2, 200, 300)),
+              with(window, DType::fp16, Layout::blhd, 64), documents_skipping_the_middle_tile(),
+              masked("kv_idx < 50 && q_idx >= 120", shape(1, 1, 1, 250, 250))},
+             options);
+}
+
 // Persistent blocks of three consumers: each item's turns balanced on their own, the last
 // consumer's first arrival of an item after consumer 0's last wait of the previous one.
 TEST_CASE("emulated sm90 persistent with three consumer warpgroups matches the reference",
