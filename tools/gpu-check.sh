@@ -6,7 +6,7 @@
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
 #                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
-#                      [--sweep-args 'ARGS'] [--builds-args 'ARGS'] OUTDIR
+#                      [--sweep-args 'ARGS']... [--builds-args 'ARGS'] OUTDIR
 #
 # --build-dir     the carried build tree (default: build); its cache.tar.xz or cache/
 #                 (gpu-bundle.sh's prewarmed kernels) seeds a copy that becomes ATTNJIT_CACHE_DIR,
@@ -41,7 +41,11 @@
 #                 Never for compare, scaling or bench: their figures are the shipped kernels'.
 #                 Each step's header shows the ATTNJIT_TUNE it runs with.
 # --compare-args  extra arguments for compare_flex.py, e.g. '--variant causal --length 64K'
-# --sweep-args    extra arguments for sweep_schedules.py, e.g. '--head-dim 128 --schedule ...'
+# --sweep-args    extra arguments for sweep_schedules.py, e.g. '--head-dim 128 --schedule ...';
+#                 repeatable: each set is its own sweep, in the order given (each planned with
+#                 gpu-bundle.sh --sweep 'ARGS'), so one call times several planned comparisons
+#                 without their cross product; their rows go to compare-flex.txt, and sweep.json
+#                 only when there is one
 # --builds-args   the builds stage's variants: 'noop document 16K 128 sm80' (variants, then the
 #                 length, head dim and kernel family)
 # COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
@@ -70,7 +74,7 @@ out_dir=""
 stages="test,sanitize,compare,bench"
 families="sm80,sm90"
 compare_args=""
-sweep_args=""
+sweep_arg_sets=()
 builds_args="noop 16K 128 sm80"
 tune="${ATTNJIT_TUNE:-}"
 watchdog_ms=5000
@@ -82,7 +86,7 @@ while [[ $# -gt 0 ]]; do
     --only) stages="$2"; shift 2 ;;
     --families) families="$2"; shift 2 ;;
     --compare-args) compare_args="$2"; shift 2 ;;
-    --sweep-args) sweep_args="$2"; shift 2 ;;
+    --sweep-args) sweep_arg_sets+=("$2"); shift 2 ;;
     --builds-args) builds_args="$2"; shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
@@ -92,7 +96,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS'] [--builds-args 'ARGS'] OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS']... [--builds-args 'ARGS'] OUTDIR" >&2
   exit 2
 fi
 if ! [[ "$watchdog_ms" =~ ^[0-9]+$ ]] || (( watchdog_ms > 600000 )); then
@@ -333,14 +337,24 @@ elif wants compare || wants scaling || wants decode || wants sweep; then
     record decode $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
   fi
   if wants sweep; then
+    # One sweep per --sweep-args set (none: one with the script's defaults); several take 300 s
+    # each at most, within what the budget leaves; the summary line counts over all of them.
+    ((${#sweep_arg_sets[@]})) || sweep_arg_sets=("")
     sweep_json=(--json "$out_dir/sweep.json")
-    (wants compare || wants scaling) && sweep_json=()
-    read -r -a user_sweep_args <<< "$sweep_args"
-    run_step "$(cap "$budget" 300)" "$out_dir/compare-flex.txt" "$tune" python3 \
-      "$repo_dir/tools/bench/sweep_schedules.py" --lib "$lib" --watchdog-ms "$watchdog_ms" \
-      --cache-dir "$ATTNJIT_CACHE_DIR" \
-      "${user_sweep_args[@]}" "${sweep_json[@]}"
-    record sweep $? "$(grep -cE "MISMATCH" "$out_dir/compare-flex.txt") mismatches, $(grep -cE " FAULT: " "$out_dir/compare-flex.txt") faults"
+    (wants compare || wants scaling || ((${#sweep_arg_sets[@]} > 1))) && sweep_json=()
+    sweep_cap=$(cap "$budget" 300)
+    ((${#sweep_arg_sets[@]} > 1)) && sweep_cap=300
+    sweep_status=0
+    for sweep_args in "${sweep_arg_sets[@]}"; do
+      read -r -a user_sweep_args <<< "$sweep_args"
+      run_step "$sweep_cap" "$out_dir/compare-flex.txt" "$tune" python3 \
+        "$repo_dir/tools/bench/sweep_schedules.py" --lib "$lib" --watchdog-ms "$watchdog_ms" \
+        --cache-dir "$ATTNJIT_CACHE_DIR" \
+        "${user_sweep_args[@]}" "${sweep_json[@]}"
+      status=$?
+      ((status != 0)) && sweep_status=$status
+    done
+    record sweep "$sweep_status" "${#sweep_arg_sets[@]} sweep(s), $(grep -cE "MISMATCH" "$out_dir/compare-flex.txt") mismatches, $(grep -cE " FAULT: " "$out_dir/compare-flex.txt") faults"
   fi
 fi
 

@@ -179,6 +179,24 @@ check "$out" '^== .*compare_flex.py .*--decode \(ATTNJIT_TUNE=<unset>, timeout 2
 check "$out" '^compare_flex +PASS' "the summary has the compare line"
 check "$out" '^decode +PASS' "and the decode line"
 
+# The sweep stage: one sweep_schedules.py per --sweep-args set, in order, each with the watchdog
+# and the run's cache; one set keeps its JSON, several put their rows in compare-flex.txt only.
+rm -rf "$scratch/out"
+out=$(run_py --only sweep --sweep-args '--head-dim 64 --variant causal' \
+  --sweep-args '--variant alibi --schedule x=sm90:score_row_shift=0')
+sweeps=$(grep -E '^FAKE_PYTHON .*sweep_schedules.py' <<< "$out")
+check "$(grep -c . <<< "$sweeps")" '^2$' "two --sweep-args sets run two sweeps"
+check "$(head -n1 <<< "$sweeps")" 'sweep_schedules.py --lib \S+ --watchdog-ms 5000 --cache-dir \S+ --head-dim 64 --variant causal$' \
+  "the first set first, with the watchdog, the run's cache and no JSON"
+check "$(tail -n1 <<< "$sweeps")" '--variant alibi --schedule x=sm90:score_row_shift=0$' \
+  "then the second set"
+check "$out" '^== .*sweep_schedules.py .*\(ATTNJIT_TUNE=<unset>, timeout 300s\)' \
+  "several sweeps take 300 s each at most"
+check "$out" '^sweep +PASS 2 sweep\(s\), 0 mismatches, 0 faults' "one summary line for both"
+out=$(run_py --only sweep --sweep-args '--variant noop')
+check "$out" '^FAKE_PYTHON .*sweep_schedules.py .*--variant noop --json .*/out/sweep.json$' \
+  "a single sweep alone keeps its JSON"
+
 # The builds stage: the libraries in BUILD_DIR/bisect in their order, then the carried one (never
 # one of the others), each with its own profile_variant.py, kernel family and cache; twice over.
 mkdir -p "$scratch/build/bisect/aaa1111/bench" "$scratch/build/bisect/bbb2222/bench"
