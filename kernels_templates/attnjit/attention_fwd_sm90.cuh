@@ -586,8 +586,8 @@ struct AttentionForwardSm90 {
 
   // ---- The two GEMMs, issued (not waited for) by the whole warpgroup.
   // S = Q K^T: K-steps of 16 columns, 4 per 64-column box (32 bytes apart in a row).
-  // Note: a step's descriptors are the tile's plus its byte offset >> 4 in the start-address
-  // field (bits 0-13), which cannot carry: every address stays inside the 228 KB window. Q's
+  // Note: a step's descriptors are the tile's advanced by its byte offset (wgmma_desc_advance:
+  // the start-address field, which cannot carry, in the low word alone). Q's
   // address is made opaque so that they are recomputed here (a few integer adds per tile)
   // instead of being hoisted out of the tile loop into HEAD_DIM / 16 64-bit registers, which the
   // overlapped schedule cannot spare.
@@ -597,8 +597,9 @@ struct AttentionForwardSm90 {
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
       const unsigned column = (kk % 4) * 32u;
-      const unsigned long long desc_q = q_base + (((kk / 4) * kQBoxBytes + column) >> 4);
-      const unsigned long long desc_k = k_base + (((kk / 4) * kKVBoxBytes + column) >> 4);
+      const unsigned long long desc_q = wgmma_desc_advance(q_base, (kk / 4) * kQBoxBytes + column);
+      const unsigned long long desc_k =
+          wgmma_desc_advance(k_base, (kk / 4) * kKVBoxBytes + column);
       Wgmma<ELEM, BLOCK_N>::ss(flat(acc_s), desc_q, desc_k, kk > 0 ? 1 : 0);
     }
     wgmma_commit_group();
@@ -621,15 +622,19 @@ struct AttentionForwardSm90 {
   // O += P V. P's A fragment of key-step kk is S's n8 chunks 2kk, 2kk + 1
   // (RowMath::p_fragment), or 16 columns of the P tile (32 bytes in a 64-key box, as Q's in
   // issue_scores); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per step.
+  // Note: each step's V descriptor is the stage's advanced by the step's 2048 bytes
+  // (wgmma_desc_advance), as Q's and K's in issue_scores. Built from the offset address instead,
+  // each took an add, a mask, a shift, an or and two moves on the uniform datapath between
+  // consecutive HGMMAs (SASS), which kept the consumer's turn on the tensor cores open longer.
   ATTNJIT_DEVICE void issue_output(Accumulators& acc_o, const POperand& p, int stage) const {
     const unsigned long long p_base = kPInSmem ? wgmma_desc_k_major(p.tile) : 0ull;
+    const unsigned long long v_base = wgmma_desc_mn_major(v_stage(stage), kKVBoxBytes);
 #pragma unroll
     for (int kk = 0; kk < kNTiles / 2; ++kk) {
-      const unsigned long long desc_v =
-          wgmma_desc_mn_major(v_stage(stage) + kk * 16 * 128, kKVBoxBytes);
+      const unsigned long long desc_v = wgmma_desc_advance(v_base, kk * 16u * 128u);
       if constexpr (kPInSmem) {
         const unsigned long long desc_p =
-            p_base + (((kk / 4) * kPBoxBytes + (kk % 4) * 32u) >> 4);
+            wgmma_desc_advance(p_base, (kk / 4) * kPBoxBytes + (kk % 4) * 32u);
         Wgmma<ELEM, HEAD_DIM>::ss_mn(flat(acc_o), desc_p, desc_v, 1);
       } else {
         Wgmma<ELEM, HEAD_DIM>::rs(flat(acc_o), p.fragments[kk], desc_v, 1);

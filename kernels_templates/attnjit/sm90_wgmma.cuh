@@ -59,6 +59,15 @@ ATTNJIT_HD unsigned long long wgmma_desc_mn_major(unsigned smem_addr, unsigned b
          F::kSwizzle128B;
 }
 
+// The descriptor of the same layout `bytes` further on: the offset >> 4 added to the start-address
+// field (bits 0-13). It never carries into the leading byte offset: every shared-memory address
+// is below 2^18 (the field holds address bits 4-17). One add of a constant per k-step (a
+// UIADD3.64 where the descriptor is uniform), where building each step's descriptor from its
+// address took an add, a mask, a shift and an or.
+ATTNJIT_HD unsigned long long wgmma_desc_advance(unsigned long long desc, unsigned bytes) {
+  return desc + (bytes >> 4);
+}
+
 #if ATTNJIT_DEVICE_COMPILE
 
 // Orders the warpgroup's earlier register and shared-memory accesses before the next

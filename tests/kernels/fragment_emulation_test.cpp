@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attnjit/attention_fwd.cuh"
+#include "attnjit/sm90_wgmma.cuh"
 #include "codegen/variant_source.hpp"
 
 namespace codegen = attnjit::codegen;
@@ -569,4 +570,26 @@ TEST_CASE("warp fragments reproduce Q K^T, P V and the output rows", "[kernels][
   INFO("head dim " << shape.head_dim << ", " << shape.block_m << " x " << shape.block_n << ", "
                    << shape.num_warps << " warps");
   shape.emulate();
+}
+
+// The sm90 kernel advances a GEMM's descriptors by each k-step's byte offset in the low word
+// alone (wgmma_desc_advance): the same descriptor as one built from the offset address, for
+// every 16-byte-aligned address and offset inside the 256 KB the start-address field spans (the
+// shared-memory window is 228 KB), K-major and MN-major.
+TEST_CASE("a wgmma descriptor advanced by an offset is the offset address's descriptor",
+          "[kernels][emulation]") {
+  constexpr unsigned kWindow = 1u << 18;
+  const unsigned offsets[] = {32, 64, 96, 1024, 2048, 8192 + 96, 16 * 2048, 65536};
+  std::size_t checked = 0;
+  for (unsigned address = 0; address < kWindow; address += 16 * 37) {
+    for (const unsigned offset : offsets) {
+      if (address + offset >= kWindow) continue;
+      CHECK(attnjit::wgmma_desc_advance(attnjit::wgmma_desc_k_major(address), offset) ==
+            attnjit::wgmma_desc_k_major(address + offset));
+      CHECK(attnjit::wgmma_desc_advance(attnjit::wgmma_desc_mn_major(address, 8192), offset) ==
+            attnjit::wgmma_desc_mn_major(address + offset, 8192));
+      ++checked;
+    }
+  }
+  CHECK(checked > 3000);
 }
