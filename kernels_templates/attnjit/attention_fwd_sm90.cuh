@@ -592,12 +592,17 @@ struct AttentionForwardSm90 {
   // instead of being hoisted out of the tile loop into HEAD_DIM / 16 64-bit registers, which the
   // overlapped schedule cannot spare.
   ATTNJIT_DEVICE void issue_scores(Scores& acc_s, int stage, unsigned q_rows) const {
-    const unsigned long long q_base = wgmma_desc_k_major(opaque(q_rows));
+    // Note: Q's address is per consumer, so its descriptor lives in ordinary registers and goes
+    // to uniform ones at each step; only its low word varies (the high one is the layout's
+    // constant), so each step adds to the low word alone.
+    const unsigned q_low = static_cast<unsigned>(wgmma_desc_k_major(opaque(q_rows)));
+    const unsigned long long q_high = wgmma_desc_k_major(0u) & 0xffffffff00000000ull;
     const unsigned long long k_base = wgmma_desc_k_major(k_stage(stage));
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
       const unsigned column = (kk % 4) * 32u;
-      const unsigned long long desc_q = wgmma_desc_advance(q_base, (kk / 4) * kQBoxBytes + column);
+      const unsigned long long desc_q =
+          q_high | (q_low + (((kk / 4) * kQBoxBytes + column) >> 4));
       const unsigned long long desc_k =
           wgmma_desc_advance(k_base, (kk / 4) * kKVBoxBytes + column);
       Wgmma<ELEM, BLOCK_N>::ss(flat(acc_s), desc_q, desc_k, kk > 0 ? 1 : 0);
