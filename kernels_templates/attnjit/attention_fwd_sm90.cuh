@@ -586,15 +586,15 @@ struct AttentionForwardSm90 {
 
   // ---- The two GEMMs, issued (not waited for) by the whole warpgroup.
   // S = Q K^T: K-steps of 16 columns, 4 per 64-column box (32 bytes apart in a row).
-  // Note: a step's descriptors are the tile's advanced by its byte offset (wgmma_desc_advance:
-  // the start-address field, which cannot carry, in the low word alone). Q's
-  // address is made opaque so that they are recomputed here (a few integer adds per tile)
-  // instead of being hoisted out of the tile loop into HEAD_DIM / 16 64-bit registers, which the
-  // overlapped schedule cannot spare.
+  // Note: a step's descriptors are the tile's advanced by its byte offset: K's with
+  // wgmma_desc_advance (one add, in uniform registers). Q's address is per consumer, so its
+  // descriptor lives in ordinary registers and moves to uniform ones at each step; only its low
+  // word varies (the high one is the layout's constant, and the start-address field cannot
+  // carry), so each step adds to the low word alone. Q's address is made opaque so that its
+  // descriptors are recomputed here (a few integer adds per tile) instead of being hoisted out
+  // of the tile loop into HEAD_DIM / 16 64-bit registers, which the overlapped schedule cannot
+  // spare.
   ATTNJIT_DEVICE void issue_scores(Scores& acc_s, int stage, unsigned q_rows) const {
-    // Note: Q's address is per consumer, so its descriptor lives in ordinary registers and goes
-    // to uniform ones at each step; only its low word varies (the high one is the layout's
-    // constant), so each step adds to the low word alone.
     const unsigned q_low = static_cast<unsigned>(wgmma_desc_k_major(opaque(q_rows)));
     const unsigned long long q_high = wgmma_desc_k_major(0u) & 0xffffffff00000000ull;
     const unsigned long long k_base = wgmma_desc_k_major(k_stage(stage));
@@ -628,7 +628,7 @@ struct AttentionForwardSm90 {
   // (RowMath::p_fragment), or 16 columns of the P tile (32 bytes in a 64-key box, as Q's in
   // issue_scores); V [key][d] is the MN-major B operand, 16 key rows (2048 bytes) per step.
   // Note: each step's V descriptor is the stage's advanced by the step's 2048 bytes
-  // (wgmma_desc_advance), as Q's and K's in issue_scores. Built from the offset address instead,
+  // (wgmma_desc_advance), as K's in issue_scores. Built from the offset address instead,
   // each took an add, a mask, a shift, an or and two moves on the uniform datapath between
   // consecutive HGMMAs (SASS), which kept the consumer's turn on the tensor cores open longer.
   ATTNJIT_DEVICE void issue_output(Accumulators& acc_o, const POperand& p, int stage) const {

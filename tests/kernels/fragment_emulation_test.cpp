@@ -572,10 +572,11 @@ TEST_CASE("warp fragments reproduce Q K^T, P V and the output rows", "[kernels][
   shape.emulate();
 }
 
-// The sm90 kernel advances a GEMM's descriptors by each k-step's byte offset in the low word
-// alone (wgmma_desc_advance): the same descriptor as one built from the offset address, for
-// every 16-byte-aligned address and offset inside the 256 KB the start-address field spans (the
-// shared-memory window is 228 KB), K-major and MN-major.
+// The sm90 kernel advances a GEMM's descriptors by each k-step's byte offset
+// (wgmma_desc_advance): the same descriptor as one built from the offset address, for every
+// 16-byte-aligned address and offset inside the 256 KB the start-address field spans (the
+// shared-memory window is 228 KB), K-major and MN-major. Also what issue_scores relies on for
+// Q's descriptor, whose high word is the same for every address.
 TEST_CASE("a wgmma descriptor advanced by an offset is the offset address's descriptor",
           "[kernels][emulation]") {
   constexpr unsigned kWindow = 1u << 18;
@@ -590,6 +591,7 @@ TEST_CASE("a wgmma descriptor advanced by an offset is the offset address's desc
             attnjit::wgmma_desc_mn_major(address + offset, 8192));
       ++checked;
     }
+    CHECK(attnjit::wgmma_desc_k_major(address) >> 32 == attnjit::wgmma_desc_k_major(0u) >> 32);
   }
   CHECK(checked > 3000);
 }
