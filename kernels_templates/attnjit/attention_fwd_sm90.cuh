@@ -570,7 +570,14 @@ struct AttentionForwardSm90 {
       // the warpgroup must be past its last wgmma reading them first.
       named_barrier_sync(kConsumerBarrier0 + static_cast<unsigned>(consumer), 128);
     }
-    math.store_output(acc_o, softmax, warp, lane);
+    // Note: two blocks per SM take the warp index anew from the thread index, so that it need not
+    // stay live across the tile loop, which uses only values derived from it: held there, it was
+    // the one value their causal kernel (104-register consumers) spilled. Only there: elsewhere
+    // the change of register allocation made other kernels spill (192-row soft-capping with
+    // exponentials on the FMA pipe, 16 bytes).
+    const int out_warp =
+        kTwoBlocksPerSm ? static_cast<int>(opaque(threadIdx.x)) / 32 - 4 : warp;
+    math.store_output(acc_o, softmax, out_warp, lane);
     if constexpr (kPersistent && !kOutputApart) {
       // The staging's st.shared / ld.shared come before the next Q's TMA writes (async proxy).
       fence_proxy_async_shared();

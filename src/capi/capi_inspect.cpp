@@ -7,8 +7,10 @@
 
 #include "capi/boundary.hpp"
 #include "codegen/residency.hpp"
+#include "codegen/short_rows.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "jit/kernel_cache.hpp"
+#include "runtime/short_rows.hpp"
 
 // The C struct the caller reads, and the strings it points into.
 struct InspectedVariant : attnjit_variant_info {
@@ -93,6 +95,11 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   info.sm90_poly_exp2 = config.poly_exp2;
   info.sm90_fold_m192 = config.fold_m192 ? 1 : 0;
   info.sm90_watchdog_ms = config.watchdog_ms;
+  if (!attnjit::codegen::kernel_tuning_requested() &&
+      attnjit::codegen::has_short_rows_schedule(config, spec.head_dim, parsed.mask)) {
+    info.has_short_rows_kernel = 1;
+    info.short_rows_max_tiles = attnjit::kShortRowMaxTiles;
+  }
   if (config.decode_block_n > 0) {
     const attnjit::codegen::KernelConfig decode = attnjit::codegen::decode_config(config);
     info.has_decode_entry = 1;

@@ -105,6 +105,11 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
   return tuning;
 }
 
+bool kernel_tuning_requested() {
+  const char* value = std::getenv("ATTNJIT_TUNE");
+  return value != nullptr && *value != '\0';
+}
+
 KernelTuning kernel_tuning_from_environment() {
   const char* value = std::getenv("ATTNJIT_TUNE");
   return parse_kernel_tuning(value == nullptr ? std::string_view() : std::string_view(value));

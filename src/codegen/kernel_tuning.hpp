@@ -84,5 +84,8 @@ KernelTuning parse_kernel_tuning(std::string_view text);
 
 // ATTNJIT_TUNE read now (not cached: a benchmark may change it between calls).
 KernelTuning kernel_tuning_from_environment();
+// Whether ATTNJIT_TUNE is set and not empty: then the kernel it describes serves every call of a
+// variant (no short-rows kernel beside it, codegen/short_rows.hpp).
+bool kernel_tuning_requested();
 
 }  // namespace attnjit::codegen

@@ -42,13 +42,23 @@ PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
     require_stored(kernel, job, cache, outcome);
     if (!outcome.failed && kernel.binary->config.family == codegen::KernelFamily::sm90) {
       // Note: a variant served by the sm90 kernel still runs some calls on the sm80 kernel of
-      // the same arch (split-KV decoding steps, strides TMA cannot load): a prewarmed fleet must
-      // not compile it on the first such call.
-      const VariantKernel fallback =
-          acquire_variant(job.variant->spec, parse_variant(job.variant->spec), job.arch, cache,
-                          /*ptx=*/false, codegen::FamilyRequest::sm80);
+      // the same arch (split-KV decoding steps, strides TMA cannot load), and those with short
+      // rows on its short-rows kernel where it has one: a prewarmed fleet must not compile
+      // either on the first such call.
+      const VariantSpec& spec = job.variant->spec;
+      const ParsedVariant parsed = parse_variant(spec);
+      const VariantKernel fallback = acquire_variant(spec, parsed, job.arch, cache,
+                                                     /*ptx=*/false, codegen::FamilyRequest::sm80);
       if (fallback.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
       require_stored(fallback, job, cache, outcome);
+      if (!outcome.failed && !codegen::kernel_tuning_requested() &&
+          codegen::has_short_rows_schedule(kernel.binary->config, spec.head_dim, parsed.mask)) {
+        const VariantKernel short_rows =
+            acquire_variant(spec, parsed, job.arch, cache, /*ptx=*/false,
+                            codegen::FamilyRequest::sm90, codegen::Schedule::short_rows);
+        if (short_rows.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
+        require_stored(short_rows, job, cache, outcome);
+      }
     }
   } catch (const Error& e) {
     outcome.failed = true;

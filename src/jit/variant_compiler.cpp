@@ -19,7 +19,7 @@ namespace {
 // Everything that decides the kernel within one process (templates, options and NVRTC are
 // fixed there), as one string: the first-level in-process key.
 std::string request_id(const VariantSpec& spec, const std::string& arch, bool ptx,
-                       codegen::FamilyRequest family) {
+                       codegen::FamilyRequest family, codegen::Schedule schedule) {
   std::string id;
   id.reserve(spec.mask.size() + spec.score.size() + 64);
   constexpr char kSep = '\x1f';
@@ -53,8 +53,13 @@ std::string request_id(const VariantSpec& spec, const std::string& arch, bool pt
   id += '/';
   id += static_cast<char>('0' + static_cast<int>(family));
   // Note: ATTNJIT_TUNE too, for the same reason: a benchmark times two tunings in one process.
+  // The short-rows kernel has its own fixed tuning instead.
   id += '/';
-  if (const char* tuning = std::getenv("ATTNJIT_TUNE"); tuning != nullptr) id += tuning;
+  if (schedule == codegen::Schedule::short_rows) {
+    id += "short-rows";
+  } else if (const char* tuning = std::getenv("ATTNJIT_TUNE"); tuning != nullptr) {
+    id += tuning;
+  }
   return id;
 }
 
@@ -95,9 +100,15 @@ KernelRequest make_request(const VariantSpec& spec, const ParsedVariant& parsed,
 // The kernel of a request that missed the in-process map: from the disk cache or NVRTC.
 VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& parsed,
                               const std::string& arch, KernelCache& cache, bool ptx,
-                              codegen::FamilyRequest family, std::string request_text) {
-  auto generated = codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype,
-                                                   spec.head_dim, arch_target(arch), family);
+                              codegen::FamilyRequest family, codegen::Schedule schedule,
+                              std::string request_text) {
+  auto generated =
+      schedule == codegen::Schedule::short_rows
+          ? codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
+                                            arch_target(arch), codegen::FamilyRequest::sm90,
+                                            codegen::short_rows_tuning())
+          : codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
+                                            arch_target(arch), family);
   const bool sm90_forced = family == codegen::FamilyRequest::sm90 ||
                            (family == codegen::FamilyRequest::environment &&
                             codegen::family_request_from_environment() ==
@@ -183,17 +194,19 @@ VariantCacheEntry variant_cache_entry(const VariantSpec& spec, const std::string
 VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
                               bool ptx) {
   constexpr auto family = codegen::FamilyRequest::environment;
-  std::string request = request_id(spec, arch, ptx, family);
+  constexpr auto schedule = codegen::Schedule::standard;
+  std::string request = request_id(spec, arch, ptx, family, schedule);
   if (auto binary = cache.find_request(request)) return {std::move(binary), KernelOrigin::memory};
-  return load_or_compile(spec, parse_variant(spec), arch, cache, ptx, family, std::move(request));
+  return load_or_compile(spec, parse_variant(spec), arch, cache, ptx, family, schedule,
+                         std::move(request));
 }
 
 VariantKernel acquire_variant(const VariantSpec& spec, const ParsedVariant& parsed,
                               const std::string& arch, KernelCache& cache, bool ptx,
-                              codegen::FamilyRequest family) {
-  std::string request = request_id(spec, arch, ptx, family);
+                              codegen::FamilyRequest family, codegen::Schedule schedule) {
+  std::string request = request_id(spec, arch, ptx, family, schedule);
   if (auto binary = cache.find_request(request)) return {std::move(binary), KernelOrigin::memory};
-  return load_or_compile(spec, parsed, arch, cache, ptx, family, std::move(request));
+  return load_or_compile(spec, parsed, arch, cache, ptx, family, schedule, std::move(request));
 }
 
 KernelBinary compile_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,

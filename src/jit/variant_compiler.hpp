@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/short_rows.hpp"
 #include "codegen/variant_source.hpp"
 #include "compile/resource_usage.hpp"
 #include "expr/expression.hpp"
@@ -94,10 +95,13 @@ struct VariantKernel {
 VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
                               bool ptx = false);
 // The same for a variant parsed already; `parsed` is parse_variant(spec). `family` overrides
-// ATTNJIT_KERNEL_FAMILY (the CUDA backend's SM80 fallback for calls TMA cannot express).
+// ATTNJIT_KERNEL_FAMILY (the CUDA backend's SM80 fallback for calls TMA cannot express);
+// `schedule` short_rows asks for the variant's short-rows kernel (codegen/short_rows.hpp: the
+// sm90 kernel with short_rows_tuning in place of ATTNJIT_TUNE's overrides, whatever `family`).
 VariantKernel acquire_variant(
     const VariantSpec& spec, const ParsedVariant& parsed, const std::string& arch,
     KernelCache& cache, bool ptx = false,
-    codegen::FamilyRequest family = codegen::FamilyRequest::environment);
+    codegen::FamilyRequest family = codegen::FamilyRequest::environment,
+    codegen::Schedule schedule = codegen::Schedule::standard);
 
 }  // namespace attnjit

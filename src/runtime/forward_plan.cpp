@@ -113,9 +113,11 @@ int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& 
 
 bool decode_entry_from_environment() { return auto_or_off("ATTNJIT_DECODE_ENTRY"); }
 
+bool short_rows_from_environment() { return auto_or_off("ATTNJIT_SHORT_ROWS"); }
+
 LaunchChoices launch_choices_from_environment() {
   return {pack_gqa_from_environment(), split_kv_from_environment(),
-          decode_entry_from_environment()};
+          decode_entry_from_environment(), short_rows_from_environment()};
 }
 
 DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelConfig& config,

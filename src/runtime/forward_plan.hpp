@@ -108,11 +108,17 @@ SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& sha
 // measurements). Error(invalid_argument) for anything else.
 bool decode_entry_from_environment();
 
+// ATTNJIT_SHORT_ROWS: unset, empty or "auto": calls with short rows run on their variant's
+// short-rows kernel where it has one (runtime/short_rows.hpp); "off": never (for measurements).
+// Error(invalid_argument) for anything else.
+bool short_rows_from_environment();
+
 // What the environment may change about how a call launches (for measurements).
 struct LaunchChoices {
   bool pack_gqa = true;         // ATTNJIT_PACK_GQA
   std::optional<int> split_kv;  // ATTNJIT_SPLIT_KV (nullopt: the heuristic)
   bool decode_entry = true;     // ATTNJIT_DECODE_ENTRY
+  bool short_rows = true;       // ATTNJIT_SHORT_ROWS
 };
 LaunchChoices launch_choices_from_environment();
 

@@ -44,9 +44,31 @@ Variant::Variant(Runtime& runtime, VariantSpec spec)
 std::shared_ptr<const KernelBinary> Variant::kernel() {
   std::lock_guard lock(mutex_);
   if (!kernel_) {
+    tuned_ = codegen::kernel_tuning_requested();
     kernel_ = acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache()).binary;
   }
   return kernel_;
+}
+
+std::shared_ptr<const KernelBinary> Variant::short_rows_kernel() {
+  std::lock_guard lock(mutex_);
+  if (!short_rows_kernel_) {
+    short_rows_kernel_ =
+        acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache(), /*ptx=*/false,
+                        codegen::FamilyRequest::sm90, codegen::Schedule::short_rows)
+            .binary;
+  }
+  return short_rows_kernel_;
+}
+
+bool Variant::runs_short_rows(const KernelBinary& standard, const AttentionShape& shape,
+                              const VariantArgs& args) {
+  if (!launch_choices_.short_rows || tuned_ ||
+      !codegen::has_short_rows_schedule(standard.config, spec_.head_dim, parsed_.mask)) {
+    return false;
+  }
+  return short_rows_rule_.applies(parsed_.mask, args, shape, standard.config,
+                                  runtime_.device_multiprocessors());
 }
 
 std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
@@ -147,6 +169,8 @@ void Variant::forward(const ForwardCall& call) {
       // 128-row blocks over all of them.
       log().debug("decoding call: it runs on the sm80 kernel for {}", runtime_.device_arch());
       binary = sm80_kernel();
+    } else if (runs_short_rows(*binary, shape, args)) {
+      binary = short_rows_kernel();
     }
   }
   cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, hooks_use_heads_,

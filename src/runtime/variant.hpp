@@ -13,6 +13,7 @@
 #include "expr/expression.hpp"
 #include "jit/variant_compiler.hpp"
 #include "runtime/forward_plan.hpp"
+#include "runtime/short_rows.hpp"
 
 namespace attnjit {
 
@@ -59,6 +60,12 @@ class Variant {
   // Whether a call of an sm90-family variant runs on the sm80 kernel because that kernel packs
   // its GQA group or splits its keys (a decoding step; runtime/forward_plan.hpp).
   bool decoding_on_sm80(const AttentionShape& shape);
+  // The short-rows kernel (codegen/short_rows.hpp), and whether this call runs on it: only where
+  // the standard kernel `standard` has one, neither ATTNJIT_SHORT_ROWS=off nor ATTNJIT_TUNE (a
+  // tuning names the kernel that serves every call) says otherwise, and the rule picks it.
+  std::shared_ptr<const KernelBinary> short_rows_kernel();
+  bool runs_short_rows(const KernelBinary& standard, const AttentionShape& shape,
+                       const VariantArgs& args);
 
   Runtime& runtime_;
   VariantSpec spec_;
@@ -71,6 +78,9 @@ class Variant {
   std::shared_ptr<const KernelBinary> kernel_;
   std::shared_ptr<const KernelBinary> sm80_kernel_;
   std::optional<codegen::KernelConfig> sm80_config_;
+  std::shared_ptr<const KernelBinary> short_rows_kernel_;
+  bool tuned_ = false;  // ATTNJIT_TUNE was set when the standard kernel was first asked for
+  ShortRowsRule short_rows_rule_;
 };
 
 }  // namespace attnjit

@@ -200,17 +200,61 @@ static void test_kernel_family(void) {
   attnjit_variant_destroy(noop);
 }
 
+/* The variant's report on `arch` (source only). */
+static attnjit_variant_info* inspect_on(attnjit_variant* v, const char* arch) {
+  attnjit_inspect_options options;
+  attnjit_inspect_options_init(&options);
+  options.arch = arch;
+  options.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = NULL;
+  CHECK(attnjit_variant_inspect(&info, v, &options) == ATTNJIT_OK);
+  return info;
+}
+
+/* The short-rows kernel: a masked head-dim-64 variant of the sm90 kernel's default tiles whose
+ * mask reads no tensor has one (the global variant, causal); not on sm_80, not at head dim 128,
+ * not without a mask, and not under ATTNJIT_TUNE. */
+static void test_short_rows_kernel(void) {
+  attnjit_variant_info* info = inspect_on(variant, "sm_90a");
+  if (info != NULL) {
+    CHECK(info->has_short_rows_kernel == 1);
+    CHECK(info->short_rows_max_tiles > 0);
+    attnjit_variant_info_destroy(info);
+  }
+  info = inspect_on(variant, "sm_80");
+  if (info != NULL) {
+    CHECK(info->has_short_rows_kernel == 0 && info->short_rows_max_tiles == 0);
+    attnjit_variant_info_destroy(info);
+  }
+  setenv("ATTNJIT_TUNE", "sm90_handoff=1", 1);
+  info = inspect_on(variant, "sm_90a");
+  if (info != NULL) {
+    CHECK(info->has_short_rows_kernel == 0);
+    attnjit_variant_info_destroy(info);
+  }
+  unsetenv("ATTNJIT_TUNE");
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  for (int masked = 0; masked < 2; ++masked) {
+    desc.mask = masked ? "kv_idx <= q_idx" : NULL;
+    desc.head_dim = masked ? 128 : 64;
+    attnjit_variant* other = NULL;
+    CHECK(attnjit_variant_create(&other, runtime, &desc) == ATTNJIT_OK);
+    if (other == NULL) continue;
+    info = inspect_on(other, "sm_90a");
+    if (info != NULL) {
+      CHECK(info->has_short_rows_kernel == 0);
+      attnjit_variant_info_destroy(info);
+    }
+    attnjit_variant_destroy(other);
+  }
+}
+
 /* The variant's source on sm_90a under ATTNJIT_TUNE=`tune` (and the family the environment
  * names); NULL, after a failed CHECK, when it is refused. */
 static attnjit_variant_info* inspect_tuned(const char* tune) {
-  attnjit_inspect_options options;
-  attnjit_inspect_options_init(&options);
-  options.arch = "sm_90a";
-  options.parts = ATTNJIT_INSPECT_SOURCE;
   setenv("ATTNJIT_TUNE", tune, 1);
-  attnjit_variant_info* info = NULL;
-  CHECK(attnjit_variant_inspect(&info, variant, &options) == ATTNJIT_OK);
-  return info;
+  return inspect_on(variant, "sm_90a");
 }
 
 /* ATTNJIT_TUNE reaches the reported configuration, and a malformed one is refused with the
@@ -317,6 +361,7 @@ int main(int argc, char** argv) {
   test_bad_input();
   test_cpu_only_dtype_is_unsupported();
   test_kernel_family();
+  test_short_rows_kernel();
   test_tuning();
   attnjit_variant_destroy(variant);
   attnjit_runtime_destroy(runtime);

@@ -19,6 +19,7 @@
 
 #include "attnjit/attnjit.h"
 #include "attnjit/sm90_watchdog_record.cuh"
+#include "codegen/short_rows.hpp"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
@@ -214,8 +215,32 @@ attnjit_variant* maskless_c_variant(attnjit_runtime* runtime, const KernelCase& 
   return variant;
 }
 
-// A maskless case through `variant` (maskless_c_variant): device copies of its inputs,
-// attnjit_forward, the result against the reference.
+// The case's variant (mask, score and scalar parameters "NAME:int|float"; no tensors), through
+// the C API.
+attnjit_variant* c_variant(attnjit_runtime* runtime, const KernelCase& c) {
+  REQUIRE(c.tensors.empty());
+  std::vector<std::string> names;
+  std::vector<attnjit_param_decl> params;
+  for (const std::string& decl : c.params) names.push_back(decl.substr(0, decl.find(':')));
+  for (std::size_t i = 0; i < c.params.size(); ++i) {
+    const bool is_int = c.params[i].ends_with(":int");
+    params.push_back({names[i].c_str(), is_int ? ATTNJIT_PARAM_INT : ATTNJIT_PARAM_FLOAT});
+  }
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = c.mask.c_str();
+  desc.score = c.score.c_str();
+  desc.params = params.data();
+  desc.num_params = static_cast<int>(params.size());
+  desc.dtype = c.dtype == DType::bf16 ? ATTNJIT_DTYPE_BF16 : ATTNJIT_DTYPE_FP16;
+  desc.head_dim = c.head_dim;
+  attnjit_variant* variant = nullptr;
+  REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+  return variant;
+}
+
+// A case through `variant` (maskless_c_variant, c_variant): device copies of its inputs,
+// attnjit_forward with its parameters, the result against the reference.
 CaseResult run_variant_through_c_api(attnjit_variant* variant, const KernelCase& c) {
   PreparedCase prepared(c);
   reference::HostProblem& problem = prepared.problem;
@@ -245,6 +270,10 @@ CaseResult run_variant_through_c_api(attnjit_variant* variant, const KernelCase&
   args.q_len = c.shape.q_len;
   args.kv_len = c.shape.kv_len;
   args.layout = c.layout == Layout::bhld ? ATTNJIT_LAYOUT_BHLD : ATTNJIT_LAYOUT_BLHD;
+  std::vector<attnjit_scalar> scalars;
+  for (const std::int32_t bits : c.scalars) scalars.push_back({.i = bits});
+  args.params = scalars.data();
+  args.num_params = static_cast<int>(scalars.size());
   const attnjit_status status = attnjit_forward(variant, &args);
   INFO(attnjit_last_error() << "; emulator: " << device().error());
   REQUIRE(status == ATTNJIT_OK);
@@ -466,6 +495,61 @@ TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its c
   const Error e = test::capture_error([&] { variant.forward(call); });
   CHECK(e.status() == Status::invalid_argument);
   CHECK_THAT(e.what(), Catch::Contains("query pointer") && Catch::Contains("not aligned to 16"));
+}
+
+TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-rows kernel",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const auto cache = work_dir("short-rows-cache");
+  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
+  attnjit_runtime* runtime = cuda_runtime();
+
+  // 16 and 8 blocks of 128 query rows on the fake's 4 SMs, each keeping 2 or 3 key tiles of 128:
+  // short rows. The second is ragged, fp16, GQA, with q_len != kv_len.
+  KernelCase window;
+  window.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+  window.params = {"W:int"};
+  window.scalars = {64};
+  window.shape = shape(1, 4, 2, 512, 512);
+  KernelCase ragged = with(window, DType::fp16, Layout::blhd, 64);
+  ragged.shape = shape(1, 2, 1, 450, 470);
+  ragged.scalars = {150};
+  const KernelCase cases[] = {window, ragged};
+  const auto source = [](const KernelCase& c, const codegen::KernelTuning& tuning) {
+    const PreparedCase prepared(c);
+    return codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype, c.head_dim,
+                                           codegen::Target(90, true), codegen::FamilyRequest::sm90,
+                                           tuning);
+  };
+  for (const KernelCase& c : cases) {
+    INFO(c.name());
+    // Note: the emulated module holds the kernel the call must launch, and the launch's shared
+    // memory tells the two kernels apart (the short-rows kernel's stages hold 64 keys).
+    const codegen::GeneratedKernel short_rows = source(c, codegen::short_rows_tuning());
+    const codegen::GeneratedKernel standard = source(c, {});
+    REQUIRE(short_rows.config.smem_bytes != standard.config.smem_bytes);
+    // Note: the rule's choice for long rows and small grids is runtime/short_rows_test.cpp's.
+    for (const bool off : {false, true}) {
+      INFO((off ? "ATTNJIT_SHORT_ROWS=off" : "auto"));
+      std::optional<test::ScopedEnv> switch_off;
+      if (off) switch_off.emplace("ATTNJIT_SHORT_ROWS", "off");
+      const codegen::GeneratedKernel& expected = off ? standard : short_rows;
+      const simt::SimtModule module({expected.source}, work_dir("short-rows-module"));
+      device().use(&module, 0);
+      attnjit_variant* variant = c_variant(runtime, c);
+      const CaseResult result = run_variant_through_c_api(variant, c);
+      INFO(result.describe());
+      CHECK(result.passed());
+      CHECK(device().forward_grids().back().smem_bytes ==
+            static_cast<unsigned>(expected.config.smem_bytes));
+      attnjit_variant_destroy(variant);
+    }
+  }
+  device().use(nullptr, 0);
+  attnjit_runtime_destroy(runtime);
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
 }
 
 TEST_CASE("fake device: the backend's launches compute the reference", "[dispatch]") {

@@ -1,6 +1,7 @@
 // The CUDA forward pass against the CPU reference, one table per concern. Every case names itself
 // from its parameters (KernelCase::name) and carries its own error limit.
 #include <algorithm>
+#include <cstdlib>
 #include <catch2/catch.hpp>
 #include <numeric>
 #include <random>
@@ -8,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/kernel_tuning.hpp"
+#include "codegen/short_rows.hpp"
 #include "common/error.hpp"
 #include "gpu_harness.hpp"
 #include "support/case_tables.hpp"
@@ -263,6 +266,38 @@ TEST_CASE("managed memory, streams and threads give the same results", "[gpu]") 
       for (const std::string& failure : list) FAIL_CHECK(failure);
     }
   }
+}
+
+// The short-rows kernel (codegen/short_rows.hpp: two blocks per SM with the tile handoff, for
+// masked head-dim-64 calls whose rows keep few key tiles). run_case runs the kernel a variant's
+// configuration gives, so this asks for that one by its tuning (the same source, hence the same
+// kernel), added to the run's own (the sanitizers' watchdog). On the sm80 family the sm90 keys
+// change nothing. In the sanitizer set too: two blocks share an SM, each with its ring.
+TEST_CASE("the short-rows kernel matches the reference", "[gpu][sanitize]") {
+  const std::string short_rows = "sm90_blocks_per_sm=2,sm90_handoff=1";
+  const codegen::KernelTuning parsed = codegen::parse_kernel_tuning(short_rows);
+  CHECK(parsed.sm90_blocks_per_sm == codegen::short_rows_tuning().sm90_blocks_per_sm);
+  CHECK(parsed.sm90_handoff == codegen::short_rows_tuning().sm90_handoff);
+  const char* run_tuning = std::getenv("ATTNJIT_TUNE");
+  const std::string tuning = run_tuning != nullptr && *run_tuning != '\0'
+                                 ? std::string(run_tuning) + "," + short_rows
+                                 : short_rows;
+  const test::ScopedEnv tune("ATTNJIT_TUNE", tuning.c_str());
+  KernelCase window;
+  window.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+  window.params = {"W:int"};
+  window.scalars = {100};
+  window.shape = shape(1, 4, 2, 300, 300);
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(2, 2, 1, 200, 260);
+  KernelCase prefix;
+  prefix.mask = "kv_idx < prefix || q_idx >= kv_idx";
+  prefix.params = {"prefix:int"};
+  prefix.scalars = {70};
+  prefix.shape = shape(1, 3, 3, 257, 190);
+  check_cases({window, with(window, DType::fp16, Layout::blhd, 64), causal,
+               with(prefix, DType::fp16, Layout::bhld, 64)});
 }
 
 // A reduced set for compute-sanitizer (memcheck, racecheck): small, but every code path.

@@ -80,7 +80,7 @@ TEST_CASE("why_unwritable names a file in the way, and nothing for a writable di
   CHECK_THAT(why_unwritable(file / "sub"), Catch::Contains("is not a directory"));
 }
 
-TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 fallback too",
+TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 and short-rows kernels too",
           "[prewarm]") {
   const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
   test::TempDir dir;
@@ -100,8 +100,9 @@ TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 fallback 
     }
     return count;
   };
-  // sm_90a: the sm90 kernel and the sm80 kernel that decoding steps run on; sm_80: one.
-  CHECK(cubins("sm_90a") == 2);
+  // sm_90a: the sm90 kernel, the sm80 kernel that decoding steps run on and the short-rows
+  // kernel (a masked head-dim-64 variant: codegen/short_rows.hpp); sm_80: one.
+  CHECK(cubins("sm_90a") == 3);
   CHECK(cubins("sm_80") == 1);
 
   // Both are found on disk the next time: nothing is compiled.

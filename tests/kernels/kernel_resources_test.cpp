@@ -19,6 +19,7 @@
 
 #include "attnjit/fwd_config.cuh"
 #include "codegen/residency.hpp"
+#include "codegen/short_rows.hpp"
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "standard_variants.hpp"
@@ -333,6 +334,28 @@ TEST_CASE("sm90 kernels of two blocks per SM compile without spills", "[kernels]
     tuning.sm90_stages = stages;
     check_sm90_spill_free(64, tuning, {"noop", "causal", "sliding_window", "prefix_lm", "softcap"});
   }
+}
+
+// The short-rows kernels (codegen/short_rows.hpp) of every standard variant that has one (the
+// index-only masks), in both dtypes: calls pick them at run time, so they meet the defaults'
+// bar. The variants without one have no such kernel.
+TEST_CASE("sm90 short-rows kernels compile without spills", "[kernels][nvrtc][sm90]") {
+  int with_schedule = 0;
+  for (const auto& variant : attnjit::test::standard_variants()) {
+    const codegen::KernelConfig standard = codegen::kernel_config_for(
+        variant.mask, variant.score, attnjit::DType::bf16, 64, codegen::Target(90, true),
+        codegen::FamilyRequest::sm90, codegen::KernelTuning{});
+    INFO(variant.name);
+    const bool index_only_mask = !variant.mask.is_constant_true() && !variant.mask.reads_tensors();
+    CHECK(codegen::has_short_rows_schedule(standard, 64, variant.mask) == index_only_mask);
+    CHECK_FALSE(codegen::has_short_rows_schedule(standard, 128, variant.mask));
+    if (!index_only_mask) continue;
+    ++with_schedule;
+    for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
+      CHECK(check_sm90_kernel(variant, dtype, 64, codegen::short_rows_tuning()));
+    }
+  }
+  CHECK(with_schedule == 3);  // causal, sliding window, prefix-LM
 }
 
 // One consumer warpgroup in 64-row blocks, two per SM (ATTNJIT_TUNE=sm90_block_m=64,

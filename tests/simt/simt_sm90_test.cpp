@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <optional>
 
+#include "codegen/short_rows.hpp"
 #include "simt_harness.hpp"
 #include "support/case_tables.hpp"
 #include "support/expression_generator.hpp"
@@ -258,18 +259,23 @@ TEST_CASE("emulated sm90 with exponentials on the FMA pipe matches the reference
 
 // Two blocks per SM (sm90_blocks_per_sm=2): the same data flow with 64-key stages and no overlap
 // by default (the registers it changes are not the emulator's), here through the schedule cases
-// at head dim 64, the only one it takes.
+// at head dim 64, the only one it takes; alone and with the tile handoff, as the short-rows
+// kernel (codegen/short_rows.hpp) that calls with short rows run.
 TEST_CASE("emulated sm90 with two blocks per SM matches the reference", "[simt][sm90]") {
   simt::SimtLaunchOptions options;
-  options.tuning = codegen::KernelTuning{};
-  options.tuning->sm90_blocks_per_sm = 2;
-  const auto expected = codegen::sm90_kernel_config(64, *options.tuning, /*masked=*/true);
-  REQUIRE(expected.blocks_per_sm == 2);
-  REQUIRE(expected.block_n == 64);
-  REQUIRE_FALSE(expected.overlap);
-  std::vector<KernelCase> cases = schedule_cases();
-  for (KernelCase& c : cases) c.head_dim = 64;
-  check_sm90(cases, options);
+  codegen::KernelTuning two_per_sm;
+  two_per_sm.sm90_blocks_per_sm = 2;
+  for (const codegen::KernelTuning& tuning : {two_per_sm, codegen::short_rows_tuning()}) {
+    options.tuning = tuning;
+    const auto expected = codegen::sm90_kernel_config(64, tuning, /*masked=*/true);
+    REQUIRE(expected.blocks_per_sm == 2);
+    REQUIRE(expected.block_n == 64);
+    REQUIRE_FALSE(expected.overlap);
+    CHECK(expected.tile_handoff == tuning.sm90_handoff.value_or(false));
+    std::vector<KernelCase> cases = schedule_cases();
+    for (KernelCase& c : cases) c.head_dim = 64;
+    check_sm90(cases, options);
+  }
 }
 
 // One consumer warpgroup in 64-row blocks (sm90_block_m=64), two per SM: no GEMM turns, the

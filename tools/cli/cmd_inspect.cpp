@@ -67,6 +67,13 @@ void print_resources(const attnjit_variant_info& info) {
                "192-row blocks {}\n",
                info.sm90_handoff ? "on" : "off", info.sm90_poly_exp2,
                info.sm90_fold_m192 ? "on" : "off");
+    if (info.has_short_rows_kernel) {
+      fmt::print("short rows    calls keeping at most {} key tiles of {} per query tile run a "
+                 "second kernel: two blocks per SM,\n"
+                 "              tile handoff on (ATTNJIT_TUNE=sm90_blocks_per_sm=2,sm90_handoff=1 "
+                 "shows it)\n",
+                 info.short_rows_max_tiles, info.block_n);
+    }
     // Note: a line of its own, and only when on, since such a kernel is for hang hunting only.
     if (info.sm90_watchdog_ms > 0) {
       fmt::print(
