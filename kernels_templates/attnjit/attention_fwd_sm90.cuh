@@ -471,11 +471,29 @@ struct AttentionForwardSm90 {
           next(kTurnBarrier0 + static_cast<unsigned>((consumer + 1) % kConsumerWarpgroups)) {}
     static constexpr unsigned kThreads = 2 * 128;  // the waiting and the arriving warpgroup
     static constexpr bool kTurns = kConsumerWarpgroups > 1;
+    // Note: three consumers (160 registers each) of a masked kernel with the tile handoff take
+    // the ids anew from the thread index at each turn (a few integer instructions) rather than
+    // hold them across the tile loop: held, the id was the one value their causal kernel spilled
+    // (4 bytes, a local load per turn; 192 x 128 and 192 x 112 tiles). Only there: the unmasked
+    // kernels (the head-dim-64 defaults) do not spill, and without the handoff the change of
+    // register allocation made the sliding window's spill (docs/PERFORMANCE.md, "Eighteenth
+    // session").
+    static constexpr bool kRecomputed =
+        kConsumerWarpgroups == 3 && VARIANT::kHasMask && kHandoff;
+    ATTNJIT_DEVICE static unsigned consumer_now() {
+      return opaque(threadIdx.x) / 128 - 1;
+    }
     ATTNJIT_DEVICE void begin() const {
-      if constexpr (kTurns) named_barrier_sync(own, kThreads);
+      if constexpr (kTurns) {
+        named_barrier_sync(kRecomputed ? kTurnBarrier0 + consumer_now() : own, kThreads);
+      }
     }
     ATTNJIT_DEVICE void end() const {
-      if constexpr (kTurns) named_barrier_arrive(next, kThreads);
+      if constexpr (kTurns) {
+        const unsigned id =
+            kRecomputed ? kTurnBarrier0 + (consumer_now() + 1) % kConsumerWarpgroups : next;
+        named_barrier_arrive(id, kThreads);
+      }
     }
   };
 
