@@ -286,9 +286,9 @@ typedef struct attnjit_variant_info {
   /* 1 when calls whose query tiles keep few key tiles (at most short_rows_max_tiles of
    * block_n keys on average, sampled by the host) run on a second kernel of this variant: the
    * sm90 kernel with two blocks per SM and the tile handoff (README, "The Hopper kernel"; a
-   * masked head-dim-64 variant whose mask reads no tensor, unless ATTNJIT_TUNE is set). The
-   * same source as ATTNJIT_TUNE=sm90_blocks_per_sm=2,sm90_handoff=1, so inspecting under that
-   * setting shows it. 0 otherwise. */
+   * masked head-dim-64 variant whose mask reads no tensor, unless ATTNJIT_TUNE sets more than
+   * the watchdog). The same source as ATTNJIT_TUNE=sm90_blocks_per_sm=2,sm90_handoff=1, so
+   * inspecting under that setting shows it. 0 otherwise. */
   int has_short_rows_kernel;
   int short_rows_max_tiles;
 } attnjit_variant_info;

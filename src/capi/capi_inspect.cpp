@@ -95,7 +95,7 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   info.sm90_poly_exp2 = config.poly_exp2;
   info.sm90_fold_m192 = config.fold_m192 ? 1 : 0;
   info.sm90_watchdog_ms = config.watchdog_ms;
-  if (!attnjit::codegen::kernel_tuning_requested() &&
+  if (!attnjit::codegen::schedule_tuning_requested() &&
       attnjit::codegen::has_short_rows_schedule(config, spec.head_dim, parsed.mask)) {
     info.has_short_rows_kernel = 1;
     info.short_rows_max_tiles = attnjit::kShortRowMaxTiles;

@@ -105,10 +105,15 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
   return tuning;
 }
 
-bool kernel_tuning_requested() {
-  const char* value = std::getenv("ATTNJIT_TUNE");
-  return value != nullptr && *value != '\0';
+bool changes_schedule(const KernelTuning& t) {
+  return t.sm80_block_m || t.sm80_block_n || t.sm80_warps || t.sm80_stages ||
+         t.sm80_blocks_per_sm || t.decode_block_n || t.decode_stages || t.sm90_block_m ||
+         t.sm90_block_n || t.sm90_stages || t.sm90_overlap || t.sm90_persistent ||
+         t.sm90_p_smem || t.sm90_handoff || t.sm90_poly_exp2 || t.sm90_fold_m192 ||
+         t.sm90_blocks_per_sm || t.score_row_shift;
 }
+
+bool schedule_tuning_requested() { return changes_schedule(kernel_tuning_from_environment()); }
 
 KernelTuning kernel_tuning_from_environment() {
   const char* value = std::getenv("ATTNJIT_TUNE");

@@ -84,8 +84,12 @@ KernelTuning parse_kernel_tuning(std::string_view text);
 
 // ATTNJIT_TUNE read now (not cached: a benchmark may change it between calls).
 KernelTuning kernel_tuning_from_environment();
-// Whether ATTNJIT_TUNE is set and not empty: then the kernel it describes serves every call of a
-// variant (no short-rows kernel beside it, codegen/short_rows.hpp).
-bool kernel_tuning_requested();
+// Whether `tuning` sets anything but the watchdog (sm90_watchdog_ms, a debugging aid that leaves
+// the schedule as it is), and whether ATTNJIT_TUNE does: then the kernel it describes serves
+// every call of a variant (no short-rows kernel beside it, codegen/short_rows.hpp).
+// Note: a key added to KernelTuning must be added to changes_schedule too
+// (kernel_tuning_test checks every key).
+bool changes_schedule(const KernelTuning& tuning);
+bool schedule_tuning_requested();
 
 }  // namespace attnjit::codegen

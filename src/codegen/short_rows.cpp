@@ -4,8 +4,8 @@
 
 namespace attnjit::codegen {
 
-KernelTuning short_rows_tuning() {
-  KernelTuning tuning;
+KernelTuning short_rows_tuning(const KernelTuning& base) {
+  KernelTuning tuning = base;
   tuning.sm90_blocks_per_sm = 2;
   tuning.sm90_handoff = true;
   return tuning;

@@ -19,8 +19,10 @@ namespace attnjit::codegen {
 enum class Schedule { standard, short_rows };
 
 // The short-rows kernel's tiles: two blocks of two consumer warpgroups per SM (consumers of 104
-// registers, 64-key stages, no overlap) with the tile handoff, the measured configuration.
-KernelTuning short_rows_tuning();
+// registers, 64-key stages, no overlap) with the tile handoff, the measured configuration; on
+// top of `base`, which may set only the watchdog (ATTNJIT_TUNE's, so that a hunt for a hang
+// watches both kernels).
+KernelTuning short_rows_tuning(const KernelTuning& base = {});
 
 // Whether a variant whose standard kernel has `standard` has a short-rows kernel: the sm90
 // kernel's default tiles at head dim 64 (128 x 128, one block per SM) and a mask that is neither

@@ -51,7 +51,7 @@ PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
                                                      /*ptx=*/false, codegen::FamilyRequest::sm80);
       if (fallback.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
       require_stored(fallback, job, cache, outcome);
-      if (!outcome.failed && !codegen::kernel_tuning_requested() &&
+      if (!outcome.failed && !codegen::schedule_tuning_requested() &&
           codegen::has_short_rows_schedule(kernel.binary->config, spec.head_dim, parsed.mask)) {
         const VariantKernel short_rows =
             acquire_variant(spec, parsed, job.arch, cache, /*ptx=*/false,

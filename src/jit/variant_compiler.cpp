@@ -53,13 +53,10 @@ std::string request_id(const VariantSpec& spec, const std::string& arch, bool pt
   id += '/';
   id += static_cast<char>('0' + static_cast<int>(family));
   // Note: ATTNJIT_TUNE too, for the same reason: a benchmark times two tunings in one process.
-  // The short-rows kernel has its own fixed tuning instead.
+  // The short-rows kernel's tuning is fixed but for the watchdog, which it takes from there.
   id += '/';
-  if (schedule == codegen::Schedule::short_rows) {
-    id += "short-rows";
-  } else if (const char* tuning = std::getenv("ATTNJIT_TUNE"); tuning != nullptr) {
-    id += tuning;
-  }
+  if (schedule == codegen::Schedule::short_rows) id += "short-rows/";
+  if (const char* tuning = std::getenv("ATTNJIT_TUNE"); tuning != nullptr) id += tuning;
   return id;
 }
 
@@ -106,7 +103,8 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
       schedule == codegen::Schedule::short_rows
           ? codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
                                             arch_target(arch), codegen::FamilyRequest::sm90,
-                                            codegen::short_rows_tuning())
+                                            codegen::short_rows_tuning(
+                                                codegen::kernel_tuning_from_environment()))
           : codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
                                             arch_target(arch), family);
   const bool sm90_forced = family == codegen::FamilyRequest::sm90 ||

@@ -44,7 +44,7 @@ Variant::Variant(Runtime& runtime, VariantSpec spec)
 std::shared_ptr<const KernelBinary> Variant::kernel() {
   std::lock_guard lock(mutex_);
   if (!kernel_) {
-    tuned_ = codegen::kernel_tuning_requested();
+    tuned_ = codegen::schedule_tuning_requested();
     kernel_ = acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache()).binary;
   }
   return kernel_;

@@ -62,7 +62,8 @@ class Variant {
   bool decoding_on_sm80(const AttentionShape& shape);
   // The short-rows kernel (codegen/short_rows.hpp), and whether this call runs on it: only where
   // the standard kernel `standard` has one, neither ATTNJIT_SHORT_ROWS=off nor ATTNJIT_TUNE (a
-  // tuning names the kernel that serves every call) says otherwise, and the rule picks it.
+  // tuning of the schedule names the kernel that serves every call; the watchdog alone goes
+  // into both) says otherwise, and the rule picks it.
   std::shared_ptr<const KernelBinary> short_rows_kernel();
   bool runs_short_rows(const KernelBinary& standard, const AttentionShape& shape,
                        const VariantArgs& args);
@@ -79,7 +80,8 @@ class Variant {
   std::shared_ptr<const KernelBinary> sm80_kernel_;
   std::optional<codegen::KernelConfig> sm80_config_;
   std::shared_ptr<const KernelBinary> short_rows_kernel_;
-  bool tuned_ = false;  // ATTNJIT_TUNE was set when the standard kernel was first asked for
+  // ATTNJIT_TUNE changed the schedule when the standard kernel was first asked for.
+  bool tuned_ = false;
   ShortRowsRule short_rows_rule_;
 };
 

@@ -213,7 +213,7 @@ static attnjit_variant_info* inspect_on(attnjit_variant* v, const char* arch) {
 
 /* The short-rows kernel: a masked head-dim-64 variant of the sm90 kernel's default tiles whose
  * mask reads no tensor has one (the global variant, causal); not on sm_80, not at head dim 128,
- * not without a mask, and not under ATTNJIT_TUNE. */
+ * not without a mask, and not under an ATTNJIT_TUNE that changes the schedule. */
 static void test_short_rows_kernel(void) {
   attnjit_variant_info* info = inspect_on(variant, "sm_90a");
   if (info != NULL) {
@@ -230,6 +230,13 @@ static void test_short_rows_kernel(void) {
   info = inspect_on(variant, "sm_90a");
   if (info != NULL) {
     CHECK(info->has_short_rows_kernel == 0);
+    attnjit_variant_info_destroy(info);
+  }
+  /* The watchdog alone leaves the schedule, hence the short-rows kernel, as it is. */
+  setenv("ATTNJIT_TUNE", "sm90_watchdog_ms=1000", 1);
+  info = inspect_on(variant, "sm_90a");
+  if (info != NULL) {
+    CHECK(info->has_short_rows_kernel == 1);
     attnjit_variant_info_destroy(info);
   }
   unsetenv("ATTNJIT_TUNE");

@@ -1,6 +1,9 @@
 #include "codegen/kernel_tuning.hpp"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <optional>
+#include <string>
 
 #include "attnjit/fwd_config.cuh"
 #include "attnjit/sm90_fwd_config.cuh"
@@ -560,4 +563,42 @@ TEST_CASE("score_row_shift: on by default in both families, 0 writes the unshift
     CHECK(unshifted.source.find("kScoreRowShift") == std::string::npos);
     CHECK(unshifted.source.find("(col_values.v0 - row_values.v0)") != std::string::npos);
   }
+}
+
+// Every key the parser knows (as its error for an unknown one lists them) changes the schedule,
+// so that a tuning turns the short-rows rule off, except the watchdog, a debugging aid that both
+// kernels take. A key added without changes_schedule knowing it fails here.
+TEST_CASE("every ATTNJIT_TUNE key but the watchdog changes the schedule", "[codegen][tuning]") {
+  std::string listed;
+  try {
+    parse_kernel_tuning("no_such_key=1");
+    FAIL("an unknown key was accepted");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    const auto at = what.find("keys: ");
+    REQUIRE(at != std::string::npos);
+    listed = what.substr(at + 6);
+  }
+  CHECK_FALSE(codegen::changes_schedule(parse_kernel_tuning("")));
+  int keys = 0;
+  std::size_t start = 0;
+  while (start < listed.size()) {
+    const std::size_t end = std::min(listed.find(", ", start), listed.size());
+    const std::string key = listed.substr(start, end - start);
+    start = end + 2;
+    ++keys;
+    INFO(key);
+    // The first of these values the key accepts.
+    std::optional<codegen::KernelTuning> tuning;
+    for (const char* value : {"1", "2", "64", "128"}) {
+      try {
+        tuning = parse_kernel_tuning(key + "=" + value);
+        break;
+      } catch (const Error&) {
+      }
+    }
+    REQUIRE(tuning.has_value());
+    CHECK(codegen::changes_schedule(*tuning) == (key != "sm90_watchdog_ms"));
+  }
+  CHECK(keys == 19);
 }

@@ -19,6 +19,7 @@
 
 #include "attnjit/attnjit.h"
 #include "attnjit/sm90_watchdog_record.cuh"
+#include "codegen/kernel_tuning.hpp"
 #include "codegen/short_rows.hpp"
 #include "codegen/variant_source.hpp"
 #include "common/error.hpp"
@@ -522,10 +523,23 @@ TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-r
                                            codegen::Target(90, true), codegen::FamilyRequest::sm90,
                                            tuning);
   };
+  // The case through a variant created now, on an emulated module of `expected` alone: it must
+  // launch that kernel (the launch's shared memory tells the two kernels apart: the short-rows
+  // kernel's stages hold 64 keys) and compute the reference.
+  const auto run_expecting = [&](const KernelCase& c, const codegen::GeneratedKernel& expected) {
+    const simt::SimtModule module({expected.source}, work_dir("short-rows-module"));
+    device().use(&module, 0);
+    attnjit_variant* variant = c_variant(runtime, c);
+    const CaseResult result = run_variant_through_c_api(variant, c);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    CHECK(device().forward_grids().back().smem_bytes ==
+          static_cast<unsigned>(expected.config.smem_bytes));
+    attnjit_variant_destroy(variant);
+    device().use(nullptr, 0);
+  };
   for (const KernelCase& c : cases) {
     INFO(c.name());
-    // Note: the emulated module holds the kernel the call must launch, and the launch's shared
-    // memory tells the two kernels apart (the short-rows kernel's stages hold 64 keys).
     const codegen::GeneratedKernel short_rows = source(c, codegen::short_rows_tuning());
     const codegen::GeneratedKernel standard = source(c, {});
     REQUIRE(short_rows.config.smem_bytes != standard.config.smem_bytes);
@@ -534,19 +548,20 @@ TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-r
       INFO((off ? "ATTNJIT_SHORT_ROWS=off" : "auto"));
       std::optional<test::ScopedEnv> switch_off;
       if (off) switch_off.emplace("ATTNJIT_SHORT_ROWS", "off");
-      const codegen::GeneratedKernel& expected = off ? standard : short_rows;
-      const simt::SimtModule module({expected.source}, work_dir("short-rows-module"));
-      device().use(&module, 0);
-      attnjit_variant* variant = c_variant(runtime, c);
-      const CaseResult result = run_variant_through_c_api(variant, c);
-      INFO(result.describe());
-      CHECK(result.passed());
-      CHECK(device().forward_grids().back().smem_bytes ==
-            static_cast<unsigned>(expected.config.smem_bytes));
-      attnjit_variant_destroy(variant);
+      run_expecting(c, off ? standard : short_rows);
     }
   }
-  device().use(nullptr, 0);
+  // A tuning of the schedule (here the masked default's own handoff) keeps the standard kernel;
+  // the watchdog alone goes into the short-rows kernel too.
+  {
+    const test::ScopedEnv tuned("ATTNJIT_TUNE", "sm90_handoff=1");
+    run_expecting(window, source(window, {}));
+  }
+  const test::ScopedEnv watched("ATTNJIT_TUNE", "sm90_watchdog_ms=60000");
+  const codegen::GeneratedKernel watched_short_rows = source(
+      window, codegen::short_rows_tuning(codegen::parse_kernel_tuning("sm90_watchdog_ms=60000")));
+  REQUIRE(watched_short_rows.config.watchdog_ms == 60000);
+  run_expecting(window, watched_short_rows);
   attnjit_runtime_destroy(runtime);
   std::error_code ignored;
   std::filesystem::remove_all(cache, ignored);
