@@ -61,9 +61,25 @@ std::shared_ptr<const KernelBinary> Variant::short_rows_kernel() {
   return short_rows_kernel_;
 }
 
+std::shared_ptr<const KernelBinary> Variant::short_rows_kernel_or(
+    std::shared_ptr<const KernelBinary> standard) {
+  try {
+    return short_rows_kernel();
+  } catch (const Error& e) {
+    // Note: the standard kernel serves these calls too, only slower; a failure to build or
+    // store the short-rows kernel (a full disk, a bug) should not fail them.
+    if (!short_rows_failed_.exchange(true)) {
+      log().warn("the short-rows kernel is not available ({}); calls with short rows run on the "
+                 "standard kernel",
+                 e.what());
+    }
+    return standard;
+  }
+}
+
 bool Variant::runs_short_rows(const KernelBinary& standard, const AttentionShape& shape,
                               const VariantArgs& args) {
-  if (!launch_choices_.short_rows || tuned_ ||
+  if (!launch_choices_.short_rows || tuned_ || short_rows_failed_.load() ||
       !codegen::has_short_rows_schedule(standard.config, spec_.head_dim, parsed_.mask)) {
     return false;
   }
@@ -170,7 +186,7 @@ void Variant::forward(const ForwardCall& call) {
       log().debug("decoding call: it runs on the sm80 kernel for {}", runtime_.device_arch());
       binary = sm80_kernel();
     } else if (runs_short_rows(*binary, shape, args)) {
-      binary = short_rows_kernel();
+      binary = short_rows_kernel_or(std::move(binary));
     }
   }
   cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, hooks_use_heads_,

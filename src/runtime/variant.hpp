@@ -2,6 +2,7 @@
 // runtime's backend.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,9 @@ class Variant {
   // tuning of the schedule names the kernel that serves every call; the watchdog alone goes
   // into both) says otherwise, and the rule picks it.
   std::shared_ptr<const KernelBinary> short_rows_kernel();
+  // short_rows_kernel(), or `standard` (with a warning, once) when it cannot be had.
+  std::shared_ptr<const KernelBinary> short_rows_kernel_or(
+      std::shared_ptr<const KernelBinary> standard);
   bool runs_short_rows(const KernelBinary& standard, const AttentionShape& shape,
                        const VariantArgs& args);
 
@@ -83,6 +87,7 @@ class Variant {
   // ATTNJIT_TUNE changed the schedule when the standard kernel was first asked for.
   bool tuned_ = false;
   ShortRowsRule short_rows_rule_;
+  std::atomic<bool> short_rows_failed_{false};  // short_rows_kernel threw: the rule is off
 };
 
 }  // namespace attnjit

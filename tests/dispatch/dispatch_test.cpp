@@ -557,6 +557,25 @@ TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-r
     const test::ScopedEnv tuned("ATTNJIT_TUNE", "sm90_handoff=1");
     run_expecting(window, source(window, {}));
   }
+  // A short-rows kernel that cannot be had leaves the calls on the standard kernel: here a first
+  // call of too few blocks for the rule (4 on 4 SMs) readies everything else before ATTNJIT_TUNE
+  // turns bad, so only the short-rows request reads the bad value.
+  {
+    const simt::SimtModule module({source(window, {}).source}, work_dir("short-rows-module"));
+    device().use(&module, 0);
+    attnjit_variant* variant = c_variant(runtime, window);
+    KernelCase few_blocks = window;
+    few_blocks.shape = shape(1, 1, 1, 512, 512);
+    CHECK(run_variant_through_c_api(variant, few_blocks).passed());
+    const test::ScopedEnv bad("ATTNJIT_TUNE", "sm90_blocks_per_sm=3");
+    const CaseResult result = run_variant_through_c_api(variant, window);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    CHECK(device().forward_grids().back().smem_bytes ==
+          static_cast<unsigned>(source(window, {}).config.smem_bytes));
+    attnjit_variant_destroy(variant);
+    device().use(nullptr, 0);
+  }
   const test::ScopedEnv watched("ATTNJIT_TUNE", "sm90_watchdog_ms=60000");
   const codegen::GeneratedKernel watched_short_rows = source(
       window, codegen::short_rows_tuning(codegen::parse_kernel_tuning("sm90_watchdog_ms=60000")));
