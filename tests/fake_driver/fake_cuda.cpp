@@ -43,6 +43,7 @@
 #include "attnjit/sm90_fwd_params.cuh"
 #include "attnjit/sm90_watchdog_record.cuh"
 #include "attnjit_simt/fake_tensor_map.hpp"
+#include "codegen/kernel_tuning.hpp"
 #include "codegen/variant_source.hpp"
 #include "expr/expression.hpp"
 #include "support/hopper_probe_kernels.hpp"
@@ -179,6 +180,27 @@ bool image_contains(const char* image, const char* text) {
   return haystack.find(text) != std::string_view::npos;
 }
 
+// The tuning under which generation gives a sidecar's recorded configuration: ATTNJIT_TUNE's
+// (what the sm80 kernel and the score's row shift were generated with), with the sm90 kernel's
+// recorded tiles and schedule in place of its overrides, since the runtime also generates sm90
+// kernels under a tuning of its own (the short-rows kernel, codegen/short_rows.hpp).
+attnjit::codegen::KernelTuning recorded_tuning(const nlohmann::json& config) {
+  attnjit::codegen::KernelTuning tuning = attnjit::codegen::kernel_tuning_from_environment();
+  if (config.value("family", std::string("sm80")) != "sm90") return tuning;
+  tuning.sm90_block_m = config.value("block_m", 0);
+  tuning.sm90_block_n = config.value("block_n", 0);
+  tuning.sm90_stages = config.value("num_stages", 0);
+  tuning.sm90_overlap = config.value("overlap", false);
+  tuning.sm90_persistent = config.value("persistent", false);
+  tuning.sm90_p_smem = config.value("p_in_smem", false);
+  tuning.sm90_handoff = config.value("tile_handoff", false);
+  tuning.sm90_poly_exp2 = config.value("poly_exp2", 0);
+  tuning.sm90_fold_m192 = config.value("fold_m192", false);
+  tuning.sm90_blocks_per_sm = config.value("blocks_per_sm", 1);
+  tuning.sm90_watchdog_ms = config.value("watchdog_ms", 0);
+  return tuning;
+}
+
 // The kernel source of a cubin that the cache under $ATTNJIT_CACHE_DIR holds: its sidecar's
 // variant, parsed and generated again (generation is deterministic). Empty when not found.
 std::string find_source(const unsigned char* image) {
@@ -217,7 +239,8 @@ std::string find_source(const unsigned char* image) {
                             ? attnjit::codegen::FamilyRequest::sm90
                             : attnjit::codegen::FamilyRequest::sm80;
     return attnjit::codegen::generate_kernel_source(mask, score, dtype,
-                                                    variant["head_dim"].get<int>(), target, family)
+                                                    variant["head_dim"].get<int>(), target, family,
+                                                    recorded_tuning(sidecar["config"]))
         .source;
   }
   return {};
