@@ -481,8 +481,9 @@ typedef struct attnjit_tile_census {
 #define ATTNJIT_TILE_CENSUS_OPTIONS_VERSION 1
 typedef struct attnjit_tile_census_options {
   int version;      /* ATTNJIT_TILE_CENSUS_OPTIONS_VERSION */
-  const char* arch; /* the tiles of the kernel chosen for this arch; NULL: the tiles the
-                       runtime's backend uses (its GPU's kernel, or the CPU reference's) */
+  const char* arch; /* the tiles of the kernel chosen for this arch; NULL: the tiles of the
+                       kernel the call runs on (attnjit_variant_launch_plan's: on a GPU runtime
+                       this compiles or loads it), or the CPU reference's */
 } attnjit_tile_census_options;
 
 ATTNJIT_API void attnjit_tile_census_options_init(attnjit_tile_census_options* options);
@@ -513,6 +514,38 @@ ATTNJIT_API attnjit_status attnjit_variant_tile_map(unsigned char* map, size_t c
                                                     const attnjit_forward_args* args, int batch,
                                                     int head,
                                                     const attnjit_tile_census_options* options);
+
+/* What attnjit_forward would launch for a call, and why, without launching it: which of the
+ * variant's kernels runs it (its own; on sm_90a the sm80 kernel for a call TMA cannot load or
+ * for a decoding step, or the short-rows kernel for short rows), the launched entry's tiles and
+ * grid, split-KV and packed GQA, the tensor-summary launches. The kernel engineer's answer to
+ * "which kernel did this call run": forward makes the same choice for the same call (the
+ * short-rows rule remembers it). Filled by attnjit_variant_launch_plan; strings are static. */
+#define ATTNJIT_LAUNCH_PLAN_VERSION 1
+typedef struct attnjit_launch_plan {
+  int version;               /* ATTNJIT_LAUNCH_PLAN_VERSION: attnjit_launch_plan_init sets it */
+  attnjit_backend backend;   /* CUDA or CPU; on the CPU only kernel and reason are set */
+  const char* kernel_family; /* "sm80" or "sm90"; "" on the CPU */
+  const char* kernel;        /* "standard" (the variant's kernel for the arch), "tma_fallback",
+                                "decoding", "short_rows"; "reference" on the CPU */
+  const char* entry;         /* the launched entry point: "attnjit_fwd", "attnjit_fwd_decode" */
+  char reason[256];          /* why, in words (cut to fit, always NUL-terminated) */
+  int block_m, block_n, num_warps, blocks_per_sm; /* the launched entry's tiles */
+  unsigned grid_x, grid_y, threads, dynamic_smem_bytes;
+  int gqa_group;        /* query heads packed into one block's rows per key/value head (1: not) */
+  int num_splits;       /* key slices, merged by a second launch (1: not split) */
+  int split_tiles;      /* key tiles per slice (0 when not split) */
+  int summary_launches; /* tensor-summary kernels launched before the forward one */
+  size_t scratch_bytes; /* device scratch the call takes (summaries, split partials) */
+} attnjit_launch_plan;
+
+ATTNJIT_API void attnjit_launch_plan_init(attnjit_launch_plan* plan);
+/* out must come from attnjit_launch_plan_init. Checks the call as attnjit_forward does (shapes,
+ * dtypes, strides, per-call values), except the buffers' memory, which only a launch can check;
+ * compiles or loads the kernels the choice needs, as attnjit_forward would. */
+ATTNJIT_API attnjit_status attnjit_variant_launch_plan(attnjit_launch_plan* out,
+                                                       attnjit_variant* variant,
+                                                       const attnjit_forward_args* args);
 
 /* The naive reference: every element evaluated directly, in double precision (the score
  * expression in fp32, as the kernels evaluate it), single-threaded; for checking a result.

@@ -24,20 +24,20 @@ struct Tiles {
   int q, kv;
 };
 
-// The tiles of the kernel that runs the call: the kernel chosen for `arch`, else the GPU
-// kernel of a CUDA runtime, else the CPU reference's (whose tiles also classify the mask). A call
-// the decoding entry runs (at most kDecodeBlockM rows after packing; on sm_90a through the sm80
-// module) has that entry's tiles.
-Tiles tiles_for(const attnjit_variant& variant, const char* arch,
-                const attnjit::AttentionShape& shape) {
-  std::string chosen = arch != nullptr ? attnjit::nvrtc::validate_arch(arch) : std::string();
-  if (chosen.empty() && variant.runtime.backend() == attnjit::Backend::cuda) {
-    chosen = variant.runtime.device_arch();
+// The tiles of the kernel that runs the call: the kernel chosen for `arch`, else the one the
+// launch plan of a CUDA runtime's call picks, else the CPU reference's (whose tiles also
+// classify the mask). A call the decoding entry runs (at most kDecodeBlockM rows after packing;
+// on sm_90a through the sm80 module) has that entry's tiles.
+Tiles tiles_for(attnjit_variant& variant, const char* arch, const attnjit::ForwardCall& call) {
+  if (arch == nullptr && variant.runtime.backend() == attnjit::Backend::cuda) {
+    const attnjit::CallPlan plan = variant.impl.launch_plan(call);
+    return {plan.launch.decoding.config.block_m, plan.launch.decoding.config.block_n};
   }
-  if (chosen.empty()) {
+  if (arch == nullptr) {
     const attnjit::reference::ReferenceOptions cpu;
     return {cpu.tile_q, cpu.tile_kv};
   }
+  const std::string chosen = attnjit::nvrtc::validate_arch(arch);
   // Note: the family as the kernel request resolves it (ATTNJIT_KERNEL_FAMILY included): the sm90
   // kernel's key tiles are twice the sm80 kernel's.
   const attnjit::VariantSpec& spec = variant.impl.spec();
@@ -52,8 +52,9 @@ Tiles tiles_for(const attnjit_variant& variant, const char* arch,
                                                 attnjit::codegen::FamilyRequest::sm80);
   // Note: one SM, since the slice count does not change the tiles.
   const attnjit::DecodingPlan decoding = attnjit::plan_decoding(
-      shape, sm80, attnjit::expressions_use_heads({variant.impl.mask(), variant.impl.score()}),
-      1, variant.impl.launch_choices());
+      call.shape, sm80,
+      attnjit::expressions_use_heads({variant.impl.mask(), variant.impl.score()}), 1,
+      variant.impl.launch_choices());
   if (decoding.decode_entry) return {decoding.config.block_m, decoding.config.block_n};
   return {config.block_m, config.block_n};
 }
@@ -86,10 +87,10 @@ HostCall examine_call(attnjit_variant& variant, const attnjit_forward_args* args
   const attnjit_tile_census_options& o = options != nullptr ? *options : defaults;
   require_version(o.version, ATTNJIT_TILE_CENSUS_OPTIONS_VERSION, "attnjit_tile_census_options");
   HostCall host{{}, attnjit::capi::to_call(a, variant.impl.spec().head_dim), {}};
-  host.tiles = tiles_for(variant, o.arch, host.call.shape);
   host.packed = variant.impl.pack_args(host.call);
   attnjit::reference::validate_variant_call(variant.impl.mask(), variant.impl.score(),
                                             host.packed, host.call.shape, host.call.buffers);
+  host.tiles = tiles_for(variant, o.arch, host.call);
   return host;
 }
 

@@ -9,11 +9,10 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/int_math.hpp"
 
 namespace attnjit {
 namespace {
-
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 constexpr std::uint64_t kTmaAlignment = 16;
 constexpr std::uint64_t kTmaStrideLimit = std::uint64_t{1} << 40;

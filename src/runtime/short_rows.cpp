@@ -1,8 +1,11 @@
 #include "runtime/short_rows.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "common/int_math.hpp"
 #include "common/log.hpp"
 #include "expr/block_analysis.hpp"
 
@@ -26,8 +29,6 @@ std::int64_t count_kept(const expr::Expression& mask, const VariantArgs& args, T
   return left + count_kept(mask, args, tile, tile_kv, middle, last, budget - left);
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
 }  // namespace
 
 KeptTileSample sample_kept_tiles(const expr::Expression& mask, const VariantArgs& args,
@@ -36,8 +37,8 @@ KeptTileSample sample_kept_tiles(const expr::Expression& mask, const VariantArgs
   if (mask.reads_tensors()) {
     throw_error(Status::internal, "the short-rows rule classifies only index-only masks");
   }
-  const std::int64_t q_tiles = ceil_div(shape.q_len, tile_q);
-  const std::int64_t kv_tiles = ceil_div(shape.kv_len, tile_kv);
+  const std::int64_t q_tiles = ceil_div<std::int64_t>(shape.q_len, tile_q);
+  const std::int64_t kv_tiles = ceil_div<std::int64_t>(shape.kv_len, tile_kv);
   const std::int64_t heads = std::int64_t{shape.batch} * shape.num_heads_q;
   KeptTileSample sample;
   if (kv_tiles == 0) return sample;
@@ -65,12 +66,14 @@ KeptTileSample sample_kept_tiles(const expr::Expression& mask, const VariantArgs
   return sample;
 }
 
-bool ShortRowsRule::applies(const expr::Expression& mask, const VariantArgs& args,
-                            const AttentionShape& shape, const codegen::KernelConfig& standard,
-                            int multiprocessors) {
-  const std::int64_t blocks = ceil_div(shape.q_len, standard.block_m) * shape.batch *
-                              shape.num_heads_q;
-  if (blocks < std::int64_t{kShortRowMinBlocksPerSm} * multiprocessors) return false;
+ShortRowsVerdict ShortRowsRule::decide(const expr::Expression& mask, const VariantArgs& args,
+                                       const AttentionShape& shape,
+                                       const codegen::KernelConfig& standard,
+                                       int multiprocessors) {
+  ShortRowsVerdict verdict;
+  verdict.blocks = ceil_div<std::int64_t>(shape.q_len, standard.block_m) * shape.batch *
+                   shape.num_heads_q;
+  if (verdict.blocks < std::int64_t{kShortRowMinBlocksPerSm} * multiprocessors) return verdict;
   std::array<int, kMaxParams> scalars{};
   std::copy(std::begin(args.scalars), std::end(args.scalars), scalars.begin());
   const auto same = [&](const Decision& d) {
@@ -81,23 +84,35 @@ bool ShortRowsRule::applies(const expr::Expression& mask, const VariantArgs& arg
   {
     std::lock_guard lock(mutex_);
     for (const Decision& d : recent_) {
-      if (same(d)) return d.short_rows;
+      if (same(d)) return d.verdict;
     }
   }
   // Note: outside the lock; two threads deciding the same call both store the same answer.
   constexpr std::int64_t kLimit = std::int64_t{kShortRowMaxTiles} * kShortRowSamples;
-  const KeptTileSample sample = sample_kept_tiles(mask, args, shape, standard.block_m,
-                                                  standard.block_n, kShortRowSamples, kLimit);
-  const bool short_rows =
-      !sample.stopped && sample.kept <= std::int64_t{kShortRowMaxTiles} * sample.query_tiles;
-  log().debug("{}{} kept key tiles in {} sampled query tiles: {}", sample.stopped ? "over " : "",
-              sample.kept, sample.query_tiles,
-              short_rows ? "short rows, the two-blocks-per-SM kernel" : "the standard kernel");
+  verdict.sampled = true;
+  verdict.sample = sample_kept_tiles(mask, args, shape, standard.block_m, standard.block_n,
+                                     kShortRowSamples, kLimit);
+  verdict.short_rows =
+      !verdict.sample.stopped &&
+      verdict.sample.kept <= std::int64_t{kShortRowMaxTiles} * verdict.sample.query_tiles;
+  log().debug("{}: {}", verdict.short_rows ? "the two-blocks-per-SM kernel" : "the standard kernel",
+              describe(verdict, multiprocessors));
   std::lock_guard lock(mutex_);
   Decision& slot = recent_[next_];
   next_ = (next_ + 1) % recent_.size();
-  slot = {shape, scalars, short_rows, true};
-  return short_rows;
+  slot = {shape, scalars, verdict, true};
+  return verdict;
+}
+
+std::string describe(const ShortRowsVerdict& verdict, int multiprocessors) {
+  if (!verdict.sampled) {
+    return fmt::format("too few blocks for two per SM ({} blocks on {} SMs, fewer than {} per SM)",
+                       verdict.blocks, multiprocessors, kShortRowMinBlocksPerSm);
+  }
+  return fmt::format("{} rows ({}{} kept key tiles in {} sampled query tiles; short: at most {} a "
+                     "tile)",
+                     verdict.short_rows ? "short" : "long", verdict.sample.stopped ? "over " : "",
+                     verdict.sample.kept, verdict.sample.query_tiles, kShortRowMaxTiles);
 }
 
 }  // namespace attnjit

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <string>
 
 #include "attnjit/variant_args.cuh"
 #include "codegen/variant_source.hpp"
@@ -40,25 +41,44 @@ KeptTileSample sample_kept_tiles(const expr::Expression& mask, const VariantArgs
                                  const AttentionShape& shape, int tile_q, int tile_kv,
                                  int samples, std::int64_t limit);
 
+// What the rule found for a call: the standard grid's blocks and, when there were enough of
+// them to ask, the sampled kept tiles.
+struct ShortRowsVerdict {
+  bool short_rows = false;
+  std::int64_t blocks = 0;  // of the standard kernel's grid
+  bool sampled = false;     // false: under kShortRowMinBlocksPerSm per SM, nothing counted
+  KeptTileSample sample;
+};
+
 // The rule, for a variant with a short-rows kernel whose standard kernel has `standard`:
 // enough blocks (kShortRowMinBlocksPerSm) and at most kShortRowMaxTiles kept key tiles per
 // sampled query tile. Remembers the last few shapes and parameter values, so that a repeated
 // call costs a comparison; thread-safe.
 class ShortRowsRule {
  public:
+  ShortRowsVerdict decide(const expr::Expression& mask, const VariantArgs& args,
+                          const AttentionShape& shape, const codegen::KernelConfig& standard,
+                          int multiprocessors);
   bool applies(const expr::Expression& mask, const VariantArgs& args, const AttentionShape& shape,
-               const codegen::KernelConfig& standard, int multiprocessors);
+               const codegen::KernelConfig& standard, int multiprocessors) {
+    return decide(mask, args, shape, standard, multiprocessors).short_rows;
+  }
 
  private:
   struct Decision {
     AttentionShape shape;
     std::array<int, kMaxParams> scalars{};
-    bool short_rows = false;
+    ShortRowsVerdict verdict;
     bool used = false;
   };
   std::mutex mutex_;
   std::array<Decision, 8> recent_{};
   std::size_t next_ = 0;  // the slot the next new decision takes (round robin)
 };
+
+// The verdict in words, for a launch plan and the debug log: "short rows (19 kept key tiles in
+// 8 sampled query tiles; short: at most 12 a tile)", "long rows (over 96 ...)", "too few
+// blocks ...".
+std::string describe(const ShortRowsVerdict& verdict, int multiprocessors);
 
 }  // namespace attnjit

@@ -1,5 +1,7 @@
 #include "runtime/variant.hpp"
 
+#include <fmt/format.h>
+
 #include <limits>
 
 #include "jit/kernel_cache.hpp"
@@ -77,14 +79,57 @@ std::shared_ptr<const KernelBinary> Variant::short_rows_kernel_or(
   }
 }
 
-bool Variant::runs_short_rows(const KernelBinary& standard, const AttentionShape& shape,
-                              const VariantArgs& args) {
-  if (!launch_choices_.short_rows || tuned_ || short_rows_failed_.load() ||
-      !codegen::has_short_rows_schedule(standard.config, spec_.head_dim, parsed_.mask)) {
-    return false;
+const char* Variant::short_rows_barred() const {
+  if (!launch_choices_.short_rows) return "ATTNJIT_SHORT_ROWS=off";
+  if (tuned_) return "ATTNJIT_TUNE sets the schedule";
+  if (short_rows_failed_.load()) return "the short-rows kernel could not be built (see the warning)";
+  return nullptr;
+}
+
+KernelChoice Variant::choose_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
+                                    const VariantArgs& args, bool explain) {
+  KernelChoice choice{kernel(), KernelRole::standard, {}};
+  if (explain) choice.why = fmt::format("the variant's kernel for {}", runtime_.device_arch());
+  if (choice.binary->config.family != codegen::KernelFamily::sm90) return choice;
+  if (const std::string why = tma_limitation(shape, buffers); !why.empty()) {
+    log().debug("the sm90 kernel cannot load this call with TMA ({}); it runs on the sm80 "
+                "kernel for {}",
+                why, runtime_.device_arch());
+    choice = {sm80_kernel(), KernelRole::tma_fallback,
+              explain ? fmt::format("the sm90 kernel cannot load this call with TMA ({})", why)
+                      : std::string()};
+  } else if (decoding_on_sm80(shape)) {
+    // Note: a decoding call (a few query rows, many keys) is bound by reading K and V; the
+    // sm80 kernel's decoding entry, with the keys split and a GQA group's heads packed into
+    // one small block, keeps every SM reading, where the sm90 kernel would run a handful of
+    // 128-row blocks over all of them.
+    log().debug("decoding call: it runs on the sm80 kernel for {}", runtime_.device_arch());
+    choice = {sm80_kernel(), KernelRole::decoding,
+              explain ? std::string("a decoding call: the sm80 kernel splits its keys or packs "
+                                    "its query heads")
+                      : std::string()};
+  } else if (codegen::has_short_rows_schedule(choice.binary->config, spec_.head_dim,
+                                              parsed_.mask)) {
+    if (const char* barred = short_rows_barred()) {
+      if (explain) choice.why += fmt::format("; not the short-rows kernel: {}", barred);
+      return choice;
+    }
+    const ShortRowsVerdict verdict = short_rows_rule_.decide(
+        parsed_.mask, args, shape, choice.binary->config, runtime_.device_multiprocessors());
+    if (verdict.short_rows) {
+      std::shared_ptr<const KernelBinary> standard = choice.binary;
+      choice.binary = short_rows_kernel_or(standard);
+      // Note: the standard kernel again when the short-rows kernel cannot be had.
+      if (choice.binary != standard) choice.role = KernelRole::short_rows;
+    }
+    if (explain) {
+      const std::string found = describe(verdict, runtime_.device_multiprocessors());
+      choice.why = choice.role == KernelRole::short_rows
+                       ? fmt::format("{}: the variant's two-blocks-per-SM kernel", found)
+                       : fmt::format("{}; {}", choice.why, found);
+    }
   }
-  return short_rows_rule_.applies(parsed_.mask, args, shape, standard.config,
-                                  runtime_.device_multiprocessors());
+  return choice;
 }
 
 std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
@@ -157,7 +202,7 @@ VariantArgs Variant::pack_args(const ForwardCall& call) const {
   return args;
 }
 
-void Variant::forward(const ForwardCall& call) {
+std::pair<AttentionShape, VariantArgs> Variant::checked_call(const ForwardCall& call) const {
   AttentionShape shape = call.shape;
   shape.head_dim = spec_.head_dim;
   validate_problem(shape, call.buffers);
@@ -166,31 +211,55 @@ void Variant::forward(const ForwardCall& call) {
                 "the variant was declared for {} inputs; got query, key and value of {}",
                 dtype_name(spec_.dtype), dtype_name(call.buffers.q_dtype));
   }
-  const VariantArgs args = pack_args(call);
+  return {shape, pack_args(call)};
+}
+
+void Variant::forward(const ForwardCall& call) {
+  const auto [shape, args] = checked_call(call);
   if (runtime_.backend() == Backend::cpu) {
     reference::attention_forward(parsed_.mask, parsed_.score, args, shape, call.buffers);
     return;
   }
-  auto binary = kernel();
-  if (binary->config.family == codegen::KernelFamily::sm90) {
-    if (const std::string why = tma_limitation(shape, call.buffers); !why.empty()) {
-      log().debug("the sm90 kernel cannot load this call with TMA ({}); it runs on the sm80 "
-                  "kernel for {}",
-                  why, runtime_.device_arch());
-      binary = sm80_kernel();
-    } else if (decoding_on_sm80(shape)) {
-      // Note: a decoding call (a few query rows, many keys) is bound by reading K and V; the
-      // sm80 kernel's decoding entry, with the keys split and a GQA group's heads packed into
-      // one small block, keeps every SM reading, where the sm90 kernel would run a handful of
-      // 128-row blocks over all of them.
-      log().debug("decoding call: it runs on the sm80 kernel for {}", runtime_.device_arch());
-      binary = sm80_kernel();
-    } else if (runs_short_rows(*binary, shape, args)) {
-      binary = short_rows_kernel_or(std::move(binary));
-    }
-  }
-  cuda::forward(*binary, parsed_.mask, args, shape, call.buffers, hooks_use_heads_,
+  const KernelChoice choice = choose_kernel(shape, call.buffers, args, /*explain=*/false);
+  cuda::forward(*choice.binary, parsed_.mask, args, shape, call.buffers, hooks_use_heads_,
                 launch_choices_, call.stream);
+}
+
+CallPlan Variant::launch_plan(const ForwardCall& call) {
+  const auto [shape, args] = checked_call(call);
+  CallPlan plan;
+  plan.backend = runtime_.backend();
+  if (plan.backend == Backend::cpu) return plan;
+  plan.kernel = choose_kernel(shape, call.buffers, args, /*explain=*/true);
+  // Note: as cuda::forward plans it, with the SM count the runtime recorded (forward asks the
+  // current context's device, the same one unless the caller switched devices).
+  plan.launch = plan_forward_launch(shape, call.buffers, plan.kernel.binary->config,
+                                    hooks_use_heads_, expr::summary_requests(parsed_.mask), args,
+                                    runtime_.device_multiprocessors(), launch_choices_);
+  const ForwardLaunch& launch = plan.launch;
+  if (launch.decoding.decode_entry) {
+    plan.kernel.why += fmt::format("; the decoding entry ({}-row blocks)",
+                                   launch.decoding.config.block_m);
+  }
+  if (launch.decoding.group > 1) {
+    plan.kernel.why += fmt::format("; {} query heads packed into each block's rows",
+                                   launch.decoding.group);
+  }
+  if (launch.split.num_splits > 1) {
+    plan.kernel.why += fmt::format("; the keys split in {} slices of {} tiles",
+                                   launch.split.num_splits, launch.split.split_tiles);
+  }
+  return plan;
+}
+
+const char* kernel_role_name(KernelRole role) {
+  switch (role) {
+    case KernelRole::standard: return "standard";
+    case KernelRole::tma_fallback: return "tma_fallback";
+    case KernelRole::decoding: return "decoding";
+    case KernelRole::short_rows: return "short_rows";
+  }
+  return "unknown";
 }
 
 }  // namespace attnjit

@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "attnjit/variant_args.cuh"
@@ -14,11 +16,10 @@
 #include "expr/expression.hpp"
 #include "jit/variant_compiler.hpp"
 #include "runtime/forward_plan.hpp"
+#include "runtime/runtime.hpp"
 #include "runtime/short_rows.hpp"
 
 namespace attnjit {
-
-class Runtime;
 
 // A per-call tensor as the caller passes it; rank and element type come from the signature.
 struct TensorValue {
@@ -32,6 +33,28 @@ struct ForwardCall {
   std::vector<std::int32_t> scalars;  // one per declared parameter (floats as bit patterns)
   std::vector<TensorValue> tensors;   // one per declared tensor
   void* stream = nullptr;             // CUstream, CUDA backend only
+};
+
+// Which of a variant's kernels runs a call (Variant::launch_plan, Variant::forward).
+enum class KernelRole {
+  standard,      // the variant's kernel for the device's arch (ATTNJIT_TUNE applied)
+  tma_fallback,  // an sm90 variant's call that TMA cannot load: the sm80 kernel
+  decoding,      // an sm90 variant's decoding call: the sm80 kernel, which splits and packs
+  short_rows,    // the short-rows kernel (codegen/short_rows.hpp)
+};
+const char* kernel_role_name(KernelRole role);  // "standard", "tma_fallback", ...
+
+struct KernelChoice {
+  std::shared_ptr<const KernelBinary> binary;
+  KernelRole role = KernelRole::standard;
+  std::string why;  // for a person; filled only when asked for (launch_plan)
+};
+
+// What Variant::forward launches for a call, without launching it.
+struct CallPlan {
+  Backend backend = Backend::cpu;
+  KernelChoice kernel;   // CUDA only
+  ForwardLaunch launch;  // CUDA only: grid, decoding (packing, splits, entry), summaries
 };
 
 class Variant {
@@ -48,6 +71,11 @@ class Variant {
   // Compiles or loads the kernel for the runtime's device (no-op on the CPU backend).
   void prepare();
   void forward(const ForwardCall& call);
+  // What forward(call) would launch and why, after the same checks of the shape, dtype and
+  // per-call values (not of the buffers' memory, which only a launch can check); compiles or
+  // loads the kernels the choice needs, as forward would. The short-rows rule remembers the
+  // decision, so a plan and the forward call after it agree.
+  CallPlan launch_plan(const ForwardCall& call);
 
   // Checks the per-call values against the signature and packs them as the kernels read them.
   VariantArgs pack_args(const ForwardCall& call) const;
@@ -61,16 +89,22 @@ class Variant {
   // Whether a call of an sm90-family variant runs on the sm80 kernel because that kernel packs
   // its GQA group or splits its keys (a decoding step; runtime/forward_plan.hpp).
   bool decoding_on_sm80(const AttentionShape& shape);
-  // The short-rows kernel (codegen/short_rows.hpp), and whether this call runs on it: only where
-  // the standard kernel `standard` has one, neither ATTNJIT_SHORT_ROWS=off nor ATTNJIT_TUNE (a
-  // tuning of the schedule names the kernel that serves every call; the watchdog alone goes
-  // into both) says otherwise, and the rule picks it.
+  // The short-rows kernel (codegen/short_rows.hpp). A call runs on it only where the standard
+  // kernel has one, neither ATTNJIT_SHORT_ROWS=off nor ATTNJIT_TUNE (a tuning of the schedule
+  // names the kernel that serves every call; the watchdog alone goes into both) says otherwise,
+  // and the rule picks it (choose_kernel).
   std::shared_ptr<const KernelBinary> short_rows_kernel();
   // short_rows_kernel(), or `standard` (with a warning, once) when it cannot be had.
   std::shared_ptr<const KernelBinary> short_rows_kernel_or(
       std::shared_ptr<const KernelBinary> standard);
-  bool runs_short_rows(const KernelBinary& standard, const AttentionShape& shape,
-                       const VariantArgs& args);
+  // Why the short-rows rule may not run a call on the short-rows kernel of a variant that has
+  // one (ATTNJIT_SHORT_ROWS=off, a schedule tuning, a failed build), or null when it may.
+  const char* short_rows_barred() const;
+  // The kernel of a CUDA call that passed forward's host checks; `explain` fills the reason.
+  KernelChoice choose_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
+                             const VariantArgs& args, bool explain);
+  // The checks both forward and launch_plan make; the call's shape (head dim set) and values.
+  std::pair<AttentionShape, VariantArgs> checked_call(const ForwardCall& call) const;
 
   Runtime& runtime_;
   VariantSpec spec_;

@@ -1,6 +1,8 @@
-/* attnjit_variant_tile_census, attnjit_variant_tile_map and attnjit_variant_reference from C, on
- * the CPU backend: exact tile counts and tile maps for masks whose tiles are known, the tiles of a GPU arch's kernel, the reference's
- * exact answers, and their bad-input statuses. Exits 0 on success. */
+/* attnjit_variant_tile_census, attnjit_variant_tile_map, attnjit_variant_reference and
+ * attnjit_variant_launch_plan from C, on the CPU backend: exact tile counts and tile maps for
+ * masks whose tiles are known, the tiles of a GPU arch's kernel, the reference's exact answers,
+ * the CPU backend's plan, and their bad-input statuses. Exits 0 on success. (The GPU kernels'
+ * plans are tests/dispatch's, on the fake device.) */
 #define _POSIX_C_SOURCE 200112L /* setenv */
 #include <math.h>
 #include <stdlib.h>
@@ -334,6 +336,38 @@ static void test_reference_bad_input(void) {
   attnjit_variant_destroy(window);
 }
 
+static void test_launch_plan_on_the_cpu(void) {
+  attnjit_variant* causal = make_variant("q_idx >= kv_idx", NULL, 0);
+  attnjit_forward_args args = host_args();
+  attnjit_launch_plan plan;
+  attnjit_launch_plan_init(&plan);
+  CHECK(plan.version == ATTNJIT_LAUNCH_PLAN_VERSION);
+  CHECK(strcmp(plan.kernel, "") == 0 && strcmp(plan.kernel_family, "") == 0);
+  CHECK(attnjit_variant_launch_plan(&plan, causal, &args) == ATTNJIT_OK);
+  CHECK(plan.backend == ATTNJIT_BACKEND_CPU);
+  CHECK(strcmp(plan.kernel, "reference") == 0);
+  CHECK(strcmp(plan.kernel_family, "") == 0 && strcmp(plan.entry, "") == 0);
+  CHECK(contains(plan.reason, "CPU reference"));
+  CHECK(plan.grid_x == 0 && plan.num_splits == 0);
+
+  /* Bad input: a status, a message, and the caller's struct as it was. */
+  attnjit_launch_plan kept;
+  attnjit_launch_plan_init(&kept);
+  args.q_dtype = ATTNJIT_DTYPE_BF16;
+  CHECK(attnjit_variant_launch_plan(&kept, causal, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "float32"));
+  CHECK(strcmp(kept.kernel, "") == 0);
+  args = host_args();
+  CHECK(attnjit_variant_launch_plan(NULL, causal, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_launch_plan(&kept, NULL, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(attnjit_variant_launch_plan(&kept, causal, NULL) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  kept.version = 0; /* a struct that never went through attnjit_launch_plan_init */
+  CHECK(attnjit_variant_launch_plan(&kept, causal, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "attnjit_launch_plan"));
+  attnjit_launch_plan_init(NULL); /* harmless */
+  attnjit_variant_destroy(causal);
+}
+
 int main(void) {
   attnjit_runtime_options options;
   attnjit_runtime_options_init(&options);
@@ -352,6 +386,7 @@ int main(void) {
   test_reference_when_one_key_is_kept();
   test_reference_of_a_mask_that_keeps_nothing();
   test_reference_bad_input();
+  test_launch_plan_on_the_cpu();
   attnjit_runtime_destroy(runtime);
   return check_summary();
 }

@@ -3,6 +3,8 @@
 // it was measured on (a sliding window of 1024 keys, causal) and the cases it must leave alone.
 #include "runtime/short_rows.hpp"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -131,6 +133,39 @@ TEST_CASE("the short-rows rule picks the two-blocks-per-SM kernel where rows are
   // Too few blocks for two per SM: one batch of 2 heads at 16K is 256 blocks, under 2 x 132.
   CHECK_FALSE(rule.applies(window.mask, window.args, shape_of(1, 2, 16384, 16384), standard, kSms));
   CHECK(rule.applies(window.mask, window.args, shape_of(1, 3, 16384, 16384), standard, kSms));
+}
+
+TEST_CASE("the short-rows rule's verdict carries its count, remembered, and says it in words",
+          "[short_rows]") {
+  const Mask window("q_idx >= kv_idx && q_idx - kv_idx < W", {"W:int"}, {1024});
+  const Mask causal("q_idx >= kv_idx");
+  const codegen::KernelConfig standard = standard_config(window);
+  constexpr int kSms = 132;
+  const AttentionShape measured = shape_of(2, 32, 16384, 16384);
+  ShortRowsRule rule;
+  const ShortRowsVerdict first = rule.decide(window.mask, window.args, measured, standard, kSms);
+  CHECK(first.short_rows);
+  CHECK(first.sampled);
+  CHECK(first.blocks == 2 * 32 * 128);
+  CHECK(first.sample.query_tiles == 8);
+  CHECK(first.sample.kept >= 8 * 9);
+  CHECK(first.sample.kept <= 8 * 10);
+  const ShortRowsVerdict again = rule.decide(window.mask, window.args, measured, standard, kSms);
+  CHECK(again.sample.kept == first.sample.kept);
+  CHECK(describe(first, kSms) ==
+        fmt::format("short rows ({} kept key tiles in 8 sampled query tiles; short: at most 12 a "
+                    "tile)",
+                    first.sample.kept));
+  const ShortRowsVerdict longer = rule.decide(causal.mask, causal.args, measured, standard, kSms);
+  CHECK_FALSE(longer.short_rows);
+  CHECK(longer.sample.stopped);
+  CHECK_THAT(describe(longer, kSms), Catch::StartsWith("long rows (over "));
+  const ShortRowsVerdict few =
+      rule.decide(window.mask, window.args, shape_of(1, 2, 16384, 16384), standard, kSms);
+  CHECK_FALSE(few.sampled);
+  CHECK(few.blocks == 256);
+  CHECK(describe(few, kSms) ==
+        "too few blocks for two per SM (256 blocks on 132 SMs, fewer than 2 per SM)");
 }
 
 TEST_CASE("only masked head-dim-64 variants of the sm90 kernel's default tiles have short rows",

@@ -61,6 +61,7 @@ ATTNJIT_TENSOR_FLOAT32 = 1
 ATTNJIT_RUNTIME_OPTIONS_VERSION = 1
 ATTNJIT_VARIANT_DESC_VERSION = 1
 ATTNJIT_FORWARD_ARGS_VERSION = 1
+ATTNJIT_LAUNCH_PLAN_VERSION = 1
 
 # C enums are `int` on every ABI the library targets (sizeof == 4, checked in the self-test).
 c_enum = ctypes.c_int
@@ -136,6 +137,28 @@ class ForwardArgs(ctypes.Structure):
                 ("stream", ctypes.c_void_p)]
 
 
+class LaunchPlan(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_int),
+                ("backend", c_enum),
+                ("kernel_family", ctypes.c_char_p),
+                ("kernel", ctypes.c_char_p),
+                ("entry", ctypes.c_char_p),
+                ("reason", ctypes.c_char * 256),
+                ("block_m", ctypes.c_int),
+                ("block_n", ctypes.c_int),
+                ("num_warps", ctypes.c_int),
+                ("blocks_per_sm", ctypes.c_int),
+                ("grid_x", ctypes.c_uint),
+                ("grid_y", ctypes.c_uint),
+                ("threads", ctypes.c_uint),
+                ("dynamic_smem_bytes", ctypes.c_uint),
+                ("gqa_group", ctypes.c_int),
+                ("num_splits", ctypes.c_int),
+                ("split_tiles", ctypes.c_int),
+                ("summary_launches", ctypes.c_int),
+                ("scratch_bytes", ctypes.c_size_t)]
+
+
 # sizeof / offsetof on LP64 (x86-64 and aarch64 Linux), as gcc prints them for the header.
 EXPECTED_LAYOUT = {
     RuntimeOptions: (24, dict(version=0, cache_dir=8, backend=16, log_level=20)),
@@ -150,12 +173,17 @@ EXPECTED_LAYOUT = {
                             kv_len=76, layout=80, q_strides=88, k_strides=112, v_strides=136,
                             out_strides=160, scale=184, params=192, num_params=200,
                             tensors=208, num_tensors=216, stream=224)),
+    LaunchPlan: (344, dict(version=0, backend=4, kernel_family=8, kernel=16, entry=24,
+                           reason=32, block_m=288, block_n=292, num_warps=296,
+                           blocks_per_sm=300, grid_x=304, grid_y=308, threads=312,
+                           dynamic_smem_bytes=316, gqa_group=320, num_splits=324,
+                           split_tiles=328, summary_launches=332, scratch_bytes=336)),
 }
 
 C_NAMES = {RuntimeOptions: "attnjit_runtime_options", ParamDecl: "attnjit_param_decl",
            TensorDecl: "attnjit_tensor_decl", VariantDesc: "attnjit_variant_desc",
            Scalar: "attnjit_scalar", TensorArg: "attnjit_tensor_arg",
-           ForwardArgs: "attnjit_forward_args"}
+           ForwardArgs: "attnjit_forward_args", LaunchPlan: "attnjit_launch_plan"}
 
 
 # ---- Functions ----
@@ -181,10 +209,21 @@ def load(path):
         "attnjit_forward_args_init": (None, [p(ForwardArgs)]),
         "attnjit_forward": (c_enum, [handle, p(ForwardArgs)]),
     }
+    # Note: newer than the library a benchmark may load (build_at_commits.sh builds old ones);
+    # absent there, and the wrapper says so instead of failing to load.
+    optional = {
+        "attnjit_launch_plan_init": (None, [p(LaunchPlan)]),
+        "attnjit_variant_launch_plan": (c_enum, [p(LaunchPlan), handle, p(ForwardArgs)]),
+    }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
+    for name, (restype, argtypes) in optional.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = restype
+            fn.argtypes = argtypes
     return lib
 
 
@@ -323,6 +362,29 @@ class AttnJit:
         self.check(self.lib.attnjit_forward(variant, ctypes.byref(prepared[0])),
                    "attnjit_forward")
 
+    def launch_plan(self, variant, prepared):
+        """What attnjit_forward would launch for `prepared` (forward_args'), as a LaunchPlan;
+        None for a library older than attnjit_variant_launch_plan."""
+        if not hasattr(self.lib, "attnjit_variant_launch_plan"):
+            return None
+        plan = LaunchPlan()
+        self.lib.attnjit_launch_plan_init(ctypes.byref(plan))
+        self.check(self.lib.attnjit_variant_launch_plan(ctypes.byref(plan), variant,
+                                                        ctypes.byref(prepared[0])),
+                   "attnjit_variant_launch_plan")
+        return plan
+
+    @staticmethod
+    def plan_name(plan):
+        """"sm90 short_rows", "sm80 decoding, 8 slices", "cpu reference" (as `attnjit bench`
+        prints it), or "-" without a plan."""
+        if plan is None:
+            return "-"
+        if plan.backend == ATTNJIT_BACKEND_CPU:
+            return "cpu reference"
+        name = f"{plan.kernel_family.decode()} {plan.kernel.decode()}"
+        return name + (f", {plan.num_splits} slices" if plan.num_splits > 1 else "")
+
     def close(self):
         for handle in self.variants:
             self.lib.attnjit_variant_destroy(handle)
@@ -448,6 +510,9 @@ def self_test(lib_path=None, include_dir=None):
         args.params, args.num_params = scalars, 1
         args.tensors, args.num_tensors = tensor, 1
         jit.check(jit.lib.attnjit_forward(handle, ctypes.byref(args)), "attnjit_forward")
+        plan = jit.launch_plan(handle, (args,))
+        assert plan.version == ATTNJIT_LAUNCH_PLAN_VERSION and plan.kernel == b"reference", plan
+        assert jit.plan_name(plan) == "cpu reference" and b"CPU" in plan.reason, plan.reason
         scale = 1.0 / math.sqrt(d)
         for i in range(lq):
             s = [sum(q[i * d + x] * k[j * d + x] for x in range(d)) * scale * 1.5 + bias[j]
@@ -460,7 +525,7 @@ def self_test(lib_path=None, include_dir=None):
                 ref = sum(w[j] * v[j * d + x] for j in range(i + 1)) / sum(w)
                 assert abs(out[i * d + x] - ref) < 1e-5, (i, x, out[i * d + x], ref)
         print(f"library: {lib_path} (attnjit {jit.version()}): version, parse error, CPU forward "
-              f"with a float param, a float32 tensor and the LSE all as expected")
+              f"with a float param, a float32 tensor and the LSE, and its launch plan, all as expected")
     finally:
         jit.close()
 

@@ -245,8 +245,9 @@ def attnjit_account(jit, variant, prepared):
 
 
 def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
-    """(output, lse, compile seconds, median ms) of one schedule on `inputs`; raises
-    aj.AttnJitError when the schedule cannot compile (e.g. its shared memory does not fit)."""
+    """(output, lse, compile seconds, median ms, kernel) of one schedule on `inputs`, the kernel
+    as the call's launch plan names it ("sm90 short_rows"); raises aj.AttnJitError when the
+    schedule cannot compile (e.g. its shared memory does not fit)."""
     name, family, tune = schedule
     q, k, v, tensors = inputs
     jit = aj.AttnJit(opts.lib, backend=aj.ATTNJIT_BACKEND_CUDA,
@@ -269,7 +270,7 @@ def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
         except RuntimeError as fault:  # torch's CUDA error: the context is unusable from now on
             raise KernelFault(attnjit_account(jit, variant, prepared) or str(fault)) from fault
         ms = cf.time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
-        return out, lse, compile_s, ms
+        return out, lse, compile_s, ms, jit.plan_name(jit.launch_plan(variant, prepared))
     finally:
         jit.close()
 
@@ -306,7 +307,7 @@ def main(argv=None):
           f"{opts.dtype} | L={opts.length} | reference schedule: {schedules[0][0]}{watchdog}",
           flush=True)
     print(f"{'variant':<16}{'D':>5}{'B':>4}{'H':>4}  {'schedule':<20}{'ms':>9}{'TFLOP/s':>9}"
-          f"{'x ref':>7}{'compile s':>10}{'max err':>9}{'lse err':>9}", flush=True)
+          f"{'x ref':>7}{'compile s':>10}{'max err':>9}{'lse err':>9}  kernel", flush=True)
     rows = cf.JsonRows(opts.json)
     failures = 0
     dtype = torch.bfloat16 if opts.dtype == "bf16" else torch.float16
@@ -332,8 +333,8 @@ def main(argv=None):
             for schedule in schedules:
                 prefix = f"{name:<16}{head_dim:>5}{batch:>4}{heads:>4}  {schedule[0]:<20}"
                 try:
-                    out, lse, compile_s, ms = run_schedule(torch, opts, schedule, spec, inputs,
-                                                           head_dim)
+                    out, lse, compile_s, ms, kernel = run_schedule(torch, opts, schedule, spec,
+                                                                   inputs, head_dim)
                 except aj.AttnJitError as error:
                     print(f"{prefix}not run: {error}", flush=True)
                     continue
@@ -349,13 +350,13 @@ def main(argv=None):
                 ok = math.isfinite(out_err) and out_err <= 3e-2 and lse_err <= 1e-2 and same_inf
                 failures += not ok
                 print(f"{prefix}{ms:9.3f}{flops / ms / 1e9:9.1f}{reference[2] / ms:7.2f}"
-                      f"{compile_s:10.2f}{out_err:9.4f}{lse_err:9.4f}"
+                      f"{compile_s:10.2f}{out_err:9.4f}{lse_err:9.4f}  {kernel}"
                       f"{'' if ok else '  MISMATCH'}", flush=True)
                 rows.add(dict(variant=name, head_dim=head_dim, batch=batch, heads=heads,
                               length=opts.length, dtype=opts.dtype, schedule=schedule[0],
                               family=schedule[1], tune=schedule[2], ms=ms,
                               tflops=flops / ms / 1e9, compile_s=compile_s, max_err=out_err,
-                              lse_err=lse_err, ok=ok))
+                              lse_err=lse_err, ok=ok, kernel=kernel))
                 del out, lse
     print("\n".join(summary_lines(rows.rows, opts.baseline)), flush=True)
     if failures:

@@ -15,6 +15,7 @@
 #include "attnjit/attnjit.hpp"
 #include "commands.hpp"
 #include "failure.hpp"
+#include "launch_plan_text.hpp"
 #include "printable.hpp"
 #include "public_variant.hpp"
 #include "testkit/device_memory.hpp"
@@ -149,8 +150,8 @@ void run_bench(const BenchOptions& options) {
       device.name, arch, device.multiprocessors, std::max(device.l2_bytes, 1) >> 20, shape.batch,
       options.heads, options.seq_len, options.head_dim, testkit::dtype_name(dtype), sets.size(),
       options.iterations, options.warmup);
-  fmt::print("{:<18} {:>10} {:>10} {:>14} {:>9} {:>8}\n", "variant", "median ms", "TFLOP/s",
-             "unmasked pairs", "skipped", "host us");
+  fmt::print("{:<18} {:>10} {:>10} {:>14} {:>9} {:>8}  {}\n", "variant", "median ms", "TFLOP/s",
+             "unmasked pairs", "skipped", "host us", "kernel");
 
   int benchmarked = 0;
   for (std::size_t v = 0; v < attnjit_manifest_count(manifest.get()); ++v) {
@@ -173,9 +174,10 @@ void run_bench(const BenchOptions& options) {
     call.num_heads_q = call.num_heads_kv = options.heads;
     call.q_len = call.kv_len = options.seq_len;
     call.layout = ATTNJIT_LAYOUT_BHLD;
+    const attnjit_forward_args timed_call =
+        testkit::with_values(call, inputs.params, device_tensors.args);
     const BenchTimes times =
-        median_times(variant.get(), testkit::with_values(call, inputs.params, device_tensors.args),
-                     sets, options.warmup, options.iterations);
+        median_times(variant.get(), timed_call, sets, options.warmup, options.iterations);
     const double ms = times.gpu_ms;
 
     // The census reads only the per-call tensors, from the host; q, k, v, out are not read.
@@ -188,9 +190,19 @@ void run_bench(const BenchOptions& options) {
     c::check(attnjit_variant_tile_census(&census, variant.get(), &census_call, nullptr));
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
     const double flops = 4.0 * options.head_dim * static_cast<double>(census.kept_pairs);
-    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}% {:>8.1f}\n", printable(mv.name), ms,
-               flops / (ms * 1e-3) / 1e12, static_cast<double>(census.kept_pairs),
-               100.0 * testkit::skipped_fraction(census), times.host_us);
+    // Note: after the timed calls, so it names the kernel they ran (the short-rows rule
+    // remembers its decision for the call's shape and parameters).
+    attnjit_forward_args plan_call = timed_call;
+    plan_call.q = sets[0].q.get();
+    plan_call.k = sets[0].k.get();
+    plan_call.v = sets[0].v.get();
+    plan_call.out = sets[0].out.get();
+    attnjit_launch_plan plan;
+    attnjit_launch_plan_init(&plan);
+    c::check(attnjit_variant_launch_plan(&plan, variant.get(), &plan_call));
+    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}% {:>8.1f}  {}\n", printable(mv.name),
+               ms, flops / (ms * 1e-3) / 1e12, static_cast<double>(census.kept_pairs),
+               100.0 * testkit::skipped_fraction(census), times.host_us, launch_plan_name(plan));
   }
   if (benchmarked == 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "no variant of {} matches --variant",

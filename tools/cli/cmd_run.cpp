@@ -12,6 +12,7 @@
 #include "attnjit/attnjit.hpp"
 #include "commands.hpp"
 #include "failure.hpp"
+#include "launch_plan_text.hpp"
 #include "option_checks.hpp"
 #include "public_variant.hpp"
 #include "testkit/compare.hpp"
@@ -172,6 +173,9 @@ void run(const RunOptions& o) {
     host_tensors.push_back({t.words.data(), {t.dims[0], t.dims[1]}});
   }
   const attnjit_forward_args args = testkit::with_values(placement.args(), params, placed_tensors);
+  attnjit_launch_plan plan;
+  attnjit_launch_plan_init(&plan);
+  c::check(attnjit_variant_launch_plan(&plan, variant.get(), &args));
 
   std::vector<double> times;
   for (int i = 0; i < std::max(1, o.repeat); ++i) {
@@ -201,6 +205,7 @@ void run(const RunOptions& o) {
              shape.num_heads_kv, shape.q_len, shape.kv_len, shape.head_dim, o.layout);
   fmt::print("  mask     {}\n  score    {}\n", lowered->canonical_mask, lowered->canonical_score);
   fmt::print("  prepare  {:.1f} ms\n", prepare_ms);
+  fmt::print("  kernel   {}\n", describe_launch_plan(plan, "           "));
   fmt::print(
       "  forward  {:.3f} ms (median of {}), {:.1f}% of {}x{} tiles skipped, {:.1f}% of "
       "pairs kept\n",

@@ -1,0 +1,86 @@
+// attnjit_variant_launch_plan: which kernel a forward call runs on, with what grid, and why,
+// answered by the same choice attnjit_forward makes (runtime/variant.hpp, Variant::launch_plan).
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+#include "capi/boundary.hpp"
+#include "codegen/kernel_family.hpp"
+
+namespace {
+
+using attnjit::capi::guarded;
+using attnjit::capi::require;
+using attnjit::capi::require_version;
+
+// Copies `text` into `out` (NUL-terminated), cut at a character boundary when it is too long.
+template <std::size_t N>
+void copy_reason(std::string_view text, char (&out)[N]) {
+  std::size_t length = std::min(text.size(), N - 1);
+  // Note: never half a UTF-8 sequence (a reason may quote an expression or a path).
+  while (length > 0 && length < text.size() &&
+         (static_cast<unsigned char>(text[length]) & 0xC0) == 0x80) {
+    --length;
+  }
+  std::memcpy(out, text.data(), length);
+  out[length] = '\0';
+}
+
+void fill(const attnjit::CallPlan& plan, attnjit_launch_plan& out) {
+  if (plan.backend == attnjit::Backend::cpu) {
+    out.backend = ATTNJIT_BACKEND_CPU;
+    out.kernel = "reference";
+    copy_reason("the CPU backend: the multi-threaded CPU reference runs the call", out.reason);
+    return;
+  }
+  const attnjit::ForwardLaunch& launch = plan.launch;
+  const attnjit::codegen::KernelConfig& config = launch.decoding.config;  // the launched entry's
+  out.backend = ATTNJIT_BACKEND_CUDA;
+  out.kernel_family = attnjit::codegen::kernel_family_name(plan.kernel.binary->config.family);
+  out.kernel = attnjit::kernel_role_name(plan.kernel.role);
+  out.entry = launch.entry;
+  copy_reason(plan.kernel.why, out.reason);
+  out.block_m = config.block_m;
+  out.block_n = config.block_n;
+  out.num_warps = config.num_warps;
+  out.blocks_per_sm = config.blocks_per_sm;
+  out.grid_x = launch.grid.grid_x;
+  out.grid_y = launch.grid.grid_y;
+  out.threads = launch.grid.threads;
+  out.dynamic_smem_bytes = launch.grid.smem_bytes;
+  out.gqa_group = launch.decoding.group;
+  out.num_splits = launch.split.num_splits;
+  out.split_tiles = launch.split.num_splits > 1 ? launch.split.split_tiles : 0;
+  out.summary_launches = static_cast<int>(launch.summaries.launches.size());
+  out.scratch_bytes = launch.scratch_bytes;
+}
+
+}  // namespace
+
+extern "C" {
+
+void attnjit_launch_plan_init(attnjit_launch_plan* plan) {
+  if (plan == nullptr) return;
+  std::memset(plan, 0, sizeof(*plan));
+  plan->version = ATTNJIT_LAUNCH_PLAN_VERSION;
+  plan->kernel_family = plan->kernel = plan->entry = "";
+}
+
+attnjit_status attnjit_variant_launch_plan(attnjit_launch_plan* out, attnjit_variant* variant,
+                                           const attnjit_forward_args* args) {
+  return guarded([&] {
+    require(out, "out");
+    require(variant, "variant");
+    require(args, "args");
+    require_version(out->version, ATTNJIT_LAUNCH_PLAN_VERSION, "attnjit_launch_plan");
+    require_version(args->version, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
+    const attnjit::CallPlan plan =
+        variant->impl.launch_plan(attnjit::capi::to_call(*args, variant->impl.spec().head_dim));
+    attnjit_launch_plan filled;
+    attnjit_launch_plan_init(&filled);
+    fill(plan, filled);
+    *out = filled;  // Note: untouched on failure
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,32 @@
+#include "launch_plan_text.hpp"
+
+#include <fmt/format.h>
+
+#include "printable.hpp"
+
+namespace attnjit::cli {
+
+std::string launch_plan_name(const attnjit_launch_plan& plan) {
+  if (plan.backend == ATTNJIT_BACKEND_CPU) return "cpu reference";
+  std::string name = fmt::format("{} {}", plan.kernel_family, plan.kernel);
+  if (plan.num_splits > 1) name += fmt::format(", {} slices", plan.num_splits);
+  return name;
+}
+
+std::string describe_launch_plan(const attnjit_launch_plan& plan, const std::string& indent) {
+  if (plan.backend == ATTNJIT_BACKEND_CPU) {
+    return fmt::format("{}\n{}{}", launch_plan_name(plan), indent, printable(plan.reason));
+  }
+  std::string text = fmt::format(
+      "{} ({}): {}x{} tiles, {} warps, {} per SM; grid {}x{} of {} threads, {} B of shared "
+      "memory",
+      launch_plan_name(plan), plan.entry, plan.block_m, plan.block_n, plan.num_warps,
+      plan.blocks_per_sm, plan.grid_x, plan.grid_y, plan.threads, plan.dynamic_smem_bytes);
+  if (plan.summary_launches > 0) {
+    text += fmt::format(", after {} summary launch{}", plan.summary_launches,
+                        plan.summary_launches > 1 ? "es" : "");
+  }
+  return text + fmt::format("\n{}{}", indent, printable(plan.reason));
+}
+
+}  // namespace attnjit::cli
