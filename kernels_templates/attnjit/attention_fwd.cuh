@@ -168,6 +168,14 @@ struct AttentionForward {
   // dim 32, whose two blocks per SM leave 128 registers a thread: there the fold's extra live
   // value made ptxas spill the prefix-LM kernel (4 / 8 bytes, sm_80).
   static constexpr bool kFoldScale = HEAD_DIM >= 64;
+  // Whether a zero-filled row's copy gets row 0's address (load_tile_async's SAFE_SOURCE): at
+  // head dim 32, where the cheaper form made ptxas spill the document kernel (20 bytes, sm_80),
+  // and where ATTNJIT_TUNE's sm80_safe_sources asks for it (to time the two forms).
+#ifdef ATTNJIT_SM80_SAFE_SOURCES
+  static constexpr bool kSafeSources = true;
+#else
+  static constexpr bool kSafeSources = HEAD_DIM < 64;
+#endif
   // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and
   // whether the softmax adds a multiple of each column's step too (apply_scores, RowShift).
   static constexpr bool kRowShift = ScoreRowShiftOf<VARIANT>::kShift;
@@ -423,18 +431,19 @@ struct AttentionForward {
     const unsigned v_smem = k_smem + NUM_STAGES * KVTile::kBytes;
 
     auto load_kv = [&](int tile, int stage) {
-      load_tile_async<BLOCK_N, HEAD_DIM, kThreads>(k_smem + stage * KVTile::kBytes, k_base,
-                                                   params.k_stride[2], tile * BLOCK_N,
-                                                   params.kv_len, thread);
-      load_tile_async<BLOCK_N, HEAD_DIM, kThreads>(v_smem + stage * KVTile::kBytes, v_base,
-                                                   params.v_stride[2], tile * BLOCK_N,
-                                                   params.kv_len, thread);
+      load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
+          k_smem + stage * KVTile::kBytes, k_base, params.k_stride[2], tile * BLOCK_N,
+          params.kv_len, thread);
+      load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
+          v_smem + stage * KVTile::kBytes, v_base, params.v_stride[2], tile * BLOCK_N,
+          params.kv_len, thread);
     };
 
     // ---- Prologue. Commit groups: [Q], then one per pipeline slot, always committed (possibly
     // empty) so that the group count is the same in every thread and every iteration.
-    load_tile_async<BLOCK_M, HEAD_DIM, kThreads>(q_smem, q_base, params.q_stride[2], q0,
-                                                 params.q_len, thread);
+    load_tile_async<BLOCK_M, HEAD_DIM, kThreads, kSafeSources>(q_smem, q_base,
+                                                               params.q_stride[2], q0,
+                                                               params.q_len, thread);
     cp_async_commit();
     // Note: a split decoding block finds its slice of the kept keys (a classification step or
     // more) only now, with Q already on its way: neither needs the other (the classification's

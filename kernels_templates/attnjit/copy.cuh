@@ -161,7 +161,15 @@ ATTNJIT_DEVICE void cp_async_wait() {
 // Issues the cp.async copies of rows [row0, row0 + ROWS) of one (batch, head) slice into a
 // swizzled tile (chunk assignment: TileLoadPlan); rows at or past `num_rows` are zero-filled
 // (their source is not read). `base` points at row 0 of the slice, `row_stride` is in elements.
-template <int ROWS, int HEAD_DIM, int NUM_THREADS>
+// Every source address is the thread's first row plus a multiple of kRowsPerIter rows plus a
+// constant. A zero-filled row passes its own address, unread (src-size 0, as CUTLASS's zfill
+// copies do), so the constant folds into the copy instruction and no row costs a 64-bit multiply
+// or a select: about 80 fewer integer instructions per K/V stage of the sm80 kernel at head dim
+// 128 than selecting row 0's address for a zero-filled row (SASS; docs/PERFORMANCE.md,
+// "Nineteenth session"). SAFE_SOURCE keeps that select, for kernels where the other form moves
+// ptxas's allocation into spills (two blocks per SM at head dim 32: the document kernel, 20
+// bytes on sm_80).
+template <int ROWS, int HEAD_DIM, int NUM_THREADS, bool SAFE_SOURCE = false>
 ATTNJIT_DEVICE void load_tile_async(unsigned smem_tile, const unsigned short* base,
                                     long long row_stride, int row0, int num_rows, int thread) {
   using Plan = TileLoadPlan<ROWS, HEAD_DIM, NUM_THREADS>;
@@ -175,10 +183,15 @@ ATTNJIT_DEVICE void load_tile_async(unsigned smem_tile, const unsigned short* ba
   for (int i = 0; i < Plan::kIters; ++i) {
     if (Plan::active(thread, i)) {
       const bool valid = first_row + Plan::row_advance(i) < rows_left;
-      // Note: an invalid row passes the slice's row 0 as its (unread) source address.
-      const unsigned short* src =
-          valid ? src0 + Plan::row_advance(i) * row_stride + Plan::block_advance(i) * Plan::kCpb * 8
-                : base;
+      const int column = Plan::block_advance(i) * Plan::kCpb * 8;
+      const unsigned short* src;
+      if constexpr (SAFE_SOURCE) {
+        src = valid ? src0 + Plan::row_advance(i) * row_stride + column : base;
+      } else {
+        // Note: row_advance(i) is a multiple of kRowsPerIter: a small multiple of one stride.
+        const long long iter_stride = Plan::kRowsPerIter * row_stride;
+        src = src0 + (Plan::row_advance(i) / Plan::kRowsPerIter) * iter_stride + column;
+      }
       cp_async_16(dst0 + Plan::dst_advance(i), src, valid);
     }
   }

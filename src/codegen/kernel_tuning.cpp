@@ -57,6 +57,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
       tuning.sm80_stages = int_value(key, value, 2, 4);
     } else if (key == "sm80_blocks_per_sm") {
       tuning.sm80_blocks_per_sm = int_value(key, value, 1, 4);
+    } else if (key == "sm80_safe_sources") {
+      tuning.sm80_safe_sources = bool_value(key, value);
     } else if (key == "decode_block_n") {
       tuning.decode_block_n = multiple_of_16(key, value, 16, 128);
     } else if (key == "decode_stages") {
@@ -95,10 +97,10 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     } else {
       throw_error(Status::invalid_argument,
                   "ATTNJIT_TUNE: unknown key '{}'; keys: sm80_block_m, sm80_block_n, sm80_warps, "
-                  "sm80_stages, sm80_blocks_per_sm, decode_block_n, decode_stages, sm90_block_m, "
-                  "sm90_block_n, sm90_stages, sm90_overlap, sm90_persistent, sm90_p_smem, "
-                  "sm90_handoff, sm90_poly_exp2, sm90_fold_m192, sm90_blocks_per_sm, "
-                  "sm90_watchdog_ms, score_row_shift",
+                  "sm80_stages, sm80_blocks_per_sm, sm80_safe_sources, decode_block_n, "
+                  "decode_stages, sm90_block_m, sm90_block_n, sm90_stages, sm90_overlap, "
+                  "sm90_persistent, sm90_p_smem, sm90_handoff, sm90_poly_exp2, sm90_fold_m192, "
+                  "sm90_blocks_per_sm, sm90_watchdog_ms, score_row_shift",
                   key);
     }
   }
@@ -107,7 +109,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
 
 bool changes_schedule(const KernelTuning& t) {
   return t.sm80_block_m || t.sm80_block_n || t.sm80_warps || t.sm80_stages ||
-         t.sm80_blocks_per_sm || t.decode_block_n || t.decode_stages || t.sm90_block_m ||
+         t.sm80_blocks_per_sm || t.sm80_safe_sources || t.decode_block_n || t.decode_stages ||
+         t.sm90_block_m ||
          t.sm90_block_n || t.sm90_stages || t.sm90_overlap || t.sm90_persistent ||
          t.sm90_p_smem || t.sm90_handoff || t.sm90_poly_exp2 || t.sm90_fold_m192 ||
          t.sm90_blocks_per_sm || t.score_row_shift;

@@ -41,6 +41,10 @@
 //                                          104 registers; 64-key stages, no overlap), or with
 //                                          block_m 64 at head dim 64 or 128 (one consumer of 232
 //                                          registers; 128-key stages at 64, 64-key at 128)
+//   sm80_safe_sources 0 | 1                sm80 kernel: a zero-filled row's cp.async gets row 0's
+//                                          address and each row its own multiply, as before the
+//                                          nineteenth session (0, the default, except at head
+//                                          dim 32; for timing the cheaper form against it)
 //   score_row_shift 0 | 1                  both kernels: a score's per-row terms and multiples
 //                                          of kv_idx (ALiBi) leave the element's code, added
 //                                          once per row and key tile (codegen/factor_score.hpp;
@@ -64,6 +68,7 @@ struct KernelTuning {
   std::optional<int> sm80_blocks_per_sm;
   std::optional<int> decode_block_n;
   std::optional<int> decode_stages;
+  std::optional<bool> sm80_safe_sources;
   std::optional<int> sm90_block_m;
   std::optional<int> sm90_block_n;
   std::optional<int> sm90_stages;

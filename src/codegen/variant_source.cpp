@@ -39,6 +39,8 @@ KernelConfig config_for(const expr::Expression& mask, const expr::Expression& sc
                                                  score.calls_special_function())
                             : choose_kernel_config(target.sm, dtype, head_dim, tuned);
   config.score_row_shift = tuned.score_row_shift.value_or(true);
+  config.sm80_safe_sources =
+      chosen == KernelFamily::sm80 && tuned.sm80_safe_sources.value_or(false);
   return config;
 }
 
@@ -97,6 +99,9 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
                        static_cast<long long>(config.watchdog_ms) * 1000000);
     }
   }
+  // Note: defined only when asked for, so that the default kernels' source (hence their cache
+  // keys) stays as it is.
+  if (config.sm80_safe_sources) s += "#define ATTNJIT_SM80_SAFE_SOURCES 1\n";
   s += sm90 ? "#include \"attnjit/attention_fwd_sm90.cuh\"\n" : "#include \"attnjit/attention_fwd.cuh\"\n";
   s += "#include \"attnjit/expr_ops.cuh\"\n";
   s += "#include \"attnjit/tensor_summary.cuh\"\n";

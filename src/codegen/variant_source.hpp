@@ -39,6 +39,8 @@ struct KernelConfig {
   int watchdog_ms = 0;
   // Both kernels: the score's row shift where it has one (codegen/factor_score.hpp).
   bool score_row_shift = false;
+  // sm80 kernel only: ATTNJIT_TUNE's sm80_safe_sources (copy.cuh, load_tile_async).
+  bool sm80_safe_sources = false;
   // sm80 kernel with the decoding features only: the tiles of the module's decoding entry
   // (kDecodeEntry: kDecodeBlockM rows, kDecodeWarps warps; decode_config). 0: no such entry.
   int decode_block_n = 0;

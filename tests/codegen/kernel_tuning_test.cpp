@@ -565,6 +565,34 @@ TEST_CASE("score_row_shift: on by default in both families, 0 writes the unshift
   }
 }
 
+TEST_CASE("sm80_safe_sources: the sm80 kernel's earlier zero-fill addresses, only when asked for",
+          "[codegen][tuning]") {
+  CHECK(parse_kernel_tuning("sm80_safe_sources=1").sm80_safe_sources == true);
+  CHECK(parse_kernel_tuning("sm80_safe_sources=0").sm80_safe_sources == false);
+  CHECK_THROWS_WITH(parse_kernel_tuning("sm80_safe_sources=2"),
+                    Catch::Contains("sm80_safe_sources"));
+  const auto source = [](const codegen::KernelTuning& tuning, codegen::FamilyRequest family) {
+    return codegen::generate_kernel_source(test::parse_mask("q_idx >= kv_idx"),
+                                           test::parse_score(""), DType::bf16, 128,
+                                           codegen::Target(90, true), family, tuning);
+  };
+  codegen::KernelTuning safe;
+  safe.sm80_safe_sources = true;
+  const codegen::GeneratedKernel plain = source({}, codegen::FamilyRequest::sm80);
+  const codegen::GeneratedKernel tuned = source(safe, codegen::FamilyRequest::sm80);
+  CHECK_FALSE(plain.config.sm80_safe_sources);
+  CHECK(plain.source.find("ATTNJIT_SM80_SAFE_SOURCES") == std::string::npos);
+  CHECK(tuned.config.sm80_safe_sources);
+  // Before the kernel template, which reads it; another text, hence another cache key.
+  const std::size_t define = tuned.source.find("#define ATTNJIT_SM80_SAFE_SOURCES 1\n");
+  REQUIRE(define != std::string::npos);
+  CHECK(define < tuned.source.find("#include \"attnjit/attention_fwd.cuh\""));
+  // The sm90 kernel has no such copies: the key leaves its source alone.
+  const codegen::GeneratedKernel sm90 = source(safe, codegen::FamilyRequest::sm90);
+  CHECK_FALSE(sm90.config.sm80_safe_sources);
+  CHECK(sm90.source == source({}, codegen::FamilyRequest::sm90).source);
+}
+
 // Every key the parser knows (as its error for an unknown one lists them) changes the schedule,
 // so that a tuning turns the short-rows rule off, except the watchdog, a debugging aid that both
 // kernels take. A key added without changes_schedule knowing it fails here.
@@ -600,5 +628,5 @@ TEST_CASE("every ATTNJIT_TUNE key but the watchdog changes the schedule", "[code
     REQUIRE(tuning.has_value());
     CHECK(codegen::changes_schedule(*tuning) == (key != "sm90_watchdog_ms"));
   }
-  CHECK(keys == 19);
+  CHECK(keys == 20);
 }

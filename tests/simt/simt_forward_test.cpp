@@ -227,6 +227,30 @@ TEST_CASE("emulated: the score's row shift matches the reference", "[simt]") {
   }
 }
 
+// The K/V copies' two address forms (copy.cuh, load_tile_async): the default at head dims 64 and
+// up passes a zero-filled row's own address, sm80_safe_sources=1 row 0's. Ragged lengths, so that
+// the last query and key tiles have zero-filled rows.
+TEST_CASE("emulated: the sm80 kernel's zero-filled rows in both address forms", "[simt]") {
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 2, 1, 70, 150);
+  causal.head_dim = 128;
+  const std::vector<KernelCase> cases = {causal, with(causal, DType::fp16, Layout::blhd, 64)};
+  simt::SimtLaunchOptions safe;
+  safe.tuning = codegen::KernelTuning{};
+  safe.tuning->sm80_safe_sources = true;
+  for (const bool safe_sources : {false, true}) {
+    for (const simt::SimtOutcome& outcome :
+         simt::run_simt_cases(cases, 80, codegen::FamilyRequest::sm80,
+                              safe_sources ? safe : simt::SimtLaunchOptions{})) {
+      INFO(outcome.name << (safe_sources ? ", sm80_safe_sources=1" : ""));
+      INFO(outcome.describe());
+      CHECK(outcome.config.sm80_safe_sources == safe_sources);
+      CHECK(outcome.passed());
+    }
+  }
+}
+
 // Decoding shapes: the keys split into slices, one block each, merged by attnjit_split_combine
 // (the heuristic's count for an H100's 132 SMs, or the case's forced one). Every case splits.
 TEST_CASE("emulated: split-KV decoding matches the reference", "[simt]") {
