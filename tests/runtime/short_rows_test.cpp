@@ -115,24 +115,27 @@ TEST_CASE("the short-rows rule picks the two-blocks-per-SM kernel where rows are
   // query tile, causal 64 on average.
   const AttentionShape measured = shape_of(2, 32, 16384, 16384);
   ShortRowsRule rule;
+  const auto short_rows = [&](const Mask& m, const AttentionShape& shape) {
+    return rule.decide(m.mask, m.args, shape, standard, kSms).short_rows;
+  };
   const auto started = std::chrono::steady_clock::now();
-  CHECK(rule.applies(window.mask, window.args, measured, standard, kSms));
+  CHECK(short_rows(window, measured));
   const double first_us = std::chrono::duration<double, std::micro>(
                               std::chrono::steady_clock::now() - started).count();
   std::printf("short-rows rule, first decision at 16K (sliding window): %.1f us\n", first_us);
-  CHECK_FALSE(rule.applies(causal.mask, causal.args, measured, standard, kSms));
+  CHECK_FALSE(short_rows(causal, measured));
   // Remembered: the same call again is a lookup, a new window a new decision (33 tiles: long).
-  CHECK(rule.applies(window.mask, window.args, measured, standard, kSms));
+  CHECK(short_rows(window, measured));
   Mask wide = window;
   wide.args.scalars[0] = 4096;
-  CHECK_FALSE(rule.applies(wide.mask, wide.args, measured, standard, kSms));
-  CHECK(rule.applies(window.mask, window.args, measured, standard, kSms));
+  CHECK_FALSE(short_rows(wide, measured));
+  CHECK(short_rows(window, measured));
   // Causal rows are short at 1K, and 64K windows as short as at 16K.
-  CHECK(rule.applies(causal.mask, causal.args, shape_of(32, 32, 1024, 1024), standard, kSms));
-  CHECK(rule.applies(window.mask, window.args, shape_of(1, 16, 65536, 65536), standard, kSms));
+  CHECK(short_rows(causal, shape_of(32, 32, 1024, 1024)));
+  CHECK(short_rows(window, shape_of(1, 16, 65536, 65536)));
   // Too few blocks for two per SM: one batch of 2 heads at 16K is 256 blocks, under 2 x 132.
-  CHECK_FALSE(rule.applies(window.mask, window.args, shape_of(1, 2, 16384, 16384), standard, kSms));
-  CHECK(rule.applies(window.mask, window.args, shape_of(1, 3, 16384, 16384), standard, kSms));
+  CHECK_FALSE(short_rows(window, shape_of(1, 2, 16384, 16384)));
+  CHECK(short_rows(window, shape_of(1, 3, 16384, 16384)));
 }
 
 TEST_CASE("the short-rows rule's verdict carries its count, remembered, and says it in words",

@@ -43,6 +43,15 @@ struct InputSet {
   testkit::DeviceBuffer q, k, v, out;
 };
 
+// `args` reading and writing `set`'s buffers.
+attnjit_forward_args on_inputs(attnjit_forward_args args, InputSet& set) {
+  args.q = set.q.get();
+  args.k = set.k.get();
+  args.v = set.v.get();
+  args.out = set.out.get();
+  return args;
+}
+
 attnjit_dtype parse_dtype(const std::string& text) {
   if (text == "bf16" || text == "bfloat16") return ATTNJIT_DTYPE_BF16;
   if (text == "fp16" || text == "float16") return ATTNJIT_DTYPE_FP16;
@@ -89,11 +98,7 @@ T median_of(std::vector<T> values) {
 BenchTimes median_times(attnjit_variant* variant, attnjit_forward_args args,
                         std::vector<InputSet>& sets, int warmup, int iterations) {
   const auto on_set = [&](int i) {
-    InputSet& set = sets[static_cast<std::size_t>(i) % sets.size()];
-    args.q = set.q.get();
-    args.k = set.k.get();
-    args.v = set.v.get();
-    args.out = set.out.get();
+    args = on_inputs(args, sets[static_cast<std::size_t>(i) % sets.size()]);
     return &args;
   };
   for (int i = 0; i < warmup; ++i) c::check(attnjit_forward(variant, on_set(i)));
@@ -181,22 +186,15 @@ void run_bench(const BenchOptions& options) {
     const double ms = times.gpu_ms;
 
     // The census reads only the per-call tensors, from the host; q, k, v, out are not read.
-    attnjit_forward_args census_call = testkit::with_values(call, inputs.params, inputs.tensors);
-    census_call.q = sets[0].q.get();
-    census_call.k = sets[0].k.get();
-    census_call.v = sets[0].v.get();
-    census_call.out = sets[0].out.get();
+    const attnjit_forward_args census_call =
+        on_inputs(testkit::with_values(call, inputs.params, inputs.tensors), sets[0]);
     attnjit_tile_census census{};
     c::check(attnjit_variant_tile_census(&census, variant.get(), &census_call, nullptr));
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
     const double flops = 4.0 * options.head_dim * static_cast<double>(census.kept_pairs);
     // Note: after the timed calls, so it names the kernel they ran (the short-rows rule
     // remembers its decision for the call's shape and parameters).
-    attnjit_forward_args plan_call = timed_call;
-    plan_call.q = sets[0].q.get();
-    plan_call.k = sets[0].k.get();
-    plan_call.v = sets[0].v.get();
-    plan_call.out = sets[0].out.get();
+    const attnjit_forward_args plan_call = on_inputs(timed_call, sets[0]);
     attnjit_launch_plan plan;
     attnjit_launch_plan_init(&plan);
     c::check(attnjit_variant_launch_plan(&plan, variant.get(), &plan_call));
