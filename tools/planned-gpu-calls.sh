@@ -9,10 +9,11 @@
 #   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (budget 420 s): test_gpu and
 #                                              # the sanitizers on both families, then S11, S11b
 #                                              # and S12
-#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (budget 330 s): S8, S1, S11c
+#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (budget 380 s): D13 (the
+#                                              # decoding A/B), then S8, S1, S11c
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
-# Run the calls with run(carry=[".gpu-bundle"], timeout_s=450 and 360): the budgets leave each
+# Run the calls with run(carry=[".gpu-bundle"], timeout_s=450 and 400): the budgets leave each
 # call's last step its time and the machine start (about 35 s) inside the 15 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,15 +31,20 @@ S1='--variant alibi --head-dim 64 --head-dim 128 --schedule sm90=sm90 --schedule
 # Item 11: the sm80 kernel's own two blocks per SM on short and long rows.
 S11c='--head-dim 64 --head-dim 128 --variant sliding_window --variant document --variant causal --schedule sm80=sm80 --schedule sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2'
 
+# Item 13: the split-KV merge launched programmatically (twentieth session) against
+# ATTNJIT_PDL=off, and SDPA beside them, at B=1 (split) for 4K and 16K keys; no Flex (its compile).
+D13='--decode-batch 1 --head-dim 128 --length 4096 --length 16384 --decode-rows attnjit --decode-rows attnjit-no-PDL --decode-rows sdpa'
+
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2
   exit 2
 }
 
-gpu_check() {  # BUDGET OUTDIR STAGES SWEEP...
-  local budget=$1 out=$2 stages=$3
-  shift 3
+gpu_check() {  # BUDGET OUTDIR STAGES COMPARE_ARGS SWEEP...
+  local budget=$1 out=$2 stages=$3 compare=$4
+  shift 4
   local args=()
+  [[ -n "$compare" ]] && args+=(--compare-args "$compare")
   for sweep in "$@"; do args+=(--sweep-args "$sweep"); done
   GPU_CHECK_BUDGET=$budget tools/gpu-check.sh --build-dir .gpu-bundle --deps .gpu-bundle/lib \
     --only "$stages" "${args[@]}" "$out"
@@ -50,12 +56,12 @@ case "${1:-}" in
       --sweep "$S1" --sweep "$S11c" ;;
   call1)
     [[ $# -eq 2 ]] || usage
-    gpu_check 420 "$2" test,sanitize,sweep "$S11" "$S11b" "$S12" ;;
+    gpu_check 420 "$2" test,sanitize,sweep "" "$S11" "$S11b" "$S12" ;;
   call2)
     [[ $# -eq 2 ]] || usage
-    gpu_check 330 "$2" sweep "$S8" "$S1" "$S11c" ;;
+    gpu_check 380 "$2" decode,sweep "$D13" "$S8" "$S1" "$S11c" ;;
   print)
-    printf 'S11=%s\nS11b=%s\nS12=%s\nS8=%s\nS1=%s\nS11c=%s\n' "$S11" "$S11b" "$S12" "$S8" "$S1" \
-      "$S11c" ;;
+    printf 'S11=%s\nS11b=%s\nS12=%s\nS8=%s\nS1=%s\nS11c=%s\nD13=%s\n' "$S11" "$S11b" "$S12" \
+      "$S8" "$S1" "$S11c" "$D13" ;;
   *) usage ;;
 esac

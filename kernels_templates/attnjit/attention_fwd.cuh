@@ -25,6 +25,7 @@
 #include "attnjit/copy.cuh"
 #include "attnjit/fwd_config.cuh"
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/grid_dependency.cuh"
 #include "attnjit/mma.cuh"
 #include "attnjit/numeric.cuh"
 #include "attnjit/softmax.cuh"
@@ -415,6 +416,10 @@ struct AttentionForward {
     const int warp = thread / 32;
     const int lane = thread % 32;
 
+    // A split call's merge follows this kernel: it may launch as soon as every block has
+    // started (grid_dependency.cuh); it waits for this kernel's partials itself.
+    if (DECODING && params.num_splits > 1) launch_dependent_grids();
+
     // ---- Work assignment (head-major, heavy query tiles first; see the header comment).
     if (!assign_block()) return;
 
@@ -445,6 +450,10 @@ struct AttentionForward {
                                                                params.q_stride[2], q0,
                                                                params.q_len, thread);
     cp_async_commit();
+    // Launched after the call's tensor summaries, the kernel may have started while they still
+    // run (grid_dependency.cuh): Q (the caller's, complete before the call's first kernel began)
+    // is on its way, and the first tile classification reads the summaries.
+    wait_for_prerequisite_grids();
     // Note: a split decoding block finds its slice of the kept keys (a classification step or
     // more) only now, with Q already on its way: neither needs the other (the classification's
     // words lie past the K/V stages).

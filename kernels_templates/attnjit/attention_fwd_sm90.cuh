@@ -52,6 +52,7 @@
 #pragma once
 
 #include "attnjit/attention_fwd.cuh"
+#include "attnjit/grid_dependency.cuh"
 #include "attnjit/sm90_barrier.cuh"
 #include "attnjit/sm90_fwd_config.cuh"
 #include "attnjit/sm90_fwd_params.cuh"
@@ -247,6 +248,10 @@ struct AttentionForwardSm90 {
   };
 
   ATTNJIT_DEVICE void run() {
+    // Launched after the call's tensor summaries, the kernel may start while they still run
+    // (grid_dependency.cuh); every thread waits for them before anything else. Nothing of ours
+    // follows this kernel, so it lets no later launch start early.
+    wait_for_prerequisite_grids();
     // Note: a persistent block assigns its items as it walks them, and one past the last item
     // (a grid larger than the work) just walks none.
     if constexpr (!kPersistent) {

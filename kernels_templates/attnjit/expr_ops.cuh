@@ -12,6 +12,7 @@
 #pragma once
 
 #include "attnjit/bit_cast.cuh"
+#include "attnjit/grid_dependency.cuh"
 #include "attnjit/hd.cuh"
 #include "attnjit/numeric.cuh"
 #include "attnjit/tile.cuh"
@@ -537,6 +538,9 @@ ATTNJIT_HD FloatIv iv_read_f32_any() { return iv_float_full(); }
 // the per-block min/max summary when there is one.
 ATTNJIT_HD IntIv iv_read_summary(const TensorArg& t, const TensorSummary& s, IntIv index) {
   if (s.min == nullptr || s.max == nullptr || s.granularity <= 0) return iv_int_full();
+#if ATTNJIT_KERNEL_CODE
+  note_prerequisite_read("a tensor summary");  // the summary kernel's output
+#endif
   int lo = kIntMax, hi = kIntMin;
   if (index.lo < 0 || index.hi >= t.dims[0] || t.data == nullptr) {
     lo = hi = 0;  // some index reads out of range

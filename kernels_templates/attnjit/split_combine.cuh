@@ -10,6 +10,7 @@
 #include "attnjit/bit_cast.cuh"
 #include "attnjit/copy.cuh"
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/grid_dependency.cuh"
 #include "attnjit/numeric.cuh"
 
 namespace attnjit {
@@ -29,7 +30,10 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const long long rows = static_cast<long long>(p.batch) * p.num_heads_q * p.q_len;
   const long long row = static_cast<long long>(blockIdx.x) * kCombineWarps + warp;
+  // Launched while the forward kernel's last blocks may still run (grid_dependency.cuh).
+  wait_for_prerequisite_grids();
   if (row >= rows) return;  // warp-uniform: the shuffles below see whole warps
+  note_prerequisite_read("the split-KV partials");
 
   // ---- The row's LSE: max over the slices, then the sum of exponentials around it.
   float max_lse = neg_infinity();

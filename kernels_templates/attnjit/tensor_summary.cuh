@@ -5,6 +5,7 @@
 // reads 0 (the out-of-range value), so a block reaching past the tensor's end includes 0.
 #pragma once
 
+#include "attnjit/grid_dependency.cuh"
 #include "attnjit/hd.cuh"
 
 namespace attnjit {
@@ -22,6 +23,10 @@ namespace attnjit {
 // pays it on every step).
 ATTNJIT_DEVICE void tensor_summary(const int* data, int len, int index_len, int granularity,
                                    int* out_min, int* out_max) {
+  // The forward kernel (or the call's next summary) may launch now; a summary launched after
+  // another waits for it, so the forward kernel's wait covers every summary (grid_dependency.cuh).
+  launch_dependent_grids();
+  wait_for_prerequisite_grids();
   if (granularity <= 0 || index_len <= 0) return;
   const long long num_blocks = (index_len + granularity - 1) / granularity;
   const int lane = static_cast<int>(threadIdx.x % 32);

@@ -54,6 +54,7 @@ namespace attnjit::driver {
   X(cuFuncGetParamInfo, 12040)                         \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
   X(cuLaunchKernel, 4000)                              \
+  X(cuLaunchKernelEx, 11060)                           \
   X(cuPointerGetAttribute, 4000)                       \
   X(cuPointerGetAttributes, 7000)                      \
   X(cuMemAlloc, 3020)                                  \

@@ -212,18 +212,44 @@ void check_grid(const AttentionShape& s, const codegen::KernelConfig& config) {
   }
 }
 
-void launch(const char* name, CUfunction function, unsigned grid_x, unsigned grid_y,
-            unsigned threads, unsigned smem, CUstream stream, void** params) {
+// A programmatic launch (`overlap`; grid_dependency.cuh, overlap_launches) goes through
+// cuLaunchKernelEx with the programmatic-serialisation attribute; a driver without
+// cuLaunchKernelEx (before CUDA 11.8) launches it plainly, which is always correct.
+void launch(const char* name, CUfunction function, const LaunchGrid& grid, CUstream stream,
+            void** params, bool overlap) {
   const driver::DriverApi& d = driver::api();
-  if (d.cuLaunchKernel == nullptr) driver::throw_missing_symbol("cuLaunchKernel");
-  const CUresult result =
-      d.cuLaunchKernel(function, grid_x, grid_y, 1, threads, 1, 1, smem, stream, params, nullptr);
+  CUresult result = CUDA_SUCCESS;
+  overlap = overlap && d.cuLaunchKernelEx != nullptr;
+  if (overlap) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid.grid_x;
+    config.gridDimY = grid.grid_y;
+    config.gridDimZ = 1;
+    config.blockDimX = grid.threads;
+    config.blockDimY = 1;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = grid.smem_bytes;
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    result = d.cuLaunchKernelEx(&config, function, params, nullptr);
+  } else {
+    if (d.cuLaunchKernel == nullptr) driver::throw_missing_symbol("cuLaunchKernel");
+    result = d.cuLaunchKernel(function, grid.grid_x, grid.grid_y, 1, grid.threads, 1, 1,
+                              grid.smem_bytes, stream, params, nullptr);
+  }
   if (result != CUDA_SUCCESS) {
-    throw Error(driver::status_for_result(result),
-                fmt::format("cuLaunchKernel failed: {} (kernel {}, grid {}x{}, {} threads, {} "
-                            "bytes of shared memory){}",
-                            driver::describe_result(result), name, grid_x, grid_y, threads, smem,
-                            driver::watchdog_hint(result)));
+    throw Error(
+        driver::status_for_result(result),
+        fmt::format("{} failed: {} (kernel {}, grid {}x{}, {} threads, {} bytes of shared "
+                    "memory{}){}",
+                    overlap ? "cuLaunchKernelEx" : "cuLaunchKernel",
+                    driver::describe_result(result), name, grid.grid_x, grid.grid_y, grid.threads,
+                    grid.smem_bytes, overlap ? ", programmatic dependent launch" : "",
+                    driver::watchdog_hint(result)));
   }
 }
 
@@ -250,7 +276,8 @@ class CallScratch {
   CUdeviceptr acquire(const ContextRef& context, CUstream stream, std::size_t bytes) {
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     ATTNJIT_CU(cuStreamIsCapturing, stream, &capture);
-    if (capture == CU_STREAM_CAPTURE_STATUS_NONE) {
+    capturing_ = capture != CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!capturing_) {
       auto [workspace, lock] = acquire_workspace(context, stream, bytes);
       lock_ = std::move(lock);
       return workspace->data;
@@ -260,16 +287,21 @@ class CallScratch {
     return graph_owned_;
   }
 
+  // Whether acquire found the stream capturing into a graph.
+  bool capturing() const { return capturing_; }
+
  private:
   std::unique_lock<std::mutex> lock_;
+  bool capturing_ = false;
   CUdeviceptr graph_owned_ = 0;
   CUstream stream_ = nullptr;
 };
 
 // Launches the summary kernel for each request into `scratch_ints` (plan.total_ints of the
-// call's scratch) and points the copies of the tensor args at the results.
+// call's scratch) and points the copies of the tensor args at the results. The first is the
+// call's first launch; with `overlap`, each later one overlaps the one before.
 void attach_summaries(CUstream stream, const LoadedKernel& loaded, const SummaryPlan& plan,
-                      VariantArgs& args, const int* scratch_ints) {
+                      VariantArgs& args, const int* scratch_ints, bool overlap) {
   if (plan.launches.empty()) return;
   if (loaded.summary == nullptr) {
     throw_error(Status::internal,
@@ -285,8 +317,8 @@ void attach_summaries(CUstream stream, const LoadedKernel& loaded, const Summary
     const int* min_ptr = scratch_ints + summary.offset;
     const int* max_ptr = min_ptr + summary.num_blocks;
     void* params[] = {&data, &len, &index_len, &granularity, &min_ptr, &max_ptr};
-    launch(codegen::kSummaryEntry, loaded.summary, summary.grid.grid_x, summary.grid.grid_y,
-           summary.grid.threads, summary.grid.smem_bytes, stream, params);
+    launch(codegen::kSummaryEntry, loaded.summary, summary.grid, stream, params,
+           overlap && &summary != &plan.launches.front());
     attach_summary(summary, scratch_ints, args);
   }
 }
@@ -359,8 +391,17 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   CallScratch scratch;
   const CUdeviceptr scratch_base =
       plan.scratch_bytes > 0 ? scratch.acquire(context, stream, plan.scratch_bytes) : 0;
+  // Note: a call of one launch needs no scratch, and needs no overlap either.
+  const bool overlap =
+      plan.scratch_bytes > 0 && overlap_launches(device.sm, choices, scratch.capturing());
   attach_summaries(stream, loaded, plan.summaries, params.args,
-                   reinterpret_cast<const int*>(scratch_base));
+                   reinterpret_cast<const int*>(scratch_base), overlap);
+  const bool overlap_forward = overlap && !plan.summaries.launches.empty();
+  if (overlap) {
+    log().debug(
+        "programmatic dependent launches: each kernel after the call's first may start "
+        "while the one before still runs");
+  }
   SplitCombineParams combine{};
   if (split.num_splits > 1) {
     combine = attach_split(split, plan.shape, plan.buffers,
@@ -387,18 +428,15 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   if (config.family == codegen::KernelFamily::sm90) {
     Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
     void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel
-    launch(codegen::kForwardEntry, loaded.forward, grid.grid_x, grid.grid_y, grid.threads,
-           grid.smem_bytes, stream, launch_params);
+    launch(codegen::kForwardEntry, loaded.forward, grid, stream, launch_params, overlap_forward);
     return;
   }
   void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
-  launch(plan.entry, entry, grid.grid_x, grid.grid_y, grid.threads, grid.smem_bytes, stream,
-         launch_params);
+  launch(plan.entry, entry, grid, stream, launch_params, overlap_forward);
   if (split.num_splits > 1) {
     void* combine_params[] = {&combine};
-    launch(codegen::kSplitCombineEntry, loaded.combine, split.combine.grid_x,
-           split.combine.grid_y, split.combine.threads, split.combine.smem_bytes, stream,
-           combine_params);
+    launch(codegen::kSplitCombineEntry, loaded.combine, split.combine, stream, combine_params,
+           overlap);
   }
 }
 

@@ -113,14 +113,28 @@ bool decode_entry_from_environment();
 // Error(invalid_argument) for anything else.
 bool short_rows_from_environment();
 
+// ATTNJIT_PDL: unset, empty or "auto": a call's launches after its first overlap the one before
+// where the GPU allows it (overlap_launches); "off": never (for measurements).
+// Error(invalid_argument) for anything else.
+bool overlap_launches_from_environment();
+
 // What the environment may change about how a call launches (for measurements).
 struct LaunchChoices {
   bool pack_gqa = true;         // ATTNJIT_PACK_GQA
   std::optional<int> split_kv;  // ATTNJIT_SPLIT_KV (nullopt: the heuristic)
   bool decode_entry = true;     // ATTNJIT_DECODE_ENTRY
   bool short_rows = true;       // ATTNJIT_SHORT_ROWS
+  bool overlap_launches = true;  // ATTNJIT_PDL
 };
 LaunchChoices launch_choices_from_environment();
+
+// Whether a call's second and later launches (the forward kernel after the tensor summaries, a
+// summary after another, the split-KV merge after the forward kernel) are programmatic dependent
+// launches, which may start while the kernel before still runs (grid_dependency.cuh): on compute
+// capability 9.0 and later (sm_80 and sm_86 have no griddepcontrol), unless `choices` turn it
+// off, and not while the stream is being captured into a graph (not yet verified on hardware
+// there). The call's first launch never is: it follows the caller's work, which it reads.
+bool overlap_launches(int sm, const LaunchChoices& choices, bool capturing);
 
 // How a call runs on the kernel of `config` on a GPU of `multiprocessors` SMs: its packed GQA
 // group, whether the decoding entry runs it, with which tiles, and in how many slices.

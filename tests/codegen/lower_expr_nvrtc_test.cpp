@@ -96,7 +96,8 @@ std::string wrap_hooks(const std::vector<expr::Expression>& masks,
 void compile(const std::string& source) {
   static const char* kHeaders[] = {"attnjit/hd.cuh",           "attnjit/bit_cast.cuh",
                                    "attnjit/numeric.cuh",      "attnjit/tile.cuh",
-                                   "attnjit/variant_args.cuh", "attnjit/expr_ops.cuh"};
+                                   "attnjit/variant_args.cuh", "attnjit/grid_dependency.cuh",
+                                   "attnjit/expr_ops.cuh"};
   constexpr int kNumHeaders = static_cast<int>(sizeof kHeaders / sizeof kHeaders[0]);
   std::vector<std::string> contents;
   for (const char* name : kHeaders) contents.push_back(read_template(name));

@@ -87,6 +87,12 @@ class EmulatedDevice {
   // The grids of the forward launches so far (either entry), oldest first, and their entries.
   const std::vector<LaunchGrid>& forward_grids() const { return forward_grids_; }
   const std::vector<std::string>& forward_entries() const { return forward_entries_; }
+  // Every launch so far (any entry), oldest first: its entry and whether it was programmatic.
+  struct LaunchRecord {
+    std::string function;
+    bool programmatic = false;
+  };
+  const std::vector<LaunchRecord>& launches() const { return launches_; }
   int launch_count() const { return launch_count_(); }
   int param_info_past_end() const { return param_info_past_end_(); }
   // Where the loaded watchdog kernel's record pointer lives (its module global), or null.
@@ -121,6 +127,7 @@ class EmulatedDevice {
     grid.grid_y = launch.grid_y;
     grid.threads = launch.threads;
     grid.smem_bytes = launch.smem_bytes;
+    launches_.push_back({launch.function, launch.programmatic != 0});
     if (std::string(launch.function) == codegen::kDecodeEntry) {
       forward_grids_.push_back(grid);
       forward_entries_.push_back(launch.function);
@@ -138,7 +145,8 @@ class EmulatedDevice {
         throw std::runtime_error("the watchdog faulted the kernel");
       }
     }
-    module_->run_launch(kernel_, launch.function, grid, launch.params, regions);
+    module_->run_launch(kernel_, launch.function, grid, launch.params, regions,
+                        launch.programmatic != 0);
   }
 
   AttnjitFakeSetLauncher set_launcher_ = nullptr;
@@ -152,6 +160,7 @@ class EmulatedDevice {
   std::string error_;
   std::vector<LaunchGrid> forward_grids_;
   std::vector<std::string> forward_entries_;
+  std::vector<LaunchRecord> launches_;
 };
 
 EmulatedDevice& device() {
@@ -783,6 +792,24 @@ TEST_CASE("fake device: GQA, padding, lse off, managed memory and streams", "[di
   check_through_backend({gqa, padded, managed, streamed});
 }
 
+// The entries of the last `count` launches, oldest first, a programmatic one marked
+// "(overlaps)" (overlapped).
+std::vector<std::string> last_launches(std::size_t count) {
+  const auto& all = device().launches();
+  REQUIRE(all.size() >= count);
+  std::vector<std::string> entries;
+  for (std::size_t i = all.size() - count; i < all.size(); ++i) {
+    entries.push_back(all[i].programmatic ? all[i].function + " (overlaps)" : all[i].function);
+  }
+  return entries;
+}
+
+// How `function` appears in last_launches when the backend launches it after another kernel of
+// the call: programmatic on sm_90 and later (overlap_launches), plain below.
+std::string overlapped(const std::string& function) {
+  return cuda::current_device().sm >= 90 ? function + " (overlaps)" : function;
+}
+
 TEST_CASE("fake device: a mask reading a tensor launches its summary first", "[dispatch]") {
   KernelCase doc;
   doc.mask = "doc[q_idx] == doc[kv_idx]";
@@ -793,11 +820,23 @@ TEST_CASE("fake device: a mask reading a tensor launches its summary first", "[d
   plain.shape = doc.shape;
   const int before = device().launch_count();
   check_through_backend({doc});
-  // Two summaries (doc read at q_idx and at kv_idx), then the forward kernel.
+  // Two summaries (doc read at q_idx and at kv_idx), then the forward kernel; on sm_90 each
+  // after the first overlaps the one before (programmatic dependent launch), and the emulator
+  // checked that neither read the kernel before's results ahead of its griddepcontrol.wait.
   CHECK(device().launch_count() - before == 3);
+  CHECK(last_launches(3) == std::vector<std::string>{codegen::kSummaryEntry,
+                                                     overlapped(codegen::kSummaryEntry),
+                                                     overlapped(codegen::kForwardEntry)});
   const int middle = device().launch_count();
   check_through_backend({plain});
   CHECK(device().launch_count() - middle == 1);
+  CHECK(last_launches(1) == std::vector<std::string>{codegen::kForwardEntry});
+
+  // ATTNJIT_PDL=off: every launch waits for the one before, as on sm_80.
+  const test::ScopedEnv off("ATTNJIT_PDL", "off");
+  check_through_backend({doc});
+  CHECK(last_launches(3) == std::vector<std::string>{codegen::kSummaryEntry, codegen::kSummaryEntry,
+                                                     codegen::kForwardEntry});
 }
 
 // How the backend should launch `c` on the fake device: the planner's answer for the kernel
@@ -844,6 +883,8 @@ TEST_CASE("fake device: split-KV decoding launches the slices, then the merge", 
   const std::size_t grids = device().forward_grids().size();
   check_through_backend({lone});
   CHECK(device().launch_count() - before == 2);  // the forward kernel and the merge
+  CHECK(last_launches(2) ==
+        std::vector<std::string>{codegen::kDecodeEntry, overlapped(codegen::kSplitCombineEntry)});
   REQUIRE(device().forward_grids().size() == grids + 1);
   check_last_launch(lone, plan);
 

@@ -86,6 +86,7 @@ struct State {
   AttnjitFakeLauncher launcher = nullptr;
   void* launcher_user = nullptr;
   int launches = 0;
+  int programmatic_launches = 0;  // of them, through cuLaunchKernelEx's programmatic attribute
   // The module global of each name handed out last (attnjit_fake_cuda_module_global).
   std::map<std::string, CUdeviceptr> last_globals;
   // cuFuncGetParamInfo calls for an index past the last parameter: the real driver answers them
@@ -256,7 +257,8 @@ std::vector<SimtRegion> device_regions() {
 }
 
 // Runs a launch of a module whose source was found, building it for the host first.
-CUresult emulate(Function& function, const attnjit::LaunchGrid& grid, void** params) {
+CUresult emulate(Function& function, const attnjit::LaunchGrid& grid, void** params,
+                 bool programmatic) {
   // Note: one launch at a time (the emulator's state is per built module, and launches from
   // several host threads would share it); the device is synchronous anyway.
   static std::mutex launch_mutex;
@@ -281,9 +283,10 @@ CUresult emulate(Function& function, const attnjit::LaunchGrid& grid, void** par
     if (module.probes) {
       module.emulated->run_forward(module.emulated->symbol(function.name),
                                    *static_cast<const attnjit::FwdParams*>(params[0]), grid,
-                                   device_regions());
+                                   device_regions(), programmatic);
     } else {
-      module.emulated->run_launch(0, function.name.c_str(), grid, params, device_regions());
+      module.emulated->run_launch(0, function.name.c_str(), grid, params, device_regions(),
+                                  programmatic);
     }
     return CUDA_SUCCESS;
   } catch (const std::exception& error) {
@@ -314,6 +317,9 @@ ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_allocations(AttnjitFakeRange* out, int
 }
 
 ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_launch_count() { return state().launches; }
+ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_programmatic_launch_count() {
+  return state().programmatic_launches;
+}
 
 ATTNJIT_FAKE_EXPORT void* attnjit_fake_cuda_module_global(const char* name) {
   std::lock_guard lock(state().mutex);
@@ -549,9 +555,13 @@ CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* o
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                                unsigned block_x, unsigned block_y, unsigned block_z,
-                                unsigned smem, CUstream, void** params, void** extra) {
+namespace {
+
+// cuLaunchKernel and cuLaunchKernelEx: the checks the hardware's driver makes, then the test's
+// launcher, or the emulator, or nothing (ATTNJIT_FAKE_CUDA_LAUNCHES=skip).
+CUresult launch_kernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                       unsigned block_x, unsigned block_y, unsigned block_z, unsigned smem,
+                       void** params, void** extra, bool programmatic) {
   const Function& function = *reinterpret_cast<Function*>(f);
   if (grid_x == 0 || grid_y == 0 || grid_z != 1 || block_y != 1 || block_z != 1 ||
       block_x == 0 || block_x > 1024 || extra != nullptr || params == nullptr) {
@@ -568,6 +578,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, 
     launcher = state().launcher;
     user = state().launcher_user;
     ++state().launches;
+    if (programmatic) ++state().programmatic_launches;
   }
   if (launcher == nullptr && skip_launches()) return CUDA_SUCCESS;
   if (launcher == nullptr) {
@@ -576,10 +587,42 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, 
     grid.grid_y = grid_y;
     grid.threads = block_x;
     grid.smem_bytes = smem;
-    return emulate(*reinterpret_cast<Function*>(f), grid, params);
+    return emulate(*reinterpret_cast<Function*>(f), grid, params, programmatic);
   }
-  const AttnjitFakeLaunch launch{function.name.c_str(), grid_x, grid_y, block_x, smem, params};
+  const AttnjitFakeLaunch launch{function.name.c_str(), grid_x, grid_y, block_x, smem, params,
+                                 programmatic ? 1 : 0};
   return launcher(&launch, user) == 0 ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+}
+
+}  // namespace
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                                unsigned block_x, unsigned block_y, unsigned block_z, unsigned smem,
+                                CUstream, void** params, void** extra) {
+  return launch_kernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, smem, params, extra,
+                       false);
+}
+
+// Only the attribute attnjit sets is known; programmatic stream serialisation is refused below
+// compute capability 9.0 (griddepcontrol needs sm_90), so a host that asks for it there fails
+// the tests here instead of depending on what a real driver makes of it.
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
+                                  void** extra) {
+  if (config == nullptr || (config->numAttrs > 0 && config->attrs == nullptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  bool programmatic = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& attribute = config->attrs[i];
+    if (attribute.id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    programmatic = attribute.value.programmaticStreamSerializationAllowed != 0;
+  }
+  if (programmatic && fake_sm() < 90) return CUDA_ERROR_NOT_SUPPORTED;
+  return launch_kernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                       config->blockDimY, config->blockDimZ, config->sharedMemBytes, params, extra,
+                       programmatic);
 }
 
 // ---- Memory.
@@ -742,32 +785,56 @@ CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** function, int, cuui
                                   CUdriverProcAddressQueryResult* status) {
   static const std::map<std::string, void*> table = {
 #define ATTNJIT_FAKE_ENTRY(name) {#name, reinterpret_cast<void*>(&name)}
-      ATTNJIT_FAKE_ENTRY(cuInit), ATTNJIT_FAKE_ENTRY(cuDriverGetVersion),
-      ATTNJIT_FAKE_ENTRY(cuGetErrorName), ATTNJIT_FAKE_ENTRY(cuGetErrorString),
-      ATTNJIT_FAKE_ENTRY(cuDeviceGet), ATTNJIT_FAKE_ENTRY(cuDeviceGetCount),
-      ATTNJIT_FAKE_ENTRY(cuDeviceGetAttribute), ATTNJIT_FAKE_ENTRY(cuDeviceGetName),
-      ATTNJIT_FAKE_ENTRY(cuDevicePrimaryCtxRetain), ATTNJIT_FAKE_ENTRY(cuDevicePrimaryCtxRelease),
-      ATTNJIT_FAKE_ENTRY(cuCtxGetCurrent), ATTNJIT_FAKE_ENTRY(cuCtxSetCurrent),
-      ATTNJIT_FAKE_ENTRY(cuCtxGetDevice), ATTNJIT_FAKE_ENTRY(cuCtxGetId),
-      ATTNJIT_FAKE_ENTRY(cuCtxSynchronize), ATTNJIT_FAKE_ENTRY(cuModuleLoadData),
-      ATTNJIT_FAKE_ENTRY(cuModuleUnload), ATTNJIT_FAKE_ENTRY(cuModuleGetFunction),
-      ATTNJIT_FAKE_ENTRY(cuModuleGetGlobal), ATTNJIT_FAKE_ENTRY(cuMemHostAlloc),
+      ATTNJIT_FAKE_ENTRY(cuInit),
+      ATTNJIT_FAKE_ENTRY(cuDriverGetVersion),
+      ATTNJIT_FAKE_ENTRY(cuGetErrorName),
+      ATTNJIT_FAKE_ENTRY(cuGetErrorString),
+      ATTNJIT_FAKE_ENTRY(cuDeviceGet),
+      ATTNJIT_FAKE_ENTRY(cuDeviceGetCount),
+      ATTNJIT_FAKE_ENTRY(cuDeviceGetAttribute),
+      ATTNJIT_FAKE_ENTRY(cuDeviceGetName),
+      ATTNJIT_FAKE_ENTRY(cuDevicePrimaryCtxRetain),
+      ATTNJIT_FAKE_ENTRY(cuDevicePrimaryCtxRelease),
+      ATTNJIT_FAKE_ENTRY(cuCtxGetCurrent),
+      ATTNJIT_FAKE_ENTRY(cuCtxSetCurrent),
+      ATTNJIT_FAKE_ENTRY(cuCtxGetDevice),
+      ATTNJIT_FAKE_ENTRY(cuCtxGetId),
+      ATTNJIT_FAKE_ENTRY(cuCtxSynchronize),
+      ATTNJIT_FAKE_ENTRY(cuModuleLoadData),
+      ATTNJIT_FAKE_ENTRY(cuModuleUnload),
+      ATTNJIT_FAKE_ENTRY(cuModuleGetFunction),
+      ATTNJIT_FAKE_ENTRY(cuModuleGetGlobal),
+      ATTNJIT_FAKE_ENTRY(cuMemHostAlloc),
       ATTNJIT_FAKE_ENTRY(cuMemFreeHost),
       ATTNJIT_FAKE_ENTRY(cuMemHostGetDevicePointer),
-      ATTNJIT_FAKE_ENTRY(cuFuncSetAttribute), ATTNJIT_FAKE_ENTRY(cuFuncGetAttribute),
-      ATTNJIT_FAKE_ENTRY(cuFuncGetParamInfo), ATTNJIT_FAKE_ENTRY(cuLaunchKernel),
+      ATTNJIT_FAKE_ENTRY(cuFuncSetAttribute),
+      ATTNJIT_FAKE_ENTRY(cuFuncGetAttribute),
+      ATTNJIT_FAKE_ENTRY(cuFuncGetParamInfo),
+      ATTNJIT_FAKE_ENTRY(cuLaunchKernel),
+      ATTNJIT_FAKE_ENTRY(cuLaunchKernelEx),
       ATTNJIT_FAKE_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
-      ATTNJIT_FAKE_ENTRY(cuPointerGetAttribute), ATTNJIT_FAKE_ENTRY(cuPointerGetAttributes),
-      ATTNJIT_FAKE_ENTRY(cuMemAlloc), ATTNJIT_FAKE_ENTRY(cuMemFree),
-      ATTNJIT_FAKE_ENTRY(cuMemAllocManaged), ATTNJIT_FAKE_ENTRY(cuMemAllocAsync),
-      ATTNJIT_FAKE_ENTRY(cuMemFreeAsync), ATTNJIT_FAKE_ENTRY(cuMemcpyHtoD),
-      ATTNJIT_FAKE_ENTRY(cuMemcpyDtoH), ATTNJIT_FAKE_ENTRY(cuMemcpyHtoDAsync),
-      ATTNJIT_FAKE_ENTRY(cuMemcpyDtoHAsync), ATTNJIT_FAKE_ENTRY(cuMemsetD32),
-      ATTNJIT_FAKE_ENTRY(cuMemsetD32Async), ATTNJIT_FAKE_ENTRY(cuStreamCreate),
-      ATTNJIT_FAKE_ENTRY(cuStreamDestroy), ATTNJIT_FAKE_ENTRY(cuStreamSynchronize),
-      ATTNJIT_FAKE_ENTRY(cuStreamIsCapturing), ATTNJIT_FAKE_ENTRY(cuEventCreate),
-      ATTNJIT_FAKE_ENTRY(cuEventRecord), ATTNJIT_FAKE_ENTRY(cuEventSynchronize),
-      ATTNJIT_FAKE_ENTRY(cuEventElapsedTime), ATTNJIT_FAKE_ENTRY(cuEventDestroy),
+      ATTNJIT_FAKE_ENTRY(cuPointerGetAttribute),
+      ATTNJIT_FAKE_ENTRY(cuPointerGetAttributes),
+      ATTNJIT_FAKE_ENTRY(cuMemAlloc),
+      ATTNJIT_FAKE_ENTRY(cuMemFree),
+      ATTNJIT_FAKE_ENTRY(cuMemAllocManaged),
+      ATTNJIT_FAKE_ENTRY(cuMemAllocAsync),
+      ATTNJIT_FAKE_ENTRY(cuMemFreeAsync),
+      ATTNJIT_FAKE_ENTRY(cuMemcpyHtoD),
+      ATTNJIT_FAKE_ENTRY(cuMemcpyDtoH),
+      ATTNJIT_FAKE_ENTRY(cuMemcpyHtoDAsync),
+      ATTNJIT_FAKE_ENTRY(cuMemcpyDtoHAsync),
+      ATTNJIT_FAKE_ENTRY(cuMemsetD32),
+      ATTNJIT_FAKE_ENTRY(cuMemsetD32Async),
+      ATTNJIT_FAKE_ENTRY(cuStreamCreate),
+      ATTNJIT_FAKE_ENTRY(cuStreamDestroy),
+      ATTNJIT_FAKE_ENTRY(cuStreamSynchronize),
+      ATTNJIT_FAKE_ENTRY(cuStreamIsCapturing),
+      ATTNJIT_FAKE_ENTRY(cuEventCreate),
+      ATTNJIT_FAKE_ENTRY(cuEventRecord),
+      ATTNJIT_FAKE_ENTRY(cuEventSynchronize),
+      ATTNJIT_FAKE_ENTRY(cuEventElapsedTime),
+      ATTNJIT_FAKE_ENTRY(cuEventDestroy),
       ATTNJIT_FAKE_ENTRY(cuTensorMapEncodeTiled),
 #undef ATTNJIT_FAKE_ENTRY
   };

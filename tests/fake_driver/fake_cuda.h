@@ -16,6 +16,7 @@ typedef struct {
   unsigned threads;
   unsigned smem_bytes;
   void** params; /* cuLaunchKernel's kernelParams */
+  int programmatic; /* cuLaunchKernelEx with programmatic stream serialisation allowed */
 } AttnjitFakeLaunch;
 
 /* Runs a launch to completion; 0 on success. */
@@ -29,6 +30,8 @@ typedef struct {
 typedef void (*AttnjitFakeSetLauncher)(AttnjitFakeLauncher launcher, void* user);
 /* Writes up to `capacity` live allocations to `out`; returns how many there are. */
 typedef int (*AttnjitFakeAllocations)(AttnjitFakeRange* out, int capacity);
+/* attnjit_fake_cuda_launch_count: launches so far; attnjit_fake_cuda_programmatic_launch_count: of
+   them, those made programmatic (AttnjitFakeLaunch::programmatic). */
 typedef int (*AttnjitFakeLaunchCount)(void);
 /* attnjit_fake_cuda_param_info_past_end: cuFuncGetParamInfo calls for an index past the kernel's
    last parameter so far (each is a compute-sanitizer error on a real device). */

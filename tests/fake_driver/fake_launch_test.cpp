@@ -16,14 +16,11 @@ namespace {
 
 using attnjit::fake_driver::resolve;
 
-// Launches attnjit_fwd of a module whose source the fake cannot find (a bare ELF header).
-CUresult launch_unknown_kernel() {
+// attnjit_fwd of a module whose source the fake cannot find (a bare ELF header).
+CUfunction unknown_kernel() {
   const auto load = resolve<CUresult (*)(CUmodule*, const void*)>("cuModuleLoadData");
   const auto get_function =
       resolve<CUresult (*)(CUfunction*, CUmodule, const char*)>("cuModuleGetFunction");
-  const auto launch_kernel =
-      resolve<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                           unsigned, CUstream, void**, void**)>("cuLaunchKernel");
   const char image[64] =
       "\x7f"
       "ELF";
@@ -31,9 +28,32 @@ CUresult launch_unknown_kernel() {
   REQUIRE(load(&module, image) == CUDA_SUCCESS);
   CUfunction function = nullptr;
   REQUIRE(get_function(&function, module, "attnjit_fwd") == CUDA_SUCCESS);
+  return function;
+}
+
+CUresult launch_unknown_kernel() {
+  const auto launch_kernel =
+      resolve<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, CUstream, void**, void**)>("cuLaunchKernel");
   int params = 0;
   void* kernel_params[] = {&params};
-  return launch_kernel(function, 1, 1, 1, 128, 1, 1, 0, nullptr, kernel_params, nullptr);
+  return launch_kernel(unknown_kernel(), 1, 1, 1, 128, 1, 1, 0, nullptr, kernel_params, nullptr);
+}
+
+// The same through cuLaunchKernelEx with `attribute`.
+CUresult launch_unknown_kernel_ex(const CUlaunchAttribute& attribute) {
+  const auto launch_kernel_ex =
+      resolve<CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**)>("cuLaunchKernelEx");
+  CUlaunchAttribute attributes[] = {attribute};
+  CUlaunchConfig config{};
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 128;
+  config.blockDimY = config.blockDimZ = 1;
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  int params = 0;
+  void* kernel_params[] = {&params};
+  return launch_kernel_ex(&config, unknown_kernel(), kernel_params, nullptr);
 }
 
 }  // namespace
@@ -49,4 +69,43 @@ TEST_CASE("fake launches run, or with ATTNJIT_FAKE_CUDA_LAUNCHES=skip are counte
   const CUresult result = launch_unknown_kernel();
   CHECK(launch_count() == before + 1);
   CHECK(result == (skipped ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED));
+}
+
+// cuLaunchKernelEx knows the one attribute attnjit sets, programmatic stream serialisation, and
+// refuses it below compute capability 9.0 (the fake is sm_90 unless ATTNJIT_FAKE_CUDA_SM says
+// otherwise); it counts the launches it made programmatic.
+TEST_CASE(
+    "fake cuLaunchKernelEx counts programmatic launches on sm_90 and refuses them below "
+    "and any other attribute",
+    "[fake_driver][launches]") {
+  const char* expect = std::getenv("ATTNJIT_EXPECT_SKIPPED_LAUNCHES");
+  const bool skipped = expect != nullptr && std::string(expect) == "1";
+  const auto count = [](const char* name) {
+    const auto function =
+        reinterpret_cast<int (*)()>(dlsym(attnjit::fake_driver::fake_library(), name));
+    REQUIRE(function != nullptr);
+    return function();
+  };
+  const int launches = count("attnjit_fake_cuda_launch_count");
+  const int programmatic = count("attnjit_fake_cuda_programmatic_launch_count");
+  CUlaunchAttribute overlap{};
+  overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  overlap.value.programmaticStreamSerializationAllowed = 1;
+  CHECK(launch_unknown_kernel_ex(overlap) == (skipped ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED));
+  CHECK(count("attnjit_fake_cuda_launch_count") == launches + 1);
+  CHECK(count("attnjit_fake_cuda_programmatic_launch_count") == programmatic + 1);
+
+  CUlaunchAttribute cooperative{};
+  cooperative.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  cooperative.value.cooperative = 1;
+  CHECK(launch_unknown_kernel_ex(cooperative) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(count("attnjit_fake_cuda_launch_count") == launches + 1);
+
+  // Note: the fake reads ATTNJIT_FAKE_CUDA_SM at each query; nothing else here depends on it.
+  REQUIRE(std::getenv("ATTNJIT_FAKE_CUDA_SM") == nullptr);
+  ::setenv("ATTNJIT_FAKE_CUDA_SM", "80", 1);
+  const CUresult on_sm80 = launch_unknown_kernel_ex(overlap);
+  ::unsetenv("ATTNJIT_FAKE_CUDA_SM");
+  CHECK(on_sm80 == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(count("attnjit_fake_cuda_launch_count") == launches + 1);
 }

@@ -146,6 +146,8 @@ std::optional<attnjit::ResourceUsage> compile_sm90_kernel(
   const std::string ptx(ptx_program.image.begin(), ptx_program.image.end());
   CHECK(ptx.find("wgmma.mma_async.sync.aligned.m64n") != std::string::npos);
   CHECK(ptx.find("cp.async.bulk.tensor.4d") != std::string::npos);
+  // Launched after the call's tensor summaries it may start early (grid_dependency.cuh).
+  CHECK(ptx.find("griddepcontrol.wait") != std::string::npos);
   CHECK(ptx.find(fmt::format("setmaxnreg.inc.sync.aligned.u32 {}", consumer_registers)) !=
         std::string::npos);
   CHECK(ptx.find(fmt::format("setmaxnreg.dec.sync.aligned.u32 {}", producer_registers)) !=
@@ -512,6 +514,36 @@ TEST_CASE("sm80 kernels in 64-row blocks of 4 warps, two per SM, compile without
   const codegen::KernelTuning tuning =
       codegen::parse_kernel_tuning("sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2");
   for (const int head_dim : {64, 128}) check_head_dim(head_dim, tuning);
+}
+
+// Programmatic dependent launch (grid_dependency.cuh): the sm80 family's module built for sm_90a
+// waits for the kernel before it in every entry the host may launch programmatically (the
+// forward and decoding entries after the summaries, the merge after them, a summary after
+// another) and lets the merge launch early; built for sm_80, where the host never launches
+// programmatically and the instructions do not exist, it has neither.
+TEST_CASE("sm80-family kernels wait for the kernel before them on sm_90a only",
+          "[kernels][nvrtc]") {
+  for (const auto& variant : attnjit::test::standard_variants()) {
+    if (variant.name != "document") continue;
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      INFO(arch);
+      const bool sm90 = std::string_view(arch) == "sm_90a";
+      const auto kernel = codegen::generate_kernel_source(
+          variant.mask, variant.score, attnjit::DType::bf16, 128,
+          sm90 ? codegen::Target(90, true) : codegen::Target(80, false),
+          codegen::FamilyRequest::sm80);
+      const auto program = attnjit::nvrtc::compile_program(kernel.source, arch, true);
+      const std::string ptx(program.image.begin(), program.image.end());
+      // One wait in each of the four entries (forward, decoding, summary, merge).
+      std::size_t waits = 0;
+      for (std::size_t at = ptx.find("griddepcontrol.wait"); at != std::string::npos;
+           at = ptx.find("griddepcontrol.wait", at + 1)) {
+        ++waits;
+      }
+      CHECK(waits == (sm90 ? 4u : 0u));
+      CHECK((ptx.find("griddepcontrol.launch_dependents") != std::string::npos) == sm90);
+    }
+  }
 }
 
 TEST_CASE("standard variants compile without spills, head dim 32", "[kernels][nvrtc]") {

@@ -337,10 +337,11 @@ TEST_CASE("split-KV: ATTNJIT_SPLIT_KV is auto, off or a count", "[runtime]") {
 
 // The auto|off switches, each read by its own function and together by
 // launch_choices_from_environment.
-TEST_CASE("ATTNJIT_PACK_GQA and ATTNJIT_DECODE_ENTRY are auto or off", "[runtime]") {
+TEST_CASE("ATTNJIT_PACK_GQA, ATTNJIT_DECODE_ENTRY and ATTNJIT_PDL are auto or off", "[runtime]") {
   const std::pair<const char*, bool (*)()> switches[] = {
       {"ATTNJIT_PACK_GQA", pack_gqa_from_environment},
-      {"ATTNJIT_DECODE_ENTRY", decode_entry_from_environment}};
+      {"ATTNJIT_DECODE_ENTRY", decode_entry_from_environment},
+      {"ATTNJIT_PDL", overlap_launches_from_environment}};
   for (const auto& [name, read] : switches) {
     INFO(name);
     const auto with = [&](const char* value) {
@@ -356,10 +357,27 @@ TEST_CASE("ATTNJIT_PACK_GQA and ATTNJIT_DECODE_ENTRY are auto or off", "[runtime
   const test::ScopedEnv pack("ATTNJIT_PACK_GQA", "off");
   const test::ScopedEnv entry("ATTNJIT_DECODE_ENTRY", "off");
   const test::ScopedEnv split("ATTNJIT_SPLIT_KV", "3");
+  const test::ScopedEnv pdl("ATTNJIT_PDL", "off");
   const LaunchChoices choices = launch_choices_from_environment();
   CHECK_FALSE(choices.pack_gqa);
   CHECK_FALSE(choices.decode_entry);
   CHECK(choices.split_kv == 3);
+  CHECK_FALSE(choices.overlap_launches);
+}
+
+// A call's later launches overlap the one before on sm_90 and later only, never during stream
+// capture, and not with ATTNJIT_PDL=off.
+TEST_CASE("programmatic dependent launches: where they are made", "[runtime]") {
+  const LaunchChoices defaults;
+  CHECK(defaults.overlap_launches);
+  CHECK(overlap_launches(90, defaults, false));
+  CHECK(overlap_launches(100, defaults, false));
+  CHECK_FALSE(overlap_launches(90, defaults, true));
+  CHECK_FALSE(overlap_launches(89, defaults, false));
+  CHECK_FALSE(overlap_launches(80, defaults, false));
+  LaunchChoices off;
+  off.overlap_launches = false;
+  CHECK_FALSE(overlap_launches(90, off, false));
 }
 
 TEST_CASE("the decoding entry: launches of at most 32 rows, in its own tiles", "[runtime]") {

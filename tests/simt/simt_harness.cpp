@@ -77,32 +77,38 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   // Note: ints, so the summaries' part is aligned; the partials start at split.offset bytes.
   std::vector<int> scratch((plan.scratch_bytes + sizeof(int) - 1) / sizeof(int));
   if (plan.split.num_splits > 1) regions.push_back(region(scratch.data(), plan.scratch_bytes, true));
+  // The call's later launches overlap the one before as the backend's do on sm_90
+  // (overlap_launches), here on every arch: the emulator then checks that each kernel reads what
+  // the one before wrote only after its griddepcontrol.wait, whichever GPU it is built for.
+  const bool overlap = choices.overlap_launches;
   for (const SummaryLaunch& launch : plan.summaries.launches) {
     const TensorArg& tensor = args.tensors[launch.request.tensor];
     int* min = scratch.data() + launch.offset;
     const SimtSummaryArgs summary_args{static_cast<const int*>(tensor.data), launch.len,
                                        launch.index_len, launch.granularity, min,
                                        min + launch.num_blocks};
-    module.run_summary(module.summary_entry(kernel), summary_args, launch.grid, regions);
+    module.run_summary(module.summary_entry(kernel), summary_args, launch.grid, regions,
+                       overlap && &launch != &plan.summaries.launches.front());
     attach_summary(launch, scratch.data(), args);
   }
   FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
   params.pack_gqa = plan.decoding.group;
   const LaunchGrid& grid = plan.grid;
+  const bool overlap_forward = overlap && !plan.summaries.launches.empty();
   if (config.family == codegen::KernelFamily::sm90) {
-    module.run_forward(module.forward_entry(kernel),
-                       sm90_params(params, prepared, buffers, config), grid, regions);
+    module.run_forward(module.forward_entry(kernel), sm90_params(params, prepared, buffers, config),
+                       grid, regions, overlap_forward);
     return grid;
   }
   SplitCombineParams combine{};
   if (plan.split.num_splits > 1) {
     combine = attach_split(plan.split, plan.shape, plan.buffers, scratch.data(), params);
   }
-  module.run_forward(plan.decoding.decode_entry ? module.decode_entry(kernel)
-                                                : module.forward_entry(kernel),
-                     params, grid, regions);
+  module.run_forward(
+      plan.decoding.decode_entry ? module.decode_entry(kernel) : module.forward_entry(kernel),
+      params, grid, regions, overlap_forward);
   if (plan.split.num_splits > 1) {
-    module.run_combine(module.combine_entry(kernel), combine, plan.split.combine, regions);
+    module.run_combine(module.combine_entry(kernel), combine, plan.split.combine, regions, overlap);
   }
   return grid;
 }

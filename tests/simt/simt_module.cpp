@@ -25,9 +25,11 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-SimtLaunch make_launch(const LaunchGrid& grid, std::span<const SimtRegion> regions) {
-  return SimtLaunch{grid.grid_x,    grid.grid_y, grid.threads, grid.smem_bytes, regions.data(),
-                    static_cast<int>(regions.size())};
+SimtLaunch make_launch(const LaunchGrid& grid, std::span<const SimtRegion> regions,
+                       bool programmatic) {
+  return SimtLaunch{grid.grid_x,         grid.grid_y,    grid.threads,
+                    grid.smem_bytes,     regions.data(), static_cast<int>(regions.size()),
+                    programmatic ? 1 : 0};
 }
 
 }  // namespace
@@ -107,8 +109,8 @@ namespace {
 // One launch through an entry of the shared object's C boundary; its error becomes an exception.
 template <typename RUN, typename ARGS>
 void run_or_throw(RUN run, const void* entry, const ARGS* args, const LaunchGrid& grid,
-                  std::span<const SimtRegion> regions) {
-  const SimtLaunch launch = make_launch(grid, regions);
+                  std::span<const SimtRegion> regions, bool programmatic) {
+  const SimtLaunch launch = make_launch(grid, regions, programmatic);
   char error[1024] = {};
   if (run(entry, args, &launch, error, sizeof error) != 0) throw std::runtime_error(error);
 }
@@ -116,43 +118,46 @@ void run_or_throw(RUN run, const void* entry, const ARGS* args, const LaunchGrid
 }  // namespace
 
 void SimtModule::run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
-                             std::span<const SimtRegion> regions) const {
-  run_or_throw(run_forward_, entry, &params, grid, regions);
+                             std::span<const SimtRegion> regions, bool programmatic) const {
+  run_or_throw(run_forward_, entry, &params, grid, regions, programmatic);
 }
 
-void SimtModule::run_forward(const void* entry, const Sm90FwdParams& params,
-                             const LaunchGrid& grid, std::span<const SimtRegion> regions) const {
-  run_or_throw(run_forward_sm90_, entry, &params, grid, regions);
+void SimtModule::run_forward(const void* entry, const Sm90FwdParams& params, const LaunchGrid& grid,
+                             std::span<const SimtRegion> regions, bool programmatic) const {
+  run_or_throw(run_forward_sm90_, entry, &params, grid, regions, programmatic);
 }
 
-void SimtModule::run_summary(const void* entry, const SimtSummaryArgs& args,
-                             const LaunchGrid& grid, std::span<const SimtRegion> regions) const {
-  run_or_throw(run_summary_, entry, &args, grid, regions);
+void SimtModule::run_summary(const void* entry, const SimtSummaryArgs& args, const LaunchGrid& grid,
+                             std::span<const SimtRegion> regions, bool programmatic) const {
+  run_or_throw(run_summary_, entry, &args, grid, regions, programmatic);
 }
 
 void SimtModule::run_combine(const void* entry, const SplitCombineParams& params,
-                             const LaunchGrid& grid, std::span<const SimtRegion> regions) const {
-  run_or_throw(run_combine_, entry, &params, grid, regions);
+                             const LaunchGrid& grid, std::span<const SimtRegion> regions,
+                             bool programmatic) const {
+  run_or_throw(run_combine_, entry, &params, grid, regions, programmatic);
 }
 
-void SimtModule::run_launch(int kernel, const char* function, const LaunchGrid& grid,
-                            void** params, std::span<const SimtRegion> regions) const {
+void SimtModule::run_launch(int kernel, const char* function, const LaunchGrid& grid, void** params,
+                            std::span<const SimtRegion> regions, bool programmatic) const {
   if (std::string_view(function) == codegen::kForwardEntry) {
     if (sm90_.at(static_cast<std::size_t>(kernel))) {
       run_forward(forward_entry(kernel), *static_cast<const Sm90FwdParams*>(params[0]), grid,
-                  regions);
+                  regions, programmatic);
     } else {
-      run_forward(forward_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions);
+      run_forward(forward_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions,
+                  programmatic);
     }
     return;
   }
   if (std::string_view(function) == codegen::kDecodeEntry) {
-    run_forward(decode_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions);
+    run_forward(decode_entry(kernel), *static_cast<const FwdParams*>(params[0]), grid, regions,
+                programmatic);
     return;
   }
   if (std::string_view(function) == codegen::kSplitCombineEntry) {
     run_combine(combine_entry(kernel), *static_cast<const SplitCombineParams*>(params[0]), grid,
-                regions);
+                regions, programmatic);
     return;
   }
   if (std::string_view(function) != codegen::kSummaryEntry) {
@@ -165,7 +170,7 @@ void SimtModule::run_launch(int kernel, const char* function, const LaunchGrid& 
                              *static_cast<const int*>(params[3]),
                              *static_cast<int* const*>(params[4]),
                              *static_cast<int* const*>(params[5])};
-  run_summary(summary_entry(kernel), args, grid, regions);
+  run_summary(summary_entry(kernel), args, grid, regions, programmatic);
 }
 
 }  // namespace attnjit::simt

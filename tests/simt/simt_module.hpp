@@ -31,22 +31,23 @@ class SimtModule {
   const void* decode_entry(int kernel) const;   // sm80-family kernels with decoding features
 
   // Run a whole grid; throw std::runtime_error with the emulator's first error (block, thread,
-  // reason).
+  // reason). `programmatic`: the launch overlaps the kernel before it (grid_dependency.cuh), so
+  // a read of that kernel's results before griddepcontrol.wait is an error.
   void run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
-                   std::span<const SimtRegion> regions) const;
+                   std::span<const SimtRegion> regions, bool programmatic = false) const;
   void run_forward(const void* entry, const Sm90FwdParams& params, const LaunchGrid& grid,
-                   std::span<const SimtRegion> regions) const;
+                   std::span<const SimtRegion> regions, bool programmatic = false) const;
   void run_summary(const void* entry, const SimtSummaryArgs& args, const LaunchGrid& grid,
-                   std::span<const SimtRegion> regions) const;
+                   std::span<const SimtRegion> regions, bool programmatic = false) const;
   void run_combine(const void* entry, const SplitCombineParams& params, const LaunchGrid& grid,
-                   std::span<const SimtRegion> regions) const;
+                   std::span<const SimtRegion> regions, bool programmatic = false) const;
 
   // A launch as cuLaunchKernel receives it: entry point `function` ("attnjit_fwd",
   // "attnjit_fwd_decode", "attnjit_tensor_summary" or "attnjit_split_combine") of kernel
   // `kernel`, with kernelParams `params` (the forward entry's parameter block is Sm90FwdParams
   // when the kernel's source is of the sm90 family).
   void run_launch(int kernel, const char* function, const LaunchGrid& grid, void** params,
-                  std::span<const SimtRegion> regions) const;
+                  std::span<const SimtRegion> regions, bool programmatic = false) const;
 
  private:
   std::filesystem::path work_dir_;

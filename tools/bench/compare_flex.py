@@ -292,6 +292,10 @@ def parse_args(argv):
                              "8:2)")
     decode.add_argument("--split-kv", action="append", type=parse_split,
                         help="also an 'attnjit split=N' row with ATTNJIT_SPLIT_KV=N (repeatable)")
+    decode.add_argument("--decode-rows", action="append", metavar="LABEL",
+                        help="measure only the rows of this label, its spaces written as '-' "
+                             "(repeatable; e.g. attnjit, attnjit-no-PDL, sdpa): a short A/B "
+                             "without Flex's compile")
     decode.add_argument("--plan", action="store_true",
                         help="print the rows --decode would measure (shapes, kept keys, bytes) "
                              "and exit: needs neither torch nor a GPU")
@@ -299,7 +303,7 @@ def parse_args(argv):
     decode_only = [flag for flag, value in (
         ("--decode-q-len", args.decode_q_len), ("--decode-batch", args.decode_batch),
         ("--decode-heads", args.decode_heads), ("--split-kv", args.split_kv),
-        ("--plan", args.plan or None)) if value is not None]
+        ("--decode-rows", args.decode_rows), ("--plan", args.plan or None)) if value is not None]
     if not args.decode and decode_only:
         parser.error(f"{', '.join(decode_only)}: only with --decode")
     if args.decode:
@@ -361,7 +365,7 @@ class JsonRows:
 HEADER = (f"{'variant':<16}{'L':>7}{'D':>5}{'B':>4}{'H':>4} {'attnjit ms':>11}{'base ms':>9}"
           f"{'flex ms':>10}"
           f"{'no-lse ms':>10}{'sdpa ms':>10} {'jit TF/s':>9}{'flex TF/s':>10}{'flex/jit':>9}"
-          f"{'max err':>10}{'lse err':>10} {'mask ms':>9}{'mask MiB':>9}{'row s':>7}")
+          f"{'max err':>10}{'lse err':>10} {'mask ms':>9}{'mask MiB':>9}{'row s':>7}  kernel")
 
 
 def format_row(r):
@@ -373,7 +377,8 @@ def format_row(r):
             f"{r['attnjit_ms']:>11.3f}{base:>9}{r['flex_ms']:>10.3f}{r['flex_nolse_ms']:>10.3f}{sdpa:>10} "
             f"{r['attnjit_tflops']:>9.1f}{r['flex_tflops']:>10.1f}{r['flex_over_jit']:>9.2f}"
             f"{r['max_err']:>10.2e}{r['lse_max_err']:>10.2e}{'' if r['ok'] else '!'} "
-            f"{r['block_mask_ms']:>9.1f}{r['block_mask_bytes'] / 2**20:>9.2f}{r['row_s']:>7.1f}")
+            f"{r['block_mask_ms']:>9.1f}{r['block_mask_bytes'] / 2**20:>9.2f}{r['row_s']:>7.1f}"
+            f"  {r.get('kernel') or '-'}")
 
 
 def check_lse(name, length, head_dim, lse, flex_lse):
@@ -440,7 +445,8 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
     flex_nolse_ms = time_cuda(lambda: run_flex(False), opts.warmup, opts.iters)
 
     def run_attnjit(jit, family, tune):
-        """(ok, max err, mean err, lse err, median ms) of one libattnjit against Flex."""
+        """(ok, max err, mean err, lse err, median ms, kernel) of one libattnjit against Flex;
+        kernel: the launch plan's name for the call (AttnJit.plan_name)."""
         # The family and tuning are chosen when the variant is prepared.
         with environment("ATTNJIT_KERNEL_FAMILY", family), environment("ATTNJIT_TUNE", tune):
             variant = jit.variant(spec, env["dtype"], head_dim)
@@ -457,14 +463,15 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
         lse_ok, lse_err = check_lse(name, length, head_dim, lse, flex_lse)
         ok = math.isfinite(max_err) and max_err <= 3e-2 and mean_err <= 2e-3 and lse_ok
         ms = time_cuda(lambda: jit.forward(variant, prepared), opts.warmup, opts.iters)
-        return ok, max_err, mean_err, lse_err, ms
+        return ok, max_err, mean_err, lse_err, ms, jit.plan_name(jit.launch_plan(variant, prepared))
 
     progress("attnjit")
-    ok, max_err, mean_err, lse_err, jit_ms = run_attnjit(env["jit"], opts.family, opts.tune)
-    base_ms = None
+    ok, max_err, mean_err, lse_err, jit_ms, kernel = run_attnjit(env["jit"], opts.family,
+                                                                 opts.tune)
+    base_ms, base_kernel = None, None
     if env.get("base") is not None:
-        base_ok, _, _, _, base_ms = run_attnjit(env["base"], opts.baseline_family,
-                                                opts.baseline_tune)
+        base_ok, _, _, _, base_ms, base_kernel = run_attnjit(env["base"], opts.baseline_family,
+                                                             opts.baseline_tune)
         ok = ok and base_ok
 
     sdpa = None
@@ -481,7 +488,7 @@ def measure(torch, env, name, spec, q, k, v, ctx, opts):
         lse_max_err=lse_err, ok=ok, block_mask_ms=mask_ms, block_mask_bytes=mask_bytes,
         attnjit_mask_note=("summaries per call, O(L/block) ints" if spec["tensors"]
                            else "none (index-only)"),
-        row_s=time.perf_counter() - t0)
+        kernel=kernel, base_kernel=base_kernel, row_s=time.perf_counter() - t0)
 
 
 def shapes(opts):
@@ -583,9 +590,10 @@ def decode_shapes(opts):
             for length in lengths for batch in batches]
 
 
-# The decoding switches the library reads on every forward call.
-DECODE_SWITCHES = ("ATTNJIT_DECODE_ENTRY", "ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA")
-NEITHER = {name: "off" for name in DECODE_SWITCHES}
+# The decoding switches the library reads when a variant is created, and ATTNJIT_PDL (the
+# programmatic launch of the split-KV merge, sm_90).
+DECODE_SWITCHES = ("ATTNJIT_DECODE_ENTRY", "ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA", "ATTNJIT_PDL")
+NEITHER = {name: "off" for name in DECODE_SWITCHES if name != "ATTNJIT_PDL"}
 
 
 def decode_impls(name, opts, baseline):
@@ -594,8 +602,10 @@ def decode_impls(name, opts, baseline):
     switches set for the row (the others unset: the library's choice). `attnjit` is the library
     as shipped; `128-row` runs it on the forward entry's 128-row blocks instead of the decoding
     entry's 32-row ones, `unsplit` turns split-KV off, `unpacked` packed GQA, `before` all three
-    (the kernel before the decoding work)."""
+    (the kernel before the decoding work), `no PDL` launches the split-KV merge only once the
+    forward kernel has ended (ATTNJIT_PDL=off). --decode-rows keeps only the rows it names."""
     impls = [("attnjit", "jit", {}),
+             ("attnjit no PDL", "jit", {"ATTNJIT_PDL": "off"}),
              ("attnjit 128-row", "jit", {"ATTNJIT_DECODE_ENTRY": "off"}),
              ("attnjit unsplit", "jit", {"ATTNJIT_SPLIT_KV": "off"}),
              ("attnjit unpacked", "jit", {"ATTNJIT_PACK_GQA": "off"}),
@@ -607,6 +617,8 @@ def decode_impls(name, opts, baseline):
     impls.append(("flex", "flex", {}))
     if name in DECODE_SDPA_VARIANTS:
         impls.append(("sdpa", "sdpa", {}))
+    if opts.decode_rows:
+        impls = [impl for impl in impls if impl[0].replace(" ", "-") in opts.decode_rows]
     return impls
 
 
@@ -719,7 +731,8 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
             jit.forward(variant, prepared[0])
             checked = check(out, lse)
             ms = timed(lambda i: jit.forward(variant, prepared[i]))
-        return ms, checked, None
+        # The note names the kernel the call ran (its entry, packing and slices).
+        return ms, checked, jit.plan_name(jit.launch_plan(variant, prepared[0]))
 
     def flex_row():
         mask_mod = spec["flex"](offset)

@@ -46,6 +46,7 @@ inline int run_grid(const SimtLaunch& launch, std::function<void()> body, char* 
   e.grid = Dim3{launch.grid_x, launch.grid_y, 1};
   e.block_dim = Dim3{launch.threads, 1, 1};
   e.regions.assign(launch.regions, launch.regions + launch.num_regions);
+  e.programmatic = launch.programmatic != 0;
   e.body = std::move(body);
   e.failed = false;
   e.error.clear();

@@ -30,6 +30,7 @@ struct SimtLaunch {
   unsigned smem_bytes;  // dynamic shared memory per block
   const SimtRegion* regions;
   int num_regions;
+  int programmatic;  // launched to overlap the kernel before it (grid_dependency.cuh)
 };
 
 // Run a forward entry point (void(attnjit::FwdParams), or void(attnjit::Sm90FwdParams) through

@@ -245,6 +245,23 @@ inline Bytes16 load_global_16(const void* global) {
   return value;
 }
 
+// ---- Programmatic dependent launch (grid_dependency.cuh). The emulator runs a launch's kernels
+// one after another, so the ordering itself needs nothing; what it checks is the contract: in a
+// launch the host made programmatic, a thread reads the kernel before's results only after its
+// griddepcontrol.wait.
+inline void launch_dependent_grids() {}
+
+inline void wait_for_prerequisite_grids() { simt::this_thread().waited_for_grids = true; }
+
+inline void note_prerequisite_read(const char* what) {
+  if (simt::emulator().programmatic && !simt::this_thread().waited_for_grids) {
+    simt::fail(
+        "reads %s before griddepcontrol.wait in a programmatic launch: on the GPU the "
+        "kernel that writes them may still be running",
+        what);
+  }
+}
+
 inline void store_global_f32(float* global, float value) {
   simt::check_not_in_flight(value, "st.global.f32");
   simt::check_global_store(global, 4, "st.global.f32");

@@ -109,6 +109,7 @@ struct ThreadState {
   std::vector<Release> releases;  // mbarrier arrivals, in order
   std::vector<CopyOp> open_group;                // issued, not yet committed
   std::deque<std::vector<CopyOp>> in_flight;     // committed groups, oldest first
+  bool waited_for_grids = false;  // griddepcontrol.wait executed (grid_dependency.cuh)
 };
 
 // A lane's inputs to a warp collective and its outputs.
@@ -144,6 +145,9 @@ struct Emulator {
   bool barrier_result = false;  // and of the last completed one
   std::unique_ptr<SharedMemory> smem;
   std::vector<SimtRegion> regions;
+  // The launch may start before the kernel before it ends (programmatic dependent launch): a read
+  // of that kernel's results before the thread's griddepcontrol.wait is an error.
+  bool programmatic = false;
   std::function<void()> body;
   bool failed = false;
   std::string error;
@@ -296,6 +300,7 @@ inline void run_block(Dim3 block_idx) {
     t.releases.clear();
     t.open_group.clear();
     t.in_flight.clear();
+    t.waited_for_grids = false;
     getcontext(&t.context);
     t.context.uc_stack.ss_sp = t.stack.get();
     t.context.uc_stack.ss_size = kFiberStackBytes;
