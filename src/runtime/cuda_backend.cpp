@@ -2,6 +2,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -212,34 +213,59 @@ void check_grid(const AttentionShape& s, const codegen::KernelConfig& config) {
   }
 }
 
+// Set once the driver has refused a programmatic launch that it then took plainly: the process
+// launches plainly from then on (an environment without programmatic dependent launch; the
+// kernels wait for nothing then, which is always correct).
+std::atomic<bool> programmatic_refused{false};
+
+CUresult launch_plain(const driver::DriverApi& d, CUfunction function, const LaunchGrid& grid,
+                      CUstream stream, void** params) {
+  if (d.cuLaunchKernel == nullptr) driver::throw_missing_symbol("cuLaunchKernel");
+  return d.cuLaunchKernel(function, grid.grid_x, grid.grid_y, 1, grid.threads, 1, 1,
+                          grid.smem_bytes, stream, params, nullptr);
+}
+
+CUresult launch_programmatic(const driver::DriverApi& d, CUfunction function,
+                             const LaunchGrid& grid, CUstream stream, void** params) {
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attribute.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid.grid_x;
+  config.gridDimY = grid.grid_y;
+  config.gridDimZ = 1;
+  config.blockDimX = grid.threads;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = grid.smem_bytes;
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return d.cuLaunchKernelEx(&config, function, params, nullptr);
+}
+
 // A programmatic launch (`overlap`; grid_dependency.cuh, overlap_launches) goes through
 // cuLaunchKernelEx with the programmatic-serialisation attribute; a driver without
-// cuLaunchKernelEx (before CUDA 11.8) launches it plainly, which is always correct.
+// cuLaunchKernelEx (before CUDA 11.8) launches it plainly. One the driver refuses as unsupported
+// or invalid (a refused launch queues nothing) is tried again plainly: if that succeeds, the
+// attribute was the reason, and programmatic_refused keeps it off for the process (one warning).
 void launch(const char* name, CUfunction function, const LaunchGrid& grid, CUstream stream,
             void** params, bool overlap) {
   const driver::DriverApi& d = driver::api();
-  CUresult result = CUDA_SUCCESS;
-  overlap = overlap && d.cuLaunchKernelEx != nullptr;
-  if (overlap) {
-    CUlaunchAttribute attribute{};
-    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attribute.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig config{};
-    config.gridDimX = grid.grid_x;
-    config.gridDimY = grid.grid_y;
-    config.gridDimZ = 1;
-    config.blockDimX = grid.threads;
-    config.blockDimY = 1;
-    config.blockDimZ = 1;
-    config.sharedMemBytes = grid.smem_bytes;
-    config.hStream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    result = d.cuLaunchKernelEx(&config, function, params, nullptr);
-  } else {
-    if (d.cuLaunchKernel == nullptr) driver::throw_missing_symbol("cuLaunchKernel");
-    result = d.cuLaunchKernel(function, grid.grid_x, grid.grid_y, 1, grid.threads, 1, 1,
-                              grid.smem_bytes, stream, params, nullptr);
+  overlap = overlap && d.cuLaunchKernelEx != nullptr &&
+            !programmatic_refused.load(std::memory_order_relaxed);
+  CUresult result = overlap ? launch_programmatic(d, function, grid, stream, params)
+                            : launch_plain(d, function, grid, stream, params);
+  if (overlap && (result == CUDA_ERROR_NOT_SUPPORTED || result == CUDA_ERROR_INVALID_VALUE)) {
+    const CUresult refusal = result;
+    result = launch_plain(d, function, grid, stream, params);
+    if (result == CUDA_SUCCESS && !programmatic_refused.exchange(true)) {
+      log().warn(
+          "the CUDA driver refused a programmatic dependent launch of {} ({}) and took it "
+          "plainly; every later launch is plain (ATTNJIT_PDL=off silences this)",
+          name, driver::describe_result(refusal));
+    }
+    overlap = false;
   }
   if (result != CUDA_SUCCESS) {
     throw Error(

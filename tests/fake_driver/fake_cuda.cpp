@@ -350,6 +350,9 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
     case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *name = "CUDA_ERROR_LAUNCH_FAILED"; break;
     case CUDA_ERROR_INVALID_IMAGE: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case CUDA_ERROR_NOT_SUPPORTED:
+      *name = "CUDA_ERROR_NOT_SUPPORTED";
+      break;
     default: *name = "CUDA_ERROR_UNKNOWN"; break;
   }
   return CUDA_SUCCESS;
@@ -620,6 +623,10 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
     programmatic = attribute.value.programmaticStreamSerializationAllowed != 0;
   }
   if (programmatic && fake_sm() < 90) return CUDA_ERROR_NOT_SUPPORTED;
+  // ATTNJIT_FAKE_CUDA_REFUSE_PDL=1: a driver without programmatic dependent launch.
+  if (programmatic && env_int("ATTNJIT_FAKE_CUDA_REFUSE_PDL", 0) != 0) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   return launch_kernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                        config->blockDimY, config->blockDimZ, config->sharedMemBytes, params, extra,
                        programmatic);
