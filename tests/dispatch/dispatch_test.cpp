@@ -832,6 +832,14 @@ TEST_CASE("fake device: a mask reading a tensor launches its summary first", "[d
   CHECK(device().launch_count() - middle == 1);
   CHECK(last_launches(1) == std::vector<std::string>{codegen::kForwardEntry});
 
+  // Captured into a graph (run_case: one plain call, the capture, two replays): the replays'
+  // launches are plain, since programmatic ones are never made during a capture.
+  KernelCase captured = doc;
+  captured.graph = true;
+  check_through_backend({captured});
+  CHECK(last_launches(3) == std::vector<std::string>{codegen::kSummaryEntry, codegen::kSummaryEntry,
+                                                     codegen::kForwardEntry});
+
   // ATTNJIT_PDL=off: every launch waits for the one before, as on sm_80.
   const test::ScopedEnv off("ATTNJIT_PDL", "off");
   check_through_backend({doc});

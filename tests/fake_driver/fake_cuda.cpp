@@ -30,6 +30,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -46,9 +47,9 @@
 #include "codegen/kernel_tuning.hpp"
 #include "codegen/variant_source.hpp"
 #include "expr/expression.hpp"
-#include "support/hopper_probe_kernels.hpp"
 #include "expr/signature.hpp"
 #include "simt_module.hpp"
+#include "support/hopper_probe_kernels.hpp"
 
 namespace {
 
@@ -62,6 +63,23 @@ struct Allocation {
 };
 
 struct Module;
+
+// ---- Stream capture. A capturing stream records its launches, memsets and copies instead of
+// running them; cuStreamEndCapture hands them over as a graph, which cuGraphLaunch runs in order,
+// as often as asked. Memory that cuMemAllocAsync gives out during a capture belongs to the graph
+// (its address fixed, as a real graph's allocation node's is) and is freed with it; its
+// cuMemFreeAsync within the capture does nothing. What CUDA forbids while a stream captures in
+// global mode (synchronising, a synchronous copy or memset) fails with
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as there.
+struct Graph {
+  std::vector<std::function<CUresult()>> operations;
+  std::vector<CUdeviceptr> allocations;
+  bool invalidated = false;
+};
+
+struct GraphExec {
+  const Graph* graph = nullptr;
+};
 
 struct Function {
   std::string name;
@@ -92,6 +110,8 @@ struct State {
   // cuFuncGetParamInfo calls for an index past the last parameter: the real driver answers them
   // with CUDA_ERROR_INVALID_VALUE and compute-sanitizer reports each one.
   std::atomic<int> param_info_past_end{0};
+  // The streams capturing into a graph, and what each has recorded so far.
+  std::map<CUstream, std::unique_ptr<Graph>> captures;
 };
 
 // Note: never destroyed, because the backend frees its workspaces and modules from static
@@ -158,6 +178,27 @@ CUresult release(CUdeviceptr pointer) {
   std::free(reinterpret_cast<void*>(it->first));
   all.erase(it);
   return CUDA_SUCCESS;
+}
+
+// The capture `stream` records into, or null when it is not capturing.
+Graph* capture_of(CUstream stream) {
+  std::lock_guard lock(state().mutex);
+  const auto it = state().captures.find(stream);
+  return it == state().captures.end() ? nullptr : it->second.get();
+}
+
+// A call that CUDA forbids while any stream captures (global mode): CUDA_SUCCESS when none does;
+// otherwise every capture is invalidated and the call fails.
+CUresult forbidden_during_capture() {
+  std::lock_guard lock(state().mutex);
+  if (state().captures.empty()) return CUDA_SUCCESS;
+  for (auto& [stream, graph] : state().captures) graph->invalidated = true;
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+void fill_words(CUdeviceptr dst, unsigned value, std::size_t count) {
+  auto* words = reinterpret_cast<unsigned*>(dst);
+  for (std::size_t i = 0; i < count; ++i) words[i] = value;
 }
 
 // Bytes of a 64-bit ELF image (a cubin), from its header: the section header table ends it.
@@ -420,7 +461,7 @@ CUresult CUDAAPI cuCtxGetId(CUcontext, unsigned long long* id) {
   *id = 1;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuCtxSynchronize() { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuCtxSynchronize() { return forbidden_during_capture(); }
 
 // ---- Modules and functions.
 CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
@@ -526,35 +567,35 @@ CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, 
   *value = attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
   return CUDA_SUCCESS;
 }
-// The parameter lists of the two entry points, as NVRTC lays them out (the same header).
+namespace {
+
+// (offset, size) of each parameter of the entry points, as NVRTC lays them out (the same
+// headers).
+std::vector<std::pair<std::size_t, std::size_t>> parameter_layout(const Function& function) {
+  const bool forward = function.name == "attnjit_fwd" || function.name == "attnjit_fwd_decode" ||
+                       function.module->probes;
+  if (function.name == "attnjit_split_combine") return {{0, sizeof(attnjit::SplitCombineParams)}};
+  if (forward) {
+    // The sm90 kernel takes the parameters with its tensor maps (codegen writes the signature).
+    // Note: as driver 580 on an H200 answers: the 64-byte-aligned sm90 parameter block starts 48
+    // bytes into the bank, after the driver's padding.
+    const bool sm90 = function.module->source.find("attnjit::Sm90FwdParams") != std::string::npos;
+    return {{sm90 ? 48 : 0, sm90 ? sizeof(attnjit::Sm90FwdParams) : sizeof(attnjit::FwdParams)}};
+  }
+  return {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};  // the tensor summary's
+}
+
+}  // namespace
+
 CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset,
                                     size_t* size) {
-  static const std::size_t summary[][2] = {{0, 8}, {8, 4}, {12, 4}, {16, 4}, {24, 8}, {32, 8}};
-  const bool forward = reinterpret_cast<Function*>(function)->name == "attnjit_fwd" ||
-                       reinterpret_cast<Function*>(function)->name == "attnjit_fwd_decode" ||
-                       reinterpret_cast<Function*>(function)->module->probes;
-  const bool combine = reinterpret_cast<Function*>(function)->name == "attnjit_split_combine";
-  if (index >= (forward || combine ? 1u : std::size(summary))) {
+  const auto layout = parameter_layout(*reinterpret_cast<Function*>(function));
+  if (index >= layout.size()) {
     ++state().param_info_past_end;
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (combine) {
-    *offset = 0;
-    *size = sizeof(attnjit::SplitCombineParams);
-    return CUDA_SUCCESS;
-  }
-  if (forward) {
-    // The sm90 kernel takes the parameters with its tensor maps (codegen writes the signature).
-    const std::string& source = reinterpret_cast<Function*>(function)->module->source;
-    const bool sm90 = source.find("attnjit::Sm90FwdParams") != std::string::npos;
-    // Note: as driver 580 on an H200 answers: the 64-byte-aligned sm90 parameter block starts 48
-    // bytes into the bank, after the driver's padding.
-    *offset = sm90 ? 48 : 0;
-    *size = sm90 ? sizeof(attnjit::Sm90FwdParams) : sizeof(attnjit::FwdParams);
-    return CUDA_SUCCESS;
-  }
-  *offset = summary[index][0];
-  *size = summary[index][1];
+  *offset = layout[index].first;
+  *size = layout[index].second;
   return CUDA_SUCCESS;
 }
 
@@ -562,9 +603,11 @@ namespace {
 
 // cuLaunchKernel and cuLaunchKernelEx: the checks the hardware's driver makes, then the test's
 // launcher, or the emulator, or nothing (ATTNJIT_FAKE_CUDA_LAUNCHES=skip).
+// In a capturing stream the launch is recorded with a copy of its parameters (their values at
+// the call, as a kernel node keeps them) and runs at each cuGraphLaunch.
 CUresult launch_kernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                        unsigned block_x, unsigned block_y, unsigned block_z, unsigned smem,
-                       void** params, void** extra, bool programmatic) {
+                       CUstream stream, void** params, void** extra, bool programmatic) {
   const Function& function = *reinterpret_cast<Function*>(f);
   if (grid_x == 0 || grid_y == 0 || grid_z != 1 || block_y != 1 || block_z != 1 ||
       block_x == 0 || block_x > 1024 || extra != nullptr || params == nullptr) {
@@ -573,6 +616,20 @@ CUresult launch_kernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned 
   // Note: beyond 48 KB a launch needs the function's opt-in, as on the hardware.
   if (smem > 48 * 1024 && static_cast<int>(smem) > function.max_dynamic_smem) {
     return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (Graph* graph = capture_of(stream)) {
+    auto values = std::make_shared<std::vector<std::vector<unsigned char>>>();
+    for (const auto& [offset, size] : parameter_layout(function)) {
+      const auto* bytes = static_cast<const unsigned char*>(params[values->size()]);
+      values->emplace_back(bytes, bytes + size);
+    }
+    graph->operations.push_back([=] {
+      std::vector<void*> pointers;
+      for (auto& value : *values) pointers.push_back(value.data());
+      return launch_kernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, smem, nullptr,
+                           pointers.data(), nullptr, programmatic);
+    });
+    return CUDA_SUCCESS;
   }
   AttnjitFakeLauncher launcher;
   void* user;
@@ -601,9 +658,9 @@ CUresult launch_kernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned 
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                 unsigned block_x, unsigned block_y, unsigned block_z, unsigned smem,
-                                CUstream, void** params, void** extra) {
-  return launch_kernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, smem, params, extra,
-                       false);
+                                CUstream stream, void** params, void** extra) {
+  return launch_kernel(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, smem, stream, params,
+                       extra, false);
 }
 
 // Only the attribute attnjit sets is known; programmatic stream serialisation is refused below
@@ -628,8 +685,8 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   return launch_kernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                       config->blockDimY, config->blockDimZ, config->sharedMemBytes, params, extra,
-                       programmatic);
+                       config->blockDimY, config->blockDimZ, config->sharedMemBytes,
+                       config->hStream, params, extra, programmatic);
 }
 
 // ---- Memory.
@@ -639,8 +696,12 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, size_t bytes) {
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* pointer, size_t bytes, unsigned int) {
   return allocate(pointer, bytes, true);
 }
-CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream) {
-  return allocate(pointer, bytes, false);
+CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, size_t bytes, CUstream stream) {
+  const CUresult result = allocate(pointer, bytes, false);
+  if (Graph* graph = capture_of(stream); graph != nullptr && result == CUDA_SUCCESS) {
+    graph->allocations.push_back(*pointer);
+  }
+  return result;
 }
 CUresult CUDAAPI cuMemFree(CUdeviceptr pointer) { return release(pointer); }
 // Pinned, device-mapped host memory: on the fake, host and device addresses are the same.
@@ -661,28 +722,62 @@ CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* device, void* host, unsi
   *device = reinterpret_cast<CUdeviceptr>(host);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr pointer, CUstream) { return release(pointer); }
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr pointer, CUstream stream) {
+  // Note: a graph's own allocation lives as long as the graph (cuGraphDestroy frees it).
+  if (const Graph* graph = capture_of(stream)) {
+    const auto& owned = graph->allocations;
+    if (std::find(owned.begin(), owned.end(), pointer) != owned.end()) return CUDA_SUCCESS;
+  }
+  return release(pointer);
+}
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  if (const CUresult refused = forbidden_during_capture(); refused != CUDA_SUCCESS) return refused;
   std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  if (const CUresult refused = forbidden_during_capture(); refused != CUDA_SUCCESS) return refused;
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream) {
-  return cuMemcpyHtoD(dst, src, bytes);
+namespace {
+
+// The asynchronous copies and memsets: recorded in a capturing stream (a copy node reads and
+// writes the same pointers at each replay), done at once otherwise.
+CUresult run_or_record(CUstream stream, std::function<CUresult()> operation) {
+  if (Graph* graph = capture_of(stream)) {
+    graph->operations.push_back(std::move(operation));
+    return CUDA_SUCCESS;
+  }
+  return operation();
 }
-CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream) {
-  return cuMemcpyDtoH(dst, src, bytes);
+
+}  // namespace
+
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes,
+                                   CUstream stream) {
+  return run_or_record(stream, [=] {
+    std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    return CUDA_SUCCESS;
+  });
+}
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) {
+  return run_or_record(stream, [=] {
+    std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    return CUDA_SUCCESS;
+  });
 }
 CUresult CUDAAPI cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t count) {
-  auto* words = reinterpret_cast<unsigned*>(dst);
-  for (std::size_t i = 0; i < count; ++i) words[i] = value;
+  if (const CUresult refused = forbidden_during_capture(); refused != CUDA_SUCCESS) return refused;
+  fill_words(dst, value, count);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream) {
-  return cuMemsetD32(dst, value, count);
+CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count,
+                                  CUstream stream) {
+  return run_or_record(stream, [=] {
+    fill_words(dst, value, count);
+    return CUDA_SUCCESS;
+  });
 }
 
 // Device memory for the fake's allocations, "unknown" (all zeros, CUDA_SUCCESS) for any other
@@ -733,9 +828,58 @@ CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
   delete reinterpret_cast<int*>(stream);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
-CUresult CUDAAPI cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+CUresult CUDAAPI cuStreamSynchronize(CUstream) { return forbidden_during_capture(); }
+CUresult CUDAAPI cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+  const Graph* graph = capture_of(stream);
+  *status = graph == nullptr     ? CU_STREAM_CAPTURE_STATUS_NONE
+            : graph->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                 : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+
+// ---- Graphs (see Graph above). The legacy default stream cannot capture, as on CUDA.
+CUresult CUDAAPI cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
+  if (stream == nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  std::lock_guard lock(state().mutex);
+  auto& graph = state().captures[stream];
+  if (graph) return CUDA_ERROR_ILLEGAL_STATE;
+  graph = std::make_unique<Graph>();
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphDestroy(CUgraph handle) {
+  std::unique_ptr<Graph> graph(reinterpret_cast<Graph*>(handle));
+  for (const CUdeviceptr pointer : graph->allocations) release(pointer);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph* out) {
+  std::unique_ptr<Graph> graph;
+  {
+    std::lock_guard lock(state().mutex);
+    const auto it = state().captures.find(stream);
+    if (it == state().captures.end()) return CUDA_ERROR_ILLEGAL_STATE;
+    graph = std::move(it->second);
+    state().captures.erase(it);
+  }
+  if (graph->invalidated) {
+    cuGraphDestroy(reinterpret_cast<CUgraph>(graph.release()));
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  *out = reinterpret_cast<CUgraph>(graph.release());
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+  *exec = reinterpret_cast<CUgraphExec>(new GraphExec{reinterpret_cast<const Graph*>(graph)});
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+  if (capture_of(stream) != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  for (const auto& operation : reinterpret_cast<const GraphExec*>(exec)->graph->operations) {
+    if (const CUresult result = operation(); result != CUDA_SUCCESS) return result;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec exec) {
+  delete reinterpret_cast<GraphExec*>(exec);
   return CUDA_SUCCESS;
 }
 // Events hold the host time of their record: launches run synchronously, so elapsed times are
@@ -837,6 +981,12 @@ CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** function, int, cuui
       ATTNJIT_FAKE_ENTRY(cuStreamDestroy),
       ATTNJIT_FAKE_ENTRY(cuStreamSynchronize),
       ATTNJIT_FAKE_ENTRY(cuStreamIsCapturing),
+      ATTNJIT_FAKE_ENTRY(cuStreamBeginCapture),
+      ATTNJIT_FAKE_ENTRY(cuStreamEndCapture),
+      ATTNJIT_FAKE_ENTRY(cuGraphInstantiateWithFlags),
+      ATTNJIT_FAKE_ENTRY(cuGraphLaunch),
+      ATTNJIT_FAKE_ENTRY(cuGraphExecDestroy),
+      ATTNJIT_FAKE_ENTRY(cuGraphDestroy),
       ATTNJIT_FAKE_ENTRY(cuEventCreate),
       ATTNJIT_FAKE_ENTRY(cuEventRecord),
       ATTNJIT_FAKE_ENTRY(cuEventSynchronize),

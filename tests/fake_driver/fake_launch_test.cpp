@@ -109,3 +109,63 @@ TEST_CASE(
   CHECK(on_sm80 == CUDA_ERROR_NOT_SUPPORTED);
   CHECK(count("attnjit_fake_cuda_launch_count") == launches + 1);
 }
+
+// Stream capture as the fake models it (test_gpu's graph case relies on it): the legacy stream
+// cannot capture; work on a capturing stream is recorded, not done, and runs at each replay; a
+// synchronisation during the capture fails and invalidates it.
+TEST_CASE("fake stream capture records, replays and refuses what CUDA forbids", "[fake_driver]") {
+  using attnjit::fake_driver::resolve;
+  const auto begin = resolve<CUresult (*)(CUstream, CUstreamCaptureMode)>("cuStreamBeginCapture");
+  const auto end = resolve<CUresult (*)(CUstream, CUgraph*)>("cuStreamEndCapture");
+  const auto instantiate = resolve<CUresult (*)(CUgraphExec*, CUgraph, unsigned long long)>(
+      "cuGraphInstantiateWithFlags");
+  const auto launch = resolve<CUresult (*)(CUgraphExec, CUstream)>("cuGraphLaunch");
+  const auto destroy_exec = resolve<CUresult (*)(CUgraphExec)>("cuGraphExecDestroy");
+  const auto destroy = resolve<CUresult (*)(CUgraph)>("cuGraphDestroy");
+  const auto create_stream = resolve<CUresult (*)(CUstream*, unsigned)>("cuStreamCreate");
+  const auto destroy_stream = resolve<CUresult (*)(CUstream)>("cuStreamDestroy");
+  const auto synchronize = resolve<CUresult (*)(CUstream)>("cuStreamSynchronize");
+  const auto is_capturing =
+      resolve<CUresult (*)(CUstream, CUstreamCaptureStatus*)>("cuStreamIsCapturing");
+  const auto alloc = resolve<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc");
+  const auto release = resolve<CUresult (*)(CUdeviceptr)>("cuMemFree");
+  const auto memset_async =
+      resolve<CUresult (*)(CUdeviceptr, unsigned, size_t, CUstream)>("cuMemsetD32Async");
+
+  CHECK(begin(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CUstream stream = nullptr;
+  REQUIRE(create_stream(&stream, 0) == CUDA_SUCCESS);
+  CUdeviceptr word = 0;
+  REQUIRE(alloc(&word, 4) == CUDA_SUCCESS);
+  auto* value = reinterpret_cast<unsigned*>(word);
+  *value = 1;
+
+  REQUIRE(begin(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CHECK(is_capturing(stream, &status) == CUDA_SUCCESS);
+  CHECK(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  CHECK(memset_async(word, 7, 1, stream) == CUDA_SUCCESS);
+  CHECK(*value == 1);  // recorded, not done
+  CUgraph graph = nullptr;
+  REQUIRE(end(stream, &graph) == CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  REQUIRE(instantiate(&exec, graph, 0) == CUDA_SUCCESS);
+  CHECK(launch(exec, stream) == CUDA_SUCCESS);
+  CHECK(*value == 7);
+  *value = 1;
+  CHECK(launch(exec, stream) == CUDA_SUCCESS);
+  CHECK(*value == 7);
+  CHECK(destroy_exec(exec) == CUDA_SUCCESS);
+  CHECK(destroy(graph) == CUDA_SUCCESS);
+
+  REQUIRE(begin(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK(synchronize(stream) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  CHECK(is_capturing(stream, &status) == CUDA_SUCCESS);
+  CHECK(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+  CHECK(end(stream, &graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  CHECK(is_capturing(stream, &status) == CUDA_SUCCESS);
+  CHECK(status == CU_STREAM_CAPTURE_STATUS_NONE);
+
+  CHECK(release(word) == CUDA_SUCCESS);
+  CHECK(destroy_stream(stream) == CUDA_SUCCESS);
+}

@@ -268,6 +268,26 @@ TEST_CASE("managed memory, streams and threads give the same results", "[gpu]") 
   }
 }
 
+// A call captured into a CUDA graph (as an inference server captures its decoding step) and
+// replayed twice: the scratch is the graph's own memory, no launch overlaps the one before
+// during capture, and each replay recomputes the outputs (poisoned before it). A tensor mask
+// (its summaries, then the forward kernel) and a split decoding step (the forward kernel, then
+// the merge).
+TEST_CASE("calls captured into a CUDA graph replay correctly", "[gpu]") {
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(300, 4, false, 9)};
+  doc.shape = shape(1, 2, 2, 300, 300);
+  doc.graph = true;
+  KernelCase step = cache_step(shape(1, 8, 2, 1, 600));
+  step.split_kv = 3;
+  step.graph = true;
+  KernelCase plain;
+  plain.shape = shape(1, 2, 1, 70, 130);
+  plain.graph = true;
+  check_cases({doc, with(step, DType::bf16, Layout::bhld, 128), plain});
+}
+
 // The short-rows kernel (codegen/short_rows.hpp: two blocks per SM with the tile handoff, for
 // masked head-dim-64 calls whose rows keep few key tiles). run_case runs the kernel a variant's
 // configuration gives, so this asks for that one by its tuning (the same source, hence the same

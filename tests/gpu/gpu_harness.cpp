@@ -10,10 +10,11 @@
 #include <span>
 
 #include "compile/nvrtc_compiler.hpp"
+#include "graph_capture.hpp"
 #include "jit/kernel_cache.hpp"
-#include "testkit/internal/random_inputs.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
+#include "testkit/internal/random_inputs.hpp"
 
 namespace attnjit::gpu_test {
 namespace {
@@ -100,16 +101,48 @@ CaseResult run_case(const KernelCase& c) {
   // the case's slice count.
   LaunchChoices choices = launch_choices_from_environment();
   if (c.split_kv) choices.split_kv = c.split_kv;
-  cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device,
-                expressions_use_heads({prepared.mask, prepared.score}), choices, c.stream);
-  cuda::synchronize_context();
+  const auto forward = [&](void* stream) {
+    cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device,
+                  expressions_use_heads({prepared.mask, prepared.score}), choices, stream);
+  };
+  // The outputs back from the device, checked against the reference.
+  std::vector<float> poisoned_lse(problem.lse.size(), std::numeric_limits<float>::quiet_NaN());
+  const std::vector<std::byte> poisoned_out(
+      static_cast<const std::byte*>(problem.out.data()),
+      static_cast<const std::byte*>(problem.out.data()) + problem.out.storage_bytes());
+  const auto check = [&] {
+    out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
+    std::vector<float> lse_result(problem.lse.size());
+    if (lse) {
+      lse->download({reinterpret_cast<std::byte*>(lse_result.data()), lse_result.size() * 4});
+    }
+    CaseResult result = prepared.check(lse_result);
+    result.origin = kernel.origin;
+    return result;
+  };
+  if (!c.graph) {
+    forward(c.stream);
+    cuda::synchronize_context();
+    return check();
+  }
 
-  out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
-  std::vector<float> lse_result(problem.lse.size());
-  if (lse) lse->download({reinterpret_cast<std::byte*>(lse_result.data()), lse_result.size() * 4});
-
-  CaseResult result = prepared.check(lse_result);
-  result.origin = kernel.origin;
+  // A graph: one plain call first (it compiles and loads the kernel, which a capture must not
+  // do), then the call captured, and two replays, the outputs poisoned before each.
+  cuda::Stream stream;
+  forward(stream.get());
+  stream.synchronize();
+  GraphCapture capture(stream.get());
+  forward(stream.get());
+  capture.end();
+  CaseResult result;
+  for (int replay = 0; replay < 2; ++replay) {
+    out.upload(poisoned_out);
+    if (lse) lse->upload(bytes_of(poisoned_lse));
+    capture.launch();
+    stream.synchronize();
+    result = check();
+    if (!result.passed()) break;
+  }
   return result;
 }
 
