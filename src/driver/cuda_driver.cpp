@@ -198,9 +198,23 @@ Status status_for_result(CUresult result) {
   }
 }
 
+std::string capture_hint(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+    case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+      return "; a stream is capturing into a CUDA graph, which forbids this: make one call of the "
+             "variant (same dtype and head dim) before capturing, so that its kernel is compiled "
+             "and loaded outside the capture";
+    default:
+      return "";
+  }
+}
+
 void throw_result(CUresult result, const char* call) {
   throw Error(status_for_result(result),
-              fmt::format("{} failed: {}{}", call, describe_result(result),
+              fmt::format("{} failed: {}{}{}", call, describe_result(result), capture_hint(result),
                           watchdog_hint(result)));
 }
 

@@ -121,7 +121,12 @@ std::string describe_result(CUresult result);
 // Status for a failed CUresult: out_of_memory, no_device (no device, driver too old...) or cuda.
 Status status_for_result(CUresult result);
 
-// Throws Error(status_for_result(r), "<call> failed: CUDA_ERROR_...: ...").
+// For the errors of a stream capture (CUDA_ERROR_STREAM_CAPTURE_*): what to do, starting with
+// "; " (a call made while a stream captures into a graph loaded its kernel, or synchronised);
+// "" for any other result.
+std::string capture_hint(CUresult result);
+
+// Throws Error(status_for_result(r), "<call> failed: CUDA_ERROR_...: ...[capture_hint]").
 [[noreturn]] void throw_result(CUresult result, const char* call);
 
 // Throws Error(Status::cuda, "the CUDA driver does not export <name>; ...").

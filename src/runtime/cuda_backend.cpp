@@ -275,7 +275,7 @@ void launch(const char* name, CUfunction function, const LaunchGrid& grid, CUstr
                     overlap ? "cuLaunchKernelEx" : "cuLaunchKernel",
                     driver::describe_result(result), name, grid.grid_x, grid.grid_y, grid.threads,
                     grid.smem_bytes, overlap ? ", programmatic dependent launch" : "",
-                    driver::watchdog_hint(result)));
+                    driver::capture_hint(result) + driver::watchdog_hint(result)));
   }
 }
 

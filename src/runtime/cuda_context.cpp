@@ -308,10 +308,10 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
   } else {
     if (d.cuModuleLoadData == nullptr) driver::throw_missing_symbol("cuModuleLoadData");
     if (const CUresult result = d.cuModuleLoadData(&module, image); result != CUDA_SUCCESS) {
-      throw Error(
-          driver::status_for_result(result),
-          fmt::format("cuModuleLoadData failed for kernel {} ({}) on {} (sm_{}): {}", key,
-                      kernel.arch, device.name, device.sm, driver::describe_result(result)));
+      throw Error(driver::status_for_result(result),
+                  fmt::format("cuModuleLoadData failed for kernel {} ({}) on {} (sm_{}): {}{}", key,
+                              kernel.arch, device.name, device.sm, driver::describe_result(result),
+                              driver::capture_hint(result)));
     }
     state.modules.emplace(key, module);
   }

@@ -835,7 +835,7 @@ TEST_CASE("fake device: a mask reading a tensor launches its summary first", "[d
   // Captured into a graph (run_case: one plain call, the capture, two replays): the replays'
   // launches are plain, since programmatic ones are never made during a capture.
   KernelCase captured = doc;
-  captured.graph = true;
+  captured.graph = KernelCase::Graph::after_plain_call;
   check_through_backend({captured});
   CHECK(last_launches(3) == std::vector<std::string>{codegen::kSummaryEntry, codegen::kSummaryEntry,
                                                      codegen::kForwardEntry});

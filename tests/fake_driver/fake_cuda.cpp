@@ -394,6 +394,15 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
     case CUDA_ERROR_NOT_SUPPORTED:
       *name = "CUDA_ERROR_NOT_SUPPORTED";
       break;
+    case CUDA_ERROR_ILLEGAL_STATE:
+      *name = "CUDA_ERROR_ILLEGAL_STATE";
+      break;
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+      *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+      break;
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+      *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+      break;
     default: *name = "CUDA_ERROR_UNKNOWN"; break;
   }
   return CUDA_SUCCESS;
@@ -465,6 +474,9 @@ CUresult CUDAAPI cuCtxSynchronize() { return forbidden_during_capture(); }
 
 // ---- Modules and functions.
 CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  // Loading a module while a stream captures is modelled as forbidden (CUDA's lazy loading
+  // during a capture failed the same way): a capture must find its kernels loaded.
+  if (const CUresult refused = forbidden_during_capture(); refused != CUDA_SUCCESS) return refused;
   // Note: the backend must hand over a cubin (an ELF image) or NUL-terminated PTX.
   const auto* bytes = static_cast<const char*>(image);
   if (image == nullptr || (std::memcmp(bytes, "\x7f" "ELF", 4) != 0 &&

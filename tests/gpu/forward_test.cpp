@@ -278,14 +278,36 @@ TEST_CASE("calls captured into a CUDA graph replay correctly", "[gpu]") {
   doc.mask = "doc[q_idx] == doc[kv_idx]";
   doc.tensors = {document_ids(300, 4, false, 9)};
   doc.shape = shape(1, 2, 2, 300, 300);
-  doc.graph = true;
+  doc.graph = KernelCase::Graph::after_plain_call;
   KernelCase step = cache_step(shape(1, 8, 2, 1, 600));
   step.split_kv = 3;
-  step.graph = true;
+  step.graph = KernelCase::Graph::after_plain_call;
   KernelCase plain;
   plain.shape = shape(1, 2, 1, 70, 130);
-  plain.graph = true;
+  plain.graph = KernelCase::Graph::after_plain_call;
   check_cases({doc, with(step, DType::bf16, Layout::bhld, 128), plain});
+}
+
+// A call captured before its variant's kernel was ever loaded. A driver that forbids loading a
+// module during a capture (the fake does; CUDA's lazy loading did) fails the call with what to
+// do, and the same call works once made plainly first; one that allows it records the call.
+TEST_CASE("a call captured before its kernel is loaded says what to do", "[gpu]") {
+  KernelCase c;
+  c.mask = "q_idx + 3 >= kv_idx";  // a variant no other case loads
+  c.shape = shape(1, 2, 1, 40, 70);
+  c.graph = KernelCase::Graph::cold;
+  INFO(c.name());
+  try {
+    const CaseResult result = run_case(c);
+    INFO(result.describe());
+    CHECK(result.passed());
+  } catch (const Error& error) {
+    CHECK(error.status() == Status::cuda);
+    CHECK_THAT(error.what(), Catch::Contains("capturing into a CUDA graph") &&
+                                 Catch::Contains("before capturing"));
+    c.graph = KernelCase::Graph::after_plain_call;
+    check_cases({c});
+  }
 }
 
 // The short-rows kernel (codegen/short_rows.hpp: two blocks per SM with the tile handoff, for

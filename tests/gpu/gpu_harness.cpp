@@ -120,17 +120,19 @@ CaseResult run_case(const KernelCase& c) {
     result.origin = kernel.origin;
     return result;
   };
-  if (!c.graph) {
+  if (c.graph == KernelCase::Graph::none) {
     forward(c.stream);
     cuda::synchronize_context();
     return check();
   }
 
   // A graph: one plain call first (it compiles and loads the kernel, which a capture must not
-  // do), then the call captured, and two replays, the outputs poisoned before each.
+  // do) unless cold, then the call captured, and two replays, the outputs poisoned before each.
   cuda::Stream stream;
-  forward(stream.get());
-  stream.synchronize();
+  if (c.graph == KernelCase::Graph::after_plain_call) {
+    forward(stream.get());
+    stream.synchronize();
+  }
   GraphCapture capture(stream.get());
   forward(stream.get());
   capture.end();

@@ -70,7 +70,9 @@ std::string KernelCase::name() const {
     text += fmt::format(" {}[{},{},{},{}]={}", p.tensor, p.b, p.h, p.row, p.d, p.value);
   }
   if (split_kv) text += fmt::format(" split_kv={}", *split_kv);
-  if (graph) text += " graph";
+  if (graph != Graph::none) {
+    text += graph == Graph::cold ? " graph (cold)" : " graph";
+  }
   return text + fmt::format(" {} {} D={} B={} Hq={} Hkv={} Lq={} Lkv={} pad={} lse={} seed={}",
                             dtype_name(dtype), layout == Layout::bhld ? "bhld" : "blhd", head_dim,
                             shape.batch, shape.num_heads_q, shape.num_heads_kv, shape.q_len,

@@ -50,9 +50,11 @@ struct KernelCase {
   double tolerance_factor = 1.0;      // multiplies output_tolerance(dtype)
   bool managed = false;               // GPU only: buffers in managed memory
   void* stream = nullptr;             // GPU only: CUstream of the launch; null: legacy default
-  // GPU only: the call captured into a CUDA graph (on a stream of its own, after one plain call
-  // that loads the kernel) and the graph replayed twice, each replay checked.
-  bool graph = false;
+  // GPU only: the call captured into a CUDA graph on a stream of its own and the graph replayed
+  // twice, each replay checked: after one plain call that loads the kernel (after_plain_call),
+  // or with the capture the variant's first call (cold: the driver may refuse the load).
+  enum class Graph { none, after_plain_call, cold };
+  Graph graph = Graph::none;
   // Split-KV slices (as ATTNJIT_SPLIT_KV: 1 never splits); unset: the heuristic's choice.
   std::optional<int> split_kv;
 
