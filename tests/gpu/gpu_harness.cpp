@@ -106,10 +106,6 @@ CaseResult run_case(const KernelCase& c) {
                   expressions_use_heads({prepared.mask, prepared.score}), choices, stream);
   };
   // The outputs back from the device, checked against the reference.
-  std::vector<float> poisoned_lse(problem.lse.size(), std::numeric_limits<float>::quiet_NaN());
-  const std::vector<std::byte> poisoned_out(
-      static_cast<const std::byte*>(problem.out.data()),
-      static_cast<const std::byte*>(problem.out.data()) + problem.out.storage_bytes());
   const auto check = [&] {
     out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
     std::vector<float> lse_result(problem.lse.size());
@@ -127,7 +123,13 @@ CaseResult run_case(const KernelCase& c) {
   }
 
   // A graph: one plain call first (it compiles and loads the kernel, which a capture must not
-  // do) unless cold, then the call captured, and two replays, the outputs poisoned before each.
+  // do) unless cold, then the call captured, and two replays, the outputs poisoned before each
+  // (the host problem's output is still the poisoned one it uploaded: nothing was read back).
+  const std::vector<float> poisoned_lse(problem.lse.size(),
+                                        std::numeric_limits<float>::quiet_NaN());
+  const std::vector<std::byte> poisoned_out(
+      static_cast<const std::byte*>(problem.out.data()),
+      static_cast<const std::byte*>(problem.out.data()) + problem.out.storage_bytes());
   cuda::Stream stream;
   if (c.graph == KernelCase::Graph::after_plain_call) {
     forward(stream.get());
