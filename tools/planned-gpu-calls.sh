@@ -20,10 +20,12 @@ cd "$(dirname "$0")/.."
 
 # Item 11: the short-rows rule at 16K and 2K (the rule, the standard kernel for every call, the
 # short-rows kernel for every call), without the watchdog that makes the short-rows kernels spill.
-S11='--watchdog-ms 0 --head-dim 64 --variant sliding_window --variant causal --schedule sm90=sm90 --schedule standard=sm90:sm90_handoff=1 --schedule short=sm90:sm90_blocks_per_sm=2,sm90_handoff=1 --schedule sm90b=sm90'
+# mixed: the kernels as sm90's, with the carveout rule before the twenty-first session (the
+# one-block kernels state no preference; ATTNJIT_CARVEOUT=off), a prefill check of that change.
+S11='--watchdog-ms 0 --head-dim 64 --variant sliding_window --variant causal --schedule sm90=sm90 --schedule standard=sm90:sm90_handoff=1 --schedule short=sm90:sm90_blocks_per_sm=2,sm90_handoff=1 --schedule sm90b=sm90 --schedule mixed=sm90 --schedule-env mixed:ATTNJIT_CARVEOUT=off'
 S11b='--watchdog-ms 0 --head-dim 64 --length 2048 --variant causal --variant prefix_lm --variant sliding_window --variant noop --schedule sm90=sm90 --schedule standard=sm90:sm90_handoff=1 --schedule short=sm90:sm90_blocks_per_sm=2,sm90_handoff=1 --schedule sm90b=sm90'
 # Item 12: the sm80 kernel's K/V copies (nineteenth session) against their earlier addresses.
-S12='--head-dim 64 --head-dim 128 --variant noop --variant causal --variant sliding_window --schedule sm80=sm80 --schedule safe=sm80:sm80_safe_sources=1 --schedule sm80b=sm80 --schedule safe2=sm80:sm80_safe_sources=1'
+S12='--head-dim 64 --head-dim 128 --variant noop --variant causal --variant sliding_window --schedule sm80=sm80 --schedule safe=sm80:sm80_safe_sources=1 --schedule sm80b=sm80 --schedule safe2=sm80:sm80_safe_sources=1 --schedule sm80-mixed=sm80 --schedule-env sm80-mixed:ATTNJIT_CARVEOUT=off'
 # Item 8: masked 192-row tiles at D=64.
 S8='--watchdog-ms 0 --head-dim 64 --variant causal --variant prefix_lm --variant sliding_window --variant document --schedule sm90=sm90 --schedule m192n96=sm90:sm90_block_m=192,sm90_block_n=96,sm90_handoff=1,sm90_fold_m192=1 --schedule m192n112=sm90:sm90_block_m=192,sm90_block_n=112,sm90_handoff=1,sm90_fold_m192=1 --schedule m192=sm90:sm90_block_m=192,sm90_handoff=1 --schedule m192f=sm90:sm90_block_m=192,sm90_handoff=1,sm90_fold_m192=1 --schedule sm90b=sm90 --schedule m192n96b=sm90:sm90_block_m=192,sm90_block_n=96,sm90_handoff=1,sm90_fold_m192=1'
 # Item 1: ALiBi's row shift on both kernels.
@@ -32,8 +34,9 @@ S1='--variant alibi --head-dim 64 --head-dim 128 --schedule sm90=sm90 --schedule
 S11c='--head-dim 64 --head-dim 128 --variant sliding_window --variant document --variant causal --schedule sm80=sm80 --schedule sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2'
 
 # Item 13: the split-KV merge launched programmatically (twentieth session) against
-# ATTNJIT_PDL=off, and SDPA beside them, at B=1 (split) for 4K and 16K keys; no Flex (its compile).
-D13='--decode-batch 1 --head-dim 128 --length 4096 --length 16384 --decode-rows attnjit --decode-rows attnjit-no-PDL --decode-rows sdpa'
+# ATTNJIT_PDL=off, the carveout rule before the twenty-first session (ATTNJIT_CARVEOUT=off), and
+# SDPA beside them, at B=1 (split) for 4K and 16K keys; no Flex (its compile).
+D13='--decode-batch 1 --head-dim 128 --length 4096 --length 16384 --decode-rows attnjit --decode-rows attnjit-no-PDL --decode-rows attnjit-mixed-carveouts --decode-rows sdpa'
 
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2

@@ -392,6 +392,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   check_tensor_args(mask.signature(), args, device, context);
 
   const LoadedKernel& loaded = load_kernel(context, device, kernel);
+  use_carveout(loaded, choices.uniform_carveout);
   const codegen::KernelConfig& config = kernel.config;
   auto stream = static_cast<CUstream>(stream_handle);
 

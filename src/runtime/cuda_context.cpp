@@ -208,23 +208,27 @@ DeviceInfo query_device(CUdevice device) {
 
 namespace {
 
+// The carveout hint of one entry; a refusal (a hint) is logged, not raised.
+void set_carveout(CUfunction function, const char* entry, int carveout) {
+  const CUresult result = driver::api().cuFuncSetAttribute(
+      function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout);
+  if (result != CUDA_SUCCESS) {
+    log().debug("{}: the shared-memory carveout hint {} was refused: {}", entry, carveout,
+                driver::describe_result(result));
+  }
+}
+
 // A kernel built for several resident blocks per SM (__launch_bounds__'s second argument: the
 // sm80 kernel's 64-row and decoding blocks, the sm90 kernel's two blocks per SM) asks for the
-// largest shared-memory carveout, since the driver's own choice may leave room for one block
-// only; the carveout is a hint, so a refusal is logged, not raised. Then, where the driver can
-// say, a device that still fits fewer blocks than the kernel was built for is reported: its
-// registers were capped for an occupancy it does not get.
+// largest shared-memory carveout, since the driver's own choice may leave room for one block only
+// (use_carveout keeps it so under either rule). Then, where the driver can say, a device that
+// still fits fewer blocks than the kernel was built for is reported: its registers were capped
+// for an occupancy it does not get.
 void configure_residency(const std::string& key, const char* entry, CUfunction function,
                          int smem_bytes, int threads, int blocks_per_sm, const DeviceInfo& device) {
   if (blocks_per_sm <= 1) return;
   const driver::DriverApi& d = driver::api();
-  const CUresult carveout =
-      d.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                           CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
-  if (carveout != CUDA_SUCCESS) {
-    log().debug("kernel {} ({}): the shared-memory carveout hint was refused: {}", key, entry,
-                driver::describe_result(carveout));
-  }
+  set_carveout(function, entry, CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
   if (d.cuOccupancyMaxActiveBlocksPerMultiprocessor == nullptr) return;
   int resident = 0;
   if (d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&resident, function, threads,
@@ -337,8 +341,10 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
 
   configure_entry(key, codegen::kForwardEntry, loaded->forward, config.smem_bytes,
                   config.num_warps * 32, config.blocks_per_sm, device);
+  loaded->forward_blocks_per_sm = config.blocks_per_sm;
   if (config.decode_block_n > 0) {
     const codegen::KernelConfig decode = codegen::decode_config(config);
+    loaded->decode_blocks_per_sm = decode.blocks_per_sm;
     ATTNJIT_CU(cuModuleGetFunction, &loaded->decode, module, codegen::kDecodeEntry);
     check_parameter_layout(key, loaded->decode, kForwardParams);
     configure_entry(key, codegen::kDecodeEntry, loaded->decode, decode.smem_bytes,
@@ -346,6 +352,28 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
   }
   log().debug("loaded kernel {} on {} (context {})", key, device.name, context.id);
   return *state.kernels.emplace(key, std::move(loaded)).first->second;
+}
+
+void use_carveout(const LoadedKernel& loaded, bool uniform) {
+  const int rule = uniform ? 1 : 0;
+  if (loaded.carveout_rule.exchange(rule, std::memory_order_relaxed) == rule) return;
+  const auto carveout = [&](int blocks_per_sm) {
+    return uniform || blocks_per_sm > 1 ? CU_SHAREDMEM_CARVEOUT_MAX_SHARED
+                                        : CU_SHAREDMEM_CARVEOUT_DEFAULT;
+  };
+  const struct {
+    CUfunction function;
+    const char* name;
+    int blocks_per_sm;
+  } entries[] = {{loaded.forward, codegen::kForwardEntry, loaded.forward_blocks_per_sm},
+                 {loaded.decode, codegen::kDecodeEntry, loaded.decode_blocks_per_sm},
+                 {loaded.summary, codegen::kSummaryEntry, 1},
+                 {loaded.combine, codegen::kSplitCombineEntry, 1}};
+  for (const auto& entry : entries) {
+    if (entry.function != nullptr) {
+      set_carveout(entry.function, entry.name, carveout(entry.blocks_per_sm));
+    }
+  }
 }
 
 std::pair<Workspace*, std::unique_lock<std::mutex>> acquire_workspace(const ContextRef& context,

@@ -116,9 +116,12 @@ bool short_rows_from_environment() { return auto_or_off("ATTNJIT_SHORT_ROWS"); }
 
 bool overlap_launches_from_environment() { return auto_or_off("ATTNJIT_PDL"); }
 
+bool uniform_carveout_from_environment() { return auto_or_off("ATTNJIT_CARVEOUT"); }
+
 LaunchChoices launch_choices_from_environment() {
-  return {pack_gqa_from_environment(), split_kv_from_environment(), decode_entry_from_environment(),
-          short_rows_from_environment(), overlap_launches_from_environment()};
+  return {pack_gqa_from_environment(),         split_kv_from_environment(),
+          decode_entry_from_environment(),     short_rows_from_environment(),
+          overlap_launches_from_environment(), uniform_carveout_from_environment()};
 }
 
 bool overlap_launches(int sm, const LaunchChoices& choices, bool capturing) {

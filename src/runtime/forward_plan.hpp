@@ -118,6 +118,11 @@ bool short_rows_from_environment();
 // Error(invalid_argument) for anything else.
 bool overlap_launches_from_environment();
 
+// ATTNJIT_CARVEOUT: unset, empty or "auto": every kernel asks for the same (the largest)
+// shared-memory carveout (cuda_context.hpp, use_carveout); "off": only kernels of several blocks
+// per SM do, as before (for measurements). Error(invalid_argument) for anything else.
+bool uniform_carveout_from_environment();
+
 // What the environment may change about how a call launches (for measurements).
 struct LaunchChoices {
   bool pack_gqa = true;         // ATTNJIT_PACK_GQA
@@ -125,6 +130,7 @@ struct LaunchChoices {
   bool decode_entry = true;     // ATTNJIT_DECODE_ENTRY
   bool short_rows = true;       // ATTNJIT_SHORT_ROWS
   bool overlap_launches = true;  // ATTNJIT_PDL
+  bool uniform_carveout = true;  // ATTNJIT_CARVEOUT (cuda_context.hpp, use_carveout)
 };
 LaunchChoices launch_choices_from_environment();
 

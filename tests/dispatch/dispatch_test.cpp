@@ -91,6 +91,7 @@ class EmulatedDevice {
   struct LaunchRecord {
     std::string function;
     bool programmatic = false;
+    int carveout = CU_SHAREDMEM_CARVEOUT_DEFAULT;  // the function's preference at the launch
   };
   const std::vector<LaunchRecord>& launches() const { return launches_; }
   int launch_count() const { return launch_count_(); }
@@ -127,7 +128,7 @@ class EmulatedDevice {
     grid.grid_y = launch.grid_y;
     grid.threads = launch.threads;
     grid.smem_bytes = launch.smem_bytes;
-    launches_.push_back({launch.function, launch.programmatic != 0});
+    launches_.push_back({launch.function, launch.programmatic != 0, launch.carveout});
     if (std::string(launch.function) == codegen::kDecodeEntry) {
       forward_grids_.push_back(grid);
       forward_entries_.push_back(launch.function);
@@ -903,6 +904,61 @@ TEST_CASE("fake device: split-KV decoding launches the slices, then the merge", 
   CHECK(device().launch_count() - unsplit == 1);
   CHECK(device().forward_grids().back().grid_y == 1u);
   CHECK(device().param_info_past_end() == 0);
+}
+
+// Each of the last `count` launches as "entry carveout", oldest first.
+std::vector<std::string> last_carveouts(std::size_t count) {
+  const auto& all = device().launches();
+  REQUIRE(all.size() >= count);
+  std::vector<std::string> entries;
+  for (std::size_t i = all.size() - count; i < all.size(); ++i) {
+    entries.push_back(all[i].function + " " + std::to_string(all[i].carveout));
+  }
+  return entries;
+}
+
+TEST_CASE("fake device: a call's kernels ask for one shared-memory carveout", "[dispatch]") {
+  // A split decoding step with a tensor mask: two summaries, the decoding entry (several blocks
+  // per SM, so it always asks for the most shared memory), the merge.
+  KernelCase step;
+  step.shape = shape(1, 1, 1, 1, 2048);
+  step.mask = "doc[q_idx] == doc[kv_idx]";
+  step.tensors = {document_ids(2048, 3, false, 5)};
+  const DecodingPlan plan = expected_decoding(step);
+  REQUIRE(plan.decode_entry);
+  REQUIRE(plan.num_splits > 1);
+  const std::string most = std::to_string(CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
+  const std::string none = std::to_string(CU_SHAREDMEM_CARVEOUT_DEFAULT);
+  const auto call = [&](const std::vector<std::string>& carveouts) {
+    const int before = device().launch_count();
+    check_through_backend({step});
+    REQUIRE(device().launch_count() - before == 4);
+    CHECK(last_carveouts(4) ==
+          std::vector<std::string>{std::string(codegen::kSummaryEntry) + " " + carveouts[0],
+                                   std::string(codegen::kSummaryEntry) + " " + carveouts[0],
+                                   std::string(codegen::kDecodeEntry) + " " + most,
+                                   std::string(codegen::kSplitCombineEntry) + " " + carveouts[1]});
+  };
+  call({most, most});
+  {
+    // The rule before: the one-block kernels state no preference, so the summaries and the merge
+    // may run in another L1 / shared-memory split than the decoding entry between them.
+    const test::ScopedEnv off("ATTNJIT_CARVEOUT", "off");
+    call({none, none});
+  }
+  call({most, most});  // given back on the next call that asks for it
+
+  // A prefill call on the forward entry (one block per SM): likewise.
+  KernelCase prefill;
+  prefill.shape = shape(1, 2, 2, 200, 200);
+  prefill.mask = "q_idx >= kv_idx";
+  check_through_backend({prefill});
+  CHECK(last_carveouts(1) ==
+        std::vector<std::string>{std::string(codegen::kForwardEntry) + " " + most});
+  const test::ScopedEnv off("ATTNJIT_CARVEOUT", "off");
+  check_through_backend({prefill});
+  CHECK(last_carveouts(1) ==
+        std::vector<std::string>{std::string(codegen::kForwardEntry) + " " + none});
 }
 
 TEST_CASE("fake device: the decoding entry runs launches of at most 32 rows", "[dispatch]") {

@@ -661,8 +661,9 @@ CUresult launch_kernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned 
     grid.smem_bytes = smem;
     return emulate(*reinterpret_cast<Function*>(f), grid, params, programmatic);
   }
-  const AttnjitFakeLaunch launch{function.name.c_str(), grid_x, grid_y, block_x, smem, params,
-                                 programmatic ? 1 : 0};
+  const AttnjitFakeLaunch launch{
+      function.name.c_str(), grid_x,           grid_y, block_x, smem, params,
+      programmatic ? 1 : 0,  function.carveout};
   return launcher(&launch, user) == 0 ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
 }
 

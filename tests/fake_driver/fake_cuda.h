@@ -17,6 +17,7 @@ typedef struct {
   unsigned smem_bytes;
   void** params; /* cuLaunchKernel's kernelParams */
   int programmatic; /* cuLaunchKernelEx with programmatic stream serialisation allowed */
+  int carveout;     /* the function's CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT then */
 } AttnjitFakeLaunch;
 
 /* Runs a launch to completion; 0 on success. */

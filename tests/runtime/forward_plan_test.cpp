@@ -337,11 +337,14 @@ TEST_CASE("split-KV: ATTNJIT_SPLIT_KV is auto, off or a count", "[runtime]") {
 
 // The auto|off switches, each read by its own function and together by
 // launch_choices_from_environment.
-TEST_CASE("ATTNJIT_PACK_GQA, ATTNJIT_DECODE_ENTRY and ATTNJIT_PDL are auto or off", "[runtime]") {
+TEST_CASE(
+    "ATTNJIT_PACK_GQA, ATTNJIT_DECODE_ENTRY, ATTNJIT_PDL and ATTNJIT_CARVEOUT are auto or off",
+    "[runtime]") {
   const std::pair<const char*, bool (*)()> switches[] = {
       {"ATTNJIT_PACK_GQA", pack_gqa_from_environment},
       {"ATTNJIT_DECODE_ENTRY", decode_entry_from_environment},
-      {"ATTNJIT_PDL", overlap_launches_from_environment}};
+      {"ATTNJIT_PDL", overlap_launches_from_environment},
+      {"ATTNJIT_CARVEOUT", uniform_carveout_from_environment}};
   for (const auto& [name, read] : switches) {
     INFO(name);
     const auto with = [&](const char* value) {
@@ -358,11 +361,14 @@ TEST_CASE("ATTNJIT_PACK_GQA, ATTNJIT_DECODE_ENTRY and ATTNJIT_PDL are auto or of
   const test::ScopedEnv entry("ATTNJIT_DECODE_ENTRY", "off");
   const test::ScopedEnv split("ATTNJIT_SPLIT_KV", "3");
   const test::ScopedEnv pdl("ATTNJIT_PDL", "off");
+  const test::ScopedEnv carveout("ATTNJIT_CARVEOUT", "off");
   const LaunchChoices choices = launch_choices_from_environment();
   CHECK_FALSE(choices.pack_gqa);
   CHECK_FALSE(choices.decode_entry);
   CHECK(choices.split_kv == 3);
   CHECK_FALSE(choices.overlap_launches);
+  CHECK_FALSE(choices.uniform_carveout);
+  CHECK(LaunchChoices{}.uniform_carveout);
 }
 
 // A call's later launches overlap the one before on sm_90 and later only, never during stream

@@ -590,10 +590,13 @@ def decode_shapes(opts):
             for length in lengths for batch in batches]
 
 
-# The decoding switches the library reads when a variant is created, and ATTNJIT_PDL (the
-# programmatic launch of the split-KV merge, sm_90).
-DECODE_SWITCHES = ("ATTNJIT_DECODE_ENTRY", "ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA", "ATTNJIT_PDL")
-NEITHER = {name: "off" for name in DECODE_SWITCHES if name != "ATTNJIT_PDL"}
+# The decoding switches the library reads when a variant is created, ATTNJIT_PDL (the
+# programmatic launch of the split-KV merge, sm_90) and ATTNJIT_CARVEOUT (one shared-memory
+# carveout for all of a call's kernels).
+DECODE_SWITCHES = ("ATTNJIT_DECODE_ENTRY", "ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA", "ATTNJIT_PDL",
+                   "ATTNJIT_CARVEOUT")
+NEITHER = {name: "off" for name in DECODE_SWITCHES
+           if name not in ("ATTNJIT_PDL", "ATTNJIT_CARVEOUT")}
 
 
 def decode_impls(name, opts, baseline):
@@ -603,9 +606,13 @@ def decode_impls(name, opts, baseline):
     as shipped; `128-row` runs it on the forward entry's 128-row blocks instead of the decoding
     entry's 32-row ones, `unsplit` turns split-KV off, `unpacked` packed GQA, `before` all three
     (the kernel before the decoding work), `no PDL` launches the split-KV merge only once the
-    forward kernel has ended (ATTNJIT_PDL=off). --decode-rows keeps only the rows it names."""
+    forward kernel has ended (ATTNJIT_PDL=off), `mixed carveouts` lets the merge and the
+    summaries state no shared-memory carveout where the decoding entry asks for the most
+    (ATTNJIT_CARVEOUT=off, the rule before 2026-11-27). --decode-rows keeps only the rows it
+    names."""
     impls = [("attnjit", "jit", {}),
              ("attnjit no PDL", "jit", {"ATTNJIT_PDL": "off"}),
+             ("attnjit mixed carveouts", "jit", {"ATTNJIT_CARVEOUT": "off"}),
              ("attnjit 128-row", "jit", {"ATTNJIT_DECODE_ENTRY": "off"}),
              ("attnjit unsplit", "jit", {"ATTNJIT_SPLIT_KV": "off"}),
              ("attnjit unpacked", "jit", {"ATTNJIT_PACK_GQA": "off"}),

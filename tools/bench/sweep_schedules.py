@@ -11,7 +11,8 @@ rewritten after every row.
 
     python3 tools/bench/sweep_schedules.py --lib build/src/capi/libattnjit.so
         [--variant causal]... [--head-dim 128]... [--length 16K] [--dtype bf16|fp16]
-        [--schedule NAME=FAMILY[:TUNE]]... [--json F] [--iters 20] [--baseline sm90]
+        [--schedule NAME=FAMILY[:TUNE]]... [--schedule-env NAME:ATTNJIT_VAR=VALUE]...
+        [--json F] [--iters 20] [--baseline sm90]
     python3 tools/bench/sweep_schedules.py --summarize sweep.json [--baseline sm90]
     python3 tools/bench/sweep_schedules.py --prewarm --cli build/tools/cli/attnjit
         --cache-dir DIR [--arch sm_90a] [--watchdog-ms 5000] [the sweep's own options]
@@ -49,6 +50,7 @@ tile: --head-dim 256 --schedule sm80=sm80 --schedule sm90=sm90
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -93,6 +95,19 @@ def parse_schedule(text):
     return name, family, tune
 
 
+def parse_schedule_env(text):
+    """NAME:VAR=VALUE -> (name, var, value); VAR one of the library's ATTNJIT_* switches, which
+    it reads when a variant is created (launch choices such as ATTNJIT_CARVEOUT or ATTNJIT_PDL):
+    the same kernels as the schedule without it, launched otherwise."""
+    name, sep, assignment = text.partition(":")
+    var, eq, value = assignment.partition("=")
+    if not sep or not name or not eq or not var.startswith("ATTNJIT_") or \
+            var in ("ATTNJIT_KERNEL_FAMILY", "ATTNJIT_TUNE"):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not NAME:ATTNJIT_VAR=VALUE (the family and tune belong in --schedule)")
+    return name, var, value
+
+
 def with_watchdog(schedule, watchdog_ms):
     """The schedule with sm90_watchdog_ms=watchdog_ms joined to its tune when it is an sm90
     schedule and watchdog_ms > 0 (the sm80 kernel has no mbarriers to watch)."""
@@ -114,6 +129,10 @@ def parse_args(argv):
     parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
     parser.add_argument("--schedule", action="append", type=parse_schedule,
                         help="NAME=FAMILY[:TUNE], repeatable; the first is the reference")
+    parser.add_argument("--schedule-env", action="append", type=parse_schedule_env, default=[],
+                        metavar="NAME:VAR=VALUE",
+                        help="an ATTNJIT_* launch switch (e.g. ATTNJIT_CARVEOUT=off) set while "
+                             "schedule NAME's variants are created; repeatable")
     parser.add_argument("--watchdog-ms", type=int, default=0,
                         help="the sm90 schedules' mbarrier watchdog (docs/KERNELS.md): a wait "
                              "longer than this faults the kernel, naming the wait, instead of "
@@ -253,8 +272,12 @@ def run_schedule(torch, opts, schedule, spec, inputs, head_dim):
     jit = aj.AttnJit(opts.lib, backend=aj.ATTNJIT_BACKEND_CUDA,
                      cache_dir=opts.cache_dir or tempfile.mkdtemp(prefix=f"attnjit-sweep-{name}-"))
     try:
-        with cf.environment("ATTNJIT_KERNEL_FAMILY", family), \
-                cf.environment("ATTNJIT_TUNE", tune):
+        with contextlib.ExitStack() as switches:
+            switches.enter_context(cf.environment("ATTNJIT_KERNEL_FAMILY", family))
+            switches.enter_context(cf.environment("ATTNJIT_TUNE", tune))
+            for schedule_name, var, value in opts.schedule_env:
+                if schedule_name == name:
+                    switches.enter_context(cf.environment(var, value))
             started = time.perf_counter()
             variant = jit.variant(spec, opts.attnjit_dtype, head_dim)
             compile_s = time.perf_counter() - started
@@ -291,6 +314,9 @@ def main(argv=None):
             print("\n".join(summary_lines(json.load(f), opts.baseline)))
         return 0
     schedules = chosen_schedules(opts)
+    stray = sorted({n for n, _, _ in opts.schedule_env} - {n for n, _, _ in schedules})
+    if stray:
+        sys.exit(f"--schedule-env names no schedule: {stray}")
     all_variants = cf.variants()
     names = opts.variant or list(cf.STANDARD_VARIANTS)
     unknown = [n for n in names if n not in all_variants]

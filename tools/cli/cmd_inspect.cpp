@@ -20,8 +20,41 @@ struct InspectOptions {
   VariantOptions variant;
   std::string arch;
   std::string emit = "source";
+  std::string entry = "forward";  // --emit sass: which entry point's listing
   std::string cache_dir;
 };
+
+// The module's entry point an --entry value names ("" for all of them: the whole cubin), or a
+// failure when this variant's module has no such entry on the arch: the decoding entry is the
+// sm80 kernel's at head dims 64 and up, the split-KV merge the sm80 kernel's; every module has
+// the forward entry and the tensor-summary kernel.
+std::string entry_function(const std::string& entry, const attnjit_variant_info& info) {
+  if (entry == "all") return "";
+  const bool sm80 = std::string_view(info.kernel_family) == "sm80";
+  // Note: on sm_90a decoding steps and split calls run on the sm80 kernel, a module of its own.
+  const char* elsewhere = sm80 ? ""
+                               : "; decoding steps and split calls run on the sm80 kernel, which "
+                                 "ATTNJIT_KERNEL_FAMILY=sm80 inspects";
+  if (entry == "decode") {
+    if (info.has_decode_entry == 0) {
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+           "--entry decode: the {} kernel for {} has no decoding entry (the sm80 kernel has one "
+           "at head dims 64 and up){}",
+           info.kernel_family, info.arch, elsewhere);
+    }
+    return "attnjit_fwd_decode";
+  }
+  if (entry == "merge") {
+    if (!sm80) {
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+           "--entry merge: the {} kernel for {} has no split-KV merge{}", info.kernel_family,
+           info.arch, elsewhere);
+    }
+    return "attnjit_split_combine";
+  }
+  if (entry == "summary") return "attnjit_tensor_summary";
+  return info.kernel;
+}
 
 const char* origin_name(attnjit_kernel_origin origin) {
   switch (origin) {
@@ -102,9 +135,11 @@ void print_resources(const attnjit_variant_info& info) {
              info.cached ? info.cache_path : "not stored", origin_name(info.origin));
 }
 
-// The forward kernel's SASS, then its instruction counts as `#` lines. cuobjdump reads the cubin
-// from the cache, where the inspect call has just stored it.
-void print_sass(const attnjit_variant_info& info) {
+// An entry's SASS (--entry; the forward kernel's by default, the whole module's with all), then
+// its instruction counts as `#` lines. cuobjdump reads the cubin from the cache, where the
+// inspect call has just stored it.
+void print_sass(const attnjit_variant_info& info, const std::string& entry) {
+  const std::string function = entry_function(entry, info);
   const std::string cuobjdump = testkit::find_cuobjdump();
   if (cuobjdump.empty()) {
     fail(ATTNJIT_ERROR_UNSUPPORTED,
@@ -120,13 +155,14 @@ void print_sass(const attnjit_variant_info& info) {
   }
   std::string sass;
   try {
-    sass = testkit::dump_sass(cuobjdump, info.cache_path, info.kernel);
+    sass = testkit::dump_sass(cuobjdump, info.cache_path, function);
   } catch (const std::exception& error) {
     fail(ATTNJIT_ERROR_IO, "{}", error.what());
   }
   fmt::print("{}", sass);
-  fmt::print("# {} {} for {} ({} family)\n# {}\n", info.kernel, info.cache_path, info.arch,
-             info.kernel_family, testkit::describe(testkit::count_sass(sass)));
+  fmt::print("# {} {} for {} ({} family)\n# {}\n", function.empty() ? "every entry" : function,
+             info.cache_path, info.arch, info.kernel_family,
+             testkit::describe(testkit::count_sass(sass)));
 }
 
 unsigned parts_for(const std::string& emit) {
@@ -137,6 +173,11 @@ unsigned parts_for(const std::string& emit) {
 }
 
 void run_inspect(const InspectOptions& options) {
+  if (options.entry != "forward" && options.emit != "sass") {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--entry {} applies to --emit sass (resources reports the forward and decoding entries)",
+         options.entry);
+  }
   const c::SignaturePtr signature = options.variant.signature();
   // Note: inspecting compiles with NVRTC and needs no GPU: the CPU runtime never probes one,
   // and the arch (the local GPU's by default) is given explicitly.
@@ -157,7 +198,7 @@ void run_inspect(const InspectOptions& options) {
   } else if (options.emit == "resources") {
     print_resources(*info);
   } else if (options.emit == "sass") {
-    print_sass(*info);
+    print_sass(*info, options.entry);
   } else {  // key
     fmt::print("key   {}\npath  {}{}\n", info->cache_key, info->cache_path,
                info->cached ? "" : "  (not cached)");
@@ -178,6 +219,12 @@ void add_inspect_command(CLI::App& app) {
                       "else sm_90)");
   command->add_option("--emit", options->emit, "what to print")
       ->check(CLI::IsMember({"source", "ptx", "resources", "sass", "key"}))
+      ->capture_default_str();
+  command
+      ->add_option("--entry", options->entry,
+                   "with --emit sass, the entry point: forward, decode (the decoding entry), "
+                   "merge (the split-KV merge), summary (the tensor summaries) or all")
+      ->check(CLI::IsMember({"forward", "decode", "merge", "summary", "all"}))
       ->capture_default_str();
   add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
