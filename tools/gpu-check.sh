@@ -6,7 +6,8 @@
 #
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
 #                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
-#                      [--sweep-args 'ARGS']... [--builds-args 'ARGS'] OUTDIR
+#                      [--sweep-args 'ARGS']... [--builds-args 'ARGS'] [--anatomy-args 'ARGS']...
+#                      OUTDIR
 #
 # --build-dir     the carried build tree (default: build); its cache.tar.xz or cache/
 #                 (gpu-bundle.sh's prewarmed kernels) seeds a copy that becomes ATTNJIT_CACHE_DIR,
@@ -14,13 +15,16 @@
 # --deps          a folder whose *.so files (fmt, spdlog, xxhash...) go on LD_LIBRARY_PATH, or a
 #                 tree unpacked with dpkg -x (its usr/lib/x86_64-linux-gnu is used)
 # --quick         small sizes for compare_flex.py and bench
-# --only STAGES   comma-separated subset of test,sanitize,compare,scaling,decode,sweep,builds,bench
-#                 (default: all but scaling, decode, sweep and builds). builds: the libraries
+# --only STAGES   comma-separated subset of
+#                 test,sanitize,compare,scaling,decode,anatomy,sweep,builds,bench (default: all
+#                 but scaling, decode, anatomy, sweep and builds). builds: the libraries
 #                 tools/bench/build_at_commits.sh made into BUILD_DIR/bisect, then the carried
 #                 one, each timed with its own profile_variant.py (--builds-args: 'VARIANT LENGTH
 #                 HEAD_DIM FAMILY...', default 'noop 16K 128 sm80'), twice in that order, so a
 #                 slowdown between commits shows on one GPU with its spread. decode: compare_flex.py --decode,
-#                 one decoding step (split-KV on and off, Flex, SDPA; ms and GB/s). sweep:
+#                 one decoding step (split-KV on and off, Flex, SDPA; ms and GB/s). anatomy:
+#                 decoding steps kernel by kernel under ncu (profile_variant.py --decode; each
+#                 kernel's duration and DRAM bytes, for the step times of decode). sweep:
 #                 tools/bench/sweep_schedules.py, the kernel schedules (sm80, sm90, ATTNJIT_TUNE
 #                 options) against each other, no Flex. A stage run on its own gets the whole
 #                 budget: the full Flex table (7 variants x D 64/128 at 16K) is `--only compare`,
@@ -48,9 +52,11 @@
 #                 only when there is one
 # --builds-args   the builds stage's variants: 'noop document 16K 128 sm80' (variants, then the
 #                 length, head dim and kernel family)
+# --anatomy-args  one decoding step for the anatomy stage, 'VARIANT LENGTH HEAD_DIM'
+#                 (repeatable; default: noop 4K 128, causal 4K 128, sliding_window 16K 128)
 # COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
-# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling, decode, sweep and builds
+# bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling, decode, anatomy, sweep and builds
 # append their rows to compare-flex.txt and write scaling.json / decode.json / sweep.json only when they
 # run alone), and
 # failures.tar.gz when a test case failed: the test stage runs with ATTNJIT_TEST_DUMP_DIR, so each
@@ -62,7 +68,7 @@
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
 # each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300,
 # memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
-# compare_flex 150, scaling 200, decode 200, sweep 300, then bench 6 x 60 and the host time per
+# compare_flex 150, scaling 200, decode 200, anatomy 60 a step, sweep 300, then bench 6 x 60 and the host time per
 # call 60 per family), all cut to what is left: `--only test,sanitize` verifies both families in
 # one call.
 set -uo pipefail
@@ -76,6 +82,7 @@ families="sm80,sm90"
 compare_args=""
 sweep_arg_sets=()
 builds_args="noop 16K 128 sm80"
+anatomy_cases=()
 tune="${ATTNJIT_TUNE:-}"
 watchdog_ms=5000
 while [[ $# -gt 0 ]]; do
@@ -88,15 +95,16 @@ while [[ $# -gt 0 ]]; do
     --compare-args) compare_args="$2"; shift 2 ;;
     --sweep-args) sweep_arg_sets+=("$2"); shift 2 ;;
     --builds-args) builds_args="$2"; shift 2 ;;
+    --anatomy-args) anatomy_cases+=("$2"); shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
-    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,73p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS']... [--builds-args 'ARGS'] OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS']... [--builds-args 'ARGS'] [--anatomy-args 'ARGS']... OUTDIR" >&2
   exit 2
 fi
 if ! [[ "$watchdog_ms" =~ ^[0-9]+$ ]] || (( watchdog_ms > 600000 )); then
@@ -105,8 +113,8 @@ if ! [[ "$watchdog_ms" =~ ^[0-9]+$ ]] || (( watchdog_ms > 600000 )); then
 fi
 for stage in ${stages//,/ }; do
   case "$stage" in
-    test|sanitize|compare|scaling|decode|sweep|builds|bench) ;;
-    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,decode,sweep,builds,bench)" >&2; exit 2 ;;
+    test|sanitize|compare|scaling|decode|anatomy|sweep|builds|bench) ;;
+    *) echo "gpu-check: unknown stage '$stage' (stages: test,sanitize,compare,scaling,decode,anatomy,sweep,builds,bench)" >&2; exit 2 ;;
   esac
 done
 for family in ${families//,/ }; do
@@ -296,10 +304,10 @@ fi
 lib=$(find "$build_dir/lib" -maxdepth 1 -name 'libattnjit.so*' -type f -print 2>/dev/null | head -n 1)
 [[ -z "$lib" ]] && lib=$(find "$build_dir" -path "$build_dir/bisect" -prune -o -name 'libattnjit.so*' \
       -type f -print 2>/dev/null | head -n 1)
-if (wants compare || wants scaling || wants decode || wants sweep) && [[ -z "$lib" ]]; then
+if (wants compare || wants scaling || wants decode || wants anatomy || wants sweep) && [[ -z "$lib" ]]; then
   echo "libattnjit.so not found under $build_dir" > "$out_dir/compare-flex.txt"
   record compare_flex 1 "library missing"
-elif wants compare || wants scaling || wants decode || wants sweep; then
+elif wants compare || wants scaling || wants decode || wants anatomy || wants sweep; then
   # The ctypes bindings against the C header and the library, before trusting any comparison.
   : > "$out_dir/compare-flex.txt"
   run_step 30 "$out_dir/compare-flex.txt" "$tune" python3 "$repo_dir/tools/bench/attnjit_ctypes.py" --lib "$lib"
@@ -335,6 +343,25 @@ elif wants compare || wants scaling || wants decode || wants sweep; then
       "$repo_dir/tools/bench/compare_flex.py" --lib "$lib" --decode "${extra[@]}" \
       "${user_args[@]}" "${decode_json[@]}"
     record decode $? "$(grep -E '^(checked|mismatch)' "$out_dir/compare-flex.txt" | tail -n1)"
+  fi
+  if wants anatomy; then
+    # Where a decoding step's time goes (docs/PERFORMANCE.md, item 14): the kernels of two steps
+    # (after a first one that loads them) under ncu, each one's duration and DRAM bytes, to set
+    # against the step's time in the decode rows. ncu serialises the kernels and flushes the
+    # caches before each: K and V come from HBM as in a real step, the merge's partials too
+    # (a real step finds them in L2), and no launch overlaps the one before.
+    ((${#anatomy_cases[@]})) ||
+      anatomy_cases=("noop 4K 128" "causal 4K 128" "sliding_window 16K 128")
+    anatomy_rc=0
+    for anatomy_case in "${anatomy_cases[@]}"; do
+      read -r -a anatomy_words <<< "$anatomy_case"
+      run_step "$(cap "$budget" 60)" "$out_dir/compare-flex.txt" "$tune" env ATTNJIT_LIB="$lib" \
+        ncu -k regex:attnjit -s 2 -c 4 \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        python3 "$repo_dir/tools/bench/profile_variant.py" --decode "${anatomy_words[@]}" 2 ||
+        anatomy_rc=$?
+    done
+    record anatomy "$anatomy_rc" "${#anatomy_cases[@]} step(s)"
   fi
   if wants sweep; then
     # One sweep per --sweep-args set (none: one with the script's defaults); several take 300 s

@@ -5,12 +5,15 @@
 # to show: docs/PERFORMANCE.md, "The next GPU session".
 #
 #   tools/planned-gpu-calls.sh bundle          # here: .gpu-bundle with every sweep's kernels
-#                                              # prewarmed (gpu-bundle.sh; about 8 minutes)
+#                                              # prewarmed (gpu-bundle.sh; about 8 minutes) and
+#                                              # D13's base library (a few minutes more)
 #   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (budget 420 s): test_gpu and
 #                                              # the sanitizers on both families, then S11, S11b
 #                                              # and S12
 #   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (budget 380 s): D13 (the
-#                                              # decoding A/B), then S8, S1, S11c
+#                                              # decoding A/Bs), item 14 (gpu-check's anatomy
+#                                              # stage: decoding steps under ncu), then S8, S1,
+#                                              # S11c
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
 # Run the calls with run(carry=[".gpu-bundle"], timeout_s=450 and 400): the budgets leave each
@@ -33,10 +36,13 @@ S1='--variant alibi --head-dim 64 --head-dim 128 --schedule sm90=sm90 --schedule
 # Item 11: the sm80 kernel's own two blocks per SM on short and long rows.
 S11c='--head-dim 64 --head-dim 128 --variant sliding_window --variant document --variant causal --schedule sm80=sm80 --schedule sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2'
 
-# Item 13: the split-KV merge launched programmatically (twentieth session) against
-# ATTNJIT_PDL=off, the carveout rule before the twenty-first session (ATTNJIT_CARVEOUT=off), and
-# SDPA beside them, at B=1 (split) for 4K and 16K keys; no Flex (its compile).
-D13='--decode-batch 1 --head-dim 128 --length 4096 --length 16384 --decode-rows attnjit --decode-rows attnjit-no-PDL --decode-rows attnjit-mixed-carveouts --decode-rows sdpa'
+# Items 13 and 15: decoding steps at B=1 (split) for 4K and 16K keys: the split-KV merge launched
+# programmatically (twentieth session) against ATTNJIT_PDL=off, one carveout for a call's kernels
+# (twenty-first session) against ATTNJIT_CARVEOUT=off, the block-per-row merge against the
+# twentieth session's library (base: b66c038, built into the bundle's bisect/ by `bundle`; its
+# kernels compile there, about 10 s a variant), and SDPA beside them; no Flex (its compile).
+BASE=b66c038
+D13="--decode-batch 1 --head-dim 128 --length 4096 --length 16384 --decode-rows attnjit --decode-rows attnjit-no-PDL --decode-rows attnjit-mixed-carveouts --decode-rows base --decode-rows sdpa --baseline-lib .gpu-bundle/bisect/$BASE/libattnjit.so"
 
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2
@@ -56,13 +62,15 @@ gpu_check() {  # BUDGET OUTDIR STAGES COMPARE_ARGS SWEEP...
 case "${1:-}" in
   bundle)
     tools/gpu-bundle.sh --sweep "$S11" --sweep "$S11b" --sweep "$S12" --sweep "$S8" \
-      --sweep "$S1" --sweep "$S11c" ;;
+      --sweep "$S1" --sweep "$S11c"
+    tools/bench/build_at_commits.sh .gpu-bundle/bisect "$BASE"
+    du -sh .gpu-bundle ;;
   call1)
     [[ $# -eq 2 ]] || usage
     gpu_check 420 "$2" test,sanitize,sweep "" "$S11" "$S11b" "$S12" ;;
   call2)
     [[ $# -eq 2 ]] || usage
-    gpu_check 380 "$2" decode,sweep "$D13" "$S8" "$S1" "$S11c" ;;
+    gpu_check 380 "$2" decode,anatomy,sweep "$D13" "$S8" "$S1" "$S11c" ;;
   print)
     printf 'S11=%s\nS11b=%s\nS12=%s\nS8=%s\nS1=%s\nS11c=%s\nD13=%s\n' "$S11" "$S11b" "$S12" \
       "$S8" "$S1" "$S11c" "$D13" ;;

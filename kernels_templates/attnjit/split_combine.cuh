@@ -11,34 +11,91 @@
 #include "attnjit/copy.cuh"
 #include "attnjit/fwd_params.cuh"
 #include "attnjit/grid_dependency.cuh"
+#include "attnjit/hd.cuh"
 #include "attnjit/numeric.cuh"
 
 namespace attnjit {
 
-// One warp per output row; rows are (batch, head, query) in FwdParams::lse order.
+// One block of kCombineWarps warps per output row (rows in FwdParams::lse order): the merge of a
+// decoding step is a few dozen rows of a few dozen slices, so its time is the round trips to
+// memory on one row's path, not bandwidth. With the whole block on a row, each thread has at most
+// a few slices to read and issues them together: one round trip for the partials (and the LSEs
+// beside them) where one warp per row needed one per four slices.
 constexpr int kCombineWarps = 4;
 constexpr int kCombineThreads = 32 * kCombineWarps;
 
+// A thread covers 8 columns of the row (one 16-byte chunk of fp32 pairs, twice); the row's
+// HEAD_DIM / 8 chunks take the next power of two of lanes (head dim 96: 16, four idle), and the
+// block's threads form kCombineThreads / that many groups, which take alternate slices.
+ATTNJIT_HD constexpr int combine_chunk_lanes(int head_dim) {
+  return head_dim / 8 <= 4 ? 4 : head_dim / 8 <= 8 ? 8 : head_dim / 8 <= 16 ? 16 : 32;
+}
+
+// Dynamic shared memory of the merge: each warp's sums of the row (8 floats per chunk lane), then
+// each warp's maximum and sum of the slices' LSEs.
+ATTNJIT_HD constexpr int split_combine_smem_bytes(int head_dim) {
+  return 4 * kCombineWarps * (8 * combine_chunk_lanes(head_dim) + 2);
+}
+
 #if ATTNJIT_KERNEL_CODE
+
+#if ATTNJIT_DEVICE_COMPILE
+extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
+#endif
 
 template <typename ELEM, int HEAD_DIM>
 ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   static_assert(HEAD_DIM % 8 == 0 && HEAD_DIM <= 256, "a lane merges 8 columns; 32 lanes at most");
   constexpr float kLog2e = 1.4426950408889634f;
   constexpr float kLn2 = 0.6931471805599453f;
-  const int warp = static_cast<int>(threadIdx.x / 32);
-  const int lane = static_cast<int>(threadIdx.x % 32);
+  constexpr int kLanes = HEAD_DIM / 8;
+  constexpr int kChunkLanes = combine_chunk_lanes(HEAD_DIM);
+  constexpr int kGroups = kCombineThreads / kChunkLanes;  // slices side by side
+  constexpr int kBatch = 8;  // slices a thread has in flight at once
+  const int thread = static_cast<int>(threadIdx.x);
+  const int warp = thread / 32;
+  const int lane = thread % 32;
   const long long rows = static_cast<long long>(p.batch) * p.num_heads_q * p.q_len;
-  const long long row = static_cast<long long>(blockIdx.x) * kCombineWarps + warp;
+  const long long row = blockIdx.x;
   // Launched while the forward kernel's last blocks may still run (grid_dependency.cuh).
   wait_for_prerequisite_grids();
-  if (row >= rows) return;  // warp-uniform: the shuffles below see whole warps
+  if (row >= rows) return;  // block-uniform: the barriers below see the whole block
   note_prerequisite_read("the split-KV partials");
 
-  // ---- The row's LSE: max over the slices, then the sum of exponentials around it.
+  unsigned char* const sums_smem = attnjit_dynamic_smem;  // [warp][8 * kChunkLanes] floats
+  unsigned char* const max_smem = sums_smem + 4 * kCombineWarps * 8 * kChunkLanes;
+  unsigned char* const total_smem = max_smem + 4 * kCombineWarps;
+
+  // ---- The thread's first batch of slices, issued before anything waits: slice
+  // group + kGroups * i, its LSE and columns 8 * chunk .. 8 * chunk + 7 of its partial.
+  // Note: a slice past the last reads the last one (in bounds either way) and is skipped below;
+  // an idle lane (head dim 96) reads chunk 0. The partials are 32-byte aligned: 256-byte aligned
+  // scratch, rows of HEAD_DIM floats, 8 floats a lane.
+  const int chunk = thread % kChunkLanes;
+  const int group = thread / kChunkLanes;
+  const bool active = chunk < kLanes;
+  const int column = active ? 8 * chunk : 0;
+  float slice_lse[kBatch];
+  Bytes16 low[kBatch], high[kBatch];
+  const auto load_batch = [&](int first) {
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int s = first + group + kGroups * i;
+      const int slice = s < p.num_splits ? s : p.num_splits - 1;
+      slice_lse[i] = p.lse_partial[slice * rows + row];
+      const float* part = p.o_partial + (slice * rows + row) * HEAD_DIM + column;
+      low[i] = load_global_16(part);
+      high[i] = load_global_16(part + 4);
+    }
+  };
+  load_batch(0);
+
+  // ---- The row's LSE: the maximum over the slices (thread t reads slices t, t + 128, ...: with
+  // kMaxSplits = 128, one each), then the sum of exponentials around it, each reduced over the
+  // warp by shuffles and over the block through shared memory.
   float max_lse = neg_infinity();
   bool saw_nan = false;
-  for (int s = lane; s < p.num_splits; s += 32) {
+  for (int s = thread; s < p.num_splits; s += kCombineThreads) {
     const float l = p.lse_partial[s * rows + row];
     saw_nan = saw_nan || l != l;
     max_lse = fmaxf(max_lse, l);
@@ -47,66 +104,78 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   for (int offset = 16; offset > 0; offset /= 2) {
     max_lse = fmaxf(max_lse, __shfl_xor_sync(0xffffffffu, max_lse, offset));
   }
-  saw_nan = __ballot_sync(0xffffffffu, saw_nan) != 0u;
+  if (lane == 0) store_shared_32(max_smem + 4 * warp, float_bits(max_lse));
+  saw_nan = __syncthreads_or(saw_nan) != 0;  // the barrier also publishes the warps' maxima
+#pragma unroll
+  for (int w = 0; w < kCombineWarps; ++w) {
+    max_lse = fmaxf(max_lse, bits_float(load_shared_u32(max_smem + 4 * w)));
+  }
   const bool empty = max_lse == neg_infinity();  // no slice kept a key (or only NaN)
   float sum = 0.0f;
   if (!empty) {
-    for (int s = lane; s < p.num_splits; s += 32) {
+    for (int s = thread; s < p.num_splits; s += kCombineThreads) {
       sum += fast_exp2((p.lse_partial[s * rows + row] - max_lse) * kLog2e);
     }
   }
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (lane == 0) store_shared_32(total_smem + 4 * warp, float_bits(sum));
+  __syncthreads();
+  sum = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kCombineWarps; ++w) sum += bits_float(load_shared_u32(total_smem + 4 * w));
   const float lse =
       saw_nan ? quiet_nan() : empty ? neg_infinity() : max_lse + fast_log2(sum) * kLn2;
+  if (p.lse != nullptr && thread == 0) store_global_f32(p.lse + row, lse);
 
-  const int q_idx = static_cast<int>(row % p.q_len);
-  const int bh = static_cast<int>(row / p.q_len);
-  if (p.lse != nullptr && lane == 0) store_global_f32(p.lse + row, lse);
-
-  // ---- The output. A group of kChunkLanes lanes covers the row, lane c of a group columns
-  // 8c .. 8c + 7 (whole 16-byte chunks), and the warp's kGroups groups take every kGroups-th
-  // slice; the groups' sums are added at the end. Each lane reads its slice's LSE and partial
-  // together and weighs them without a branch, so the loads of several slices are in flight at
-  // once: a loop that first read the LSE and then, behind a branch on it, the partial waited for
-  // two round trips to memory per slice (the merge of 42 slices sat behind 42 of them).
+  // ---- The output: each thread weighs its slices' columns, a batch at a time.
   // Note: a slice with lse_s = -inf (no key kept) is skipped by a select, not weighted by 0: its
   // partial is still read (every slice's block writes its rows; the loads are asm volatile, or
-  // the compiler moves them under the skip's predicate, behind the LSE's load again), and a NaN
-  // beside it must not reach the row (-inf - -inf) when every other slice is NaN. The partials
-  // are 32-byte aligned: 256-byte aligned scratch, rows of HEAD_DIM floats, 8 floats a lane.
-  constexpr int kLanes = HEAD_DIM / 8;
-  constexpr int kChunkLanes = kLanes <= 4 ? 4 : kLanes <= 8 ? 8 : kLanes <= 16 ? 16 : 32;
-  constexpr int kGroups = 32 / kChunkLanes;
-  const int chunk = lane % kChunkLanes;
-  const int group = lane / kChunkLanes;
-  const bool active = chunk < kLanes;
-  const int column = active ? 8 * chunk : 0;  // an idle lane (head dim 96) reads chunk 0
+  // the compiler would move them under the skip's predicate, behind the LSE's load again), and a
+  // NaN beside it must not reach the row (-inf - -inf) when every other slice is NaN.
   float acc[8];
 #pragma unroll
   for (int c = 0; c < 8; ++c) acc[c] = 0.0f;
-#pragma unroll 4
-  for (int first = 0; first < p.num_splits; first += kGroups) {
-    const int s = first + group;
-    const int slice = s < p.num_splits ? s : p.num_splits - 1;  // in bounds either way
-    const float l = p.lse_partial[slice * rows + row];
-    const float* part = p.o_partial + (slice * rows + row) * HEAD_DIM + column;
-    const Bytes16 low = load_global_16(part);
-    const Bytes16 high = load_global_16(part + 4);
-    const float values[8] = {bits_float(low.x),  bits_float(low.y),  bits_float(low.z),
-                             bits_float(low.w),  bits_float(high.x), bits_float(high.y),
-                             bits_float(high.z), bits_float(high.w)};
-    const bool skip = s >= p.num_splits || l == neg_infinity();
-    const float weight = fast_exp2((l - lse) * kLog2e);
+  for (int first = 0; first < p.num_splits; first += kGroups * kBatch) {
+    if (first > 0) load_batch(first);
 #pragma unroll
-    for (int c = 0; c < 8; ++c) acc[c] = skip ? acc[c] : fmaf(weight, values[c], acc[c]);
+    for (int i = 0; i < kBatch; ++i) {
+      const float values[8] = {bits_float(low[i].x),  bits_float(low[i].y),
+                               bits_float(low[i].z),  bits_float(low[i].w),
+                               bits_float(high[i].x), bits_float(high[i].y),
+                               bits_float(high[i].z), bits_float(high[i].w)};
+      const bool skip =
+          first + group + kGroups * i >= p.num_splits || slice_lse[i] == neg_infinity();
+      const float weight = fast_exp2((slice_lse[i] - lse) * kLog2e);
+#pragma unroll
+      for (int c = 0; c < 8; ++c) acc[c] = skip ? acc[c] : fmaf(weight, values[c], acc[c]);
+    }
   }
+
+  // ---- The groups' sums: over the warp's groups by shuffles, then over the warps through
+  // shared memory; warp 0's first group writes the row.
 #pragma unroll
   for (int offset = kChunkLanes; offset < 32; offset *= 2) {
 #pragma unroll
     for (int c = 0; c < 8; ++c) acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], offset);
   }
-  if (!active || group != 0) return;
+  if (lane < kChunkLanes) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      store_shared_32(sums_smem + 4 * ((warp * kChunkLanes + chunk) * 8 + c), float_bits(acc[c]));
+    }
+  }
+  __syncthreads();
+  if (warp != 0 || lane >= kChunkLanes || !active) return;
+#pragma unroll
+  for (int w = 1; w < kCombineWarps; ++w) {
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      acc[c] += bits_float(load_shared_u32(sums_smem + 4 * ((w * kChunkLanes + chunk) * 8 + c)));
+    }
+  }
+  const int q_idx = static_cast<int>(row % p.q_len);
+  const int bh = static_cast<int>(row / p.q_len);
   const int b = bh / p.num_heads_q;
   const int h = bh % p.num_heads_q;
   unsigned short* out = static_cast<unsigned short*>(p.o) + b * p.o_stride[0] +

@@ -187,8 +187,9 @@ SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& c
   const std::size_t lse_bytes = (slices * rows * sizeof(float) + kAlign - 1) / kAlign * kAlign;
   plan.o_offset = plan.offset + lse_bytes;
   plan.bytes = lse_bytes + slices * rows * static_cast<std::size_t>(shape.head_dim) * sizeof(float);
-  plan.combine.grid_x = static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps);
+  plan.combine.grid_x = static_cast<unsigned>(rows);  // a block per row (split_combine.cuh)
   plan.combine.threads = kCombineThreads;
+  plan.combine.smem_bytes = static_cast<unsigned>(split_combine_smem_bytes(shape.head_dim));
   return plan;
 }
 

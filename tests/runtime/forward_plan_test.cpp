@@ -252,8 +252,9 @@ TEST_CASE("split-KV: slices are balanced, never empty, and their partials placed
   CHECK(four.offset == 256);  // after 100 bytes of summaries, 256-byte aligned
   CHECK(four.o_offset == 256 + 512);  // 4 x 30 LSEs = 480 bytes, rounded up
   CHECK(four.bytes == 512 + 4 * 30 * 128 * 4);
-  CHECK(four.combine.grid_x == 8u);  // 30 rows, 4 per block
+  CHECK(four.combine.grid_x == 30u);  // a block per row
   CHECK(four.combine.threads == static_cast<unsigned>(kCombineThreads));
+  CHECK(four.combine.smem_bytes == 4u * kCombineWarps * (8 * 16 + 2));  // 16 lanes of 8 columns
   CHECK(plan_split(shape, sm80, 1, 100).num_splits == 1);
   CHECK(plan_split(shape, sm80, 1, 100).bytes == 0u);
   // The forward grid grows by the slices.

@@ -146,7 +146,7 @@ refute "$out" 'watchdog_ms' "--watchdog-ms 0 leaves it out everywhere"
 out=$(run --watchdog-ms 5s)
 check "$out" '--watchdog-ms 5s is not an integer in \[0, 600000\]' "a bad --watchdog-ms is refused"
 out=$(run --only decode,nope)
-check "$out" "unknown stage 'nope' \(stages: test,sanitize,compare,scaling,decode,sweep,builds,bench\)" \
+check "$out" "unknown stage 'nope' \(stages: test,sanitize,compare,scaling,decode,anatomy,sweep,builds,bench\)" \
   "a bad stage is refused, naming decode among the stages"
 
 # The decode stage: compare_flex.py --decode under a fake python3, against a fake library.
@@ -178,6 +178,23 @@ check "$out" '^== .*compare_flex.py .*--decode \(ATTNJIT_TUNE=<unset>, timeout 2
   "beside another stage, decode has its own cap"
 check "$out" '^compare_flex +PASS' "the summary has the compare line"
 check "$out" '^decode +PASS' "and the decode line"
+
+# The anatomy stage: profile_variant.py --decode under ncu, one step per --anatomy-args (three by
+# default), with the carried library; its lines go to compare-flex.txt.
+fake "$scratch/bin/ncu" FAKE_NCU
+rm -rf "$scratch/out"
+out=$(run_py --only anatomy)
+check "$(grep -c '^FAKE_NCU ' <<< "$out")" '^3$' "by default, three decoding steps under ncu"
+check "$out" '^FAKE_NCU ran with ATTNJIT_TUNE=<unset> args: -k regex:attnjit -s 2 -c 4 --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum python3 \S+/tools/bench/profile_variant.py --decode causal 4K 128 2$' \
+  "each kernel of two steps after the first, the causal step among them"
+check "$out" '^== env ATTNJIT_LIB=\S+/libattnjit.so.0.1.0 ncu ' "with the carried library"
+check "$out" '^anatomy +PASS 3 step\(s\)' "the summary has an anatomy line"
+out=$(run_py --only decode,anatomy --anatomy-args 'noop 64K 64')
+check "$(grep -c '^FAKE_NCU ' <<< "$out")" '^1$' "--anatomy-args replaces the default steps"
+check "$out" '^FAKE_NCU .*profile_variant.py --decode noop 64K 64 2$' "with the step it names"
+check "$out" '^== env ATTNJIT_LIB=\S+ ncu .*\(ATTNJIT_TUNE=<unset>, timeout 60s\)' \
+  "beside another stage, a step has 60 s"
+rm -f "$scratch/bin/ncu"
 
 # The sweep stage: one sweep_schedules.py per --sweep-args set, in order, each with the watchdog
 # and the run's cache; one set keeps its JSON, several put their rows in compare-flex.txt only.
