@@ -457,8 +457,9 @@ struct AttentionForward {
     // Note: a split decoding block finds its slice of the kept keys (a classification step or
     // more) only now, with Q already on its way: neither needs the other (the classification's
     // words lie past the K/V stages).
+    TileWindow window;
     if constexpr (DECODING && VARIANT::kHasMask) {
-      if (params.num_splits > 1) slice_kept_span();
+      if (params.num_splits > 1) slice_kept_span(window);
     }
     RowValues row_values;
     init_row_values(warp, lane, row_values);
@@ -468,7 +469,6 @@ struct AttentionForward {
     int ring_tile[NUM_STAGES];
     int ring_class[NUM_STAGES];
     int next_class;
-    TileWindow window;
     int next = next_tile(kv_tile_begin, next_class, window);
 #pragma unroll
     for (int s = 0; s < NUM_STAGES - 1; ++s) {
@@ -913,12 +913,15 @@ struct AttentionForward {
   // on (kept_span_slice), in place of assign_work's slice of all of them. Every slice's block
   // walks to the same first tile (classification is deterministic), so the slices still cover
   // each kept tile once. The walk costs a few classification steps (empty stretches are skipped
-  // 32 windows at a time); its window is left behind, and the caller's walk starts a new one.
-  // Block-uniform (the walk's barriers).
-  ATTNJIT_DEVICE void slice_kept_span() {
+  // 32 windows at a time). Its last window, the one holding the first kept tile, is the caller's
+  // `window` for the block's own walk: a slice that begins inside it (every slice of a kept span
+  // shorter than the window: a decoding step's window of keys, or a short cache) starts without
+  // a classification step of its own, which sat between Q's copies and the first K/V copy. The
+  // window's bits past the slice's end are tiles at or past num_kv_tiles when next_tile finds
+  // them, which every caller takes for none. Block-uniform (the walk's barriers).
+  ATTNJIT_DEVICE void slice_kept_span(TileWindow& window) {
     kv_tile_begin = 0;
     num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
-    TileWindow window;
     int first_class = kTileEmpty;
     const int first = next_tile(0, first_class, window);
     const KeySlice slice =
