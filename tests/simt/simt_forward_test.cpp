@@ -269,6 +269,41 @@ TEST_CASE("emulated: split-KV decoding matches the reference", "[simt]") {
   }
 }
 
+// A split decoding block with a mask walks to its query tile's first kept key tile (one window
+// classification here: two barriers) and starts its own walk from that window, so it completes
+// exactly two barriers more than a block without a mask over as many key tiles (one barrier a
+// tile). A block that classified its slice's window anew (as before the twenty-first session)
+// would complete four more.
+TEST_CASE("emulated: a masked split decoding block classifies its key tiles once", "[simt]") {
+  // Each a packed group of 4 whose 16 kept key tiles of 64 go to 4 slices: no mask over 1024
+  // keys, causal over a cache of 1024, the last 1024 keys of a cache of 2048.
+  std::vector<KernelCase> cases(3);
+  cases[1].mask = "kv_idx <= q_idx + P";
+  cases[2].mask = "kv_idx <= q_idx + P && kv_idx + 1024 > q_idx + P";
+  for (int i = 0; i < 3; ++i) {
+    KernelCase& c = cases[static_cast<std::size_t>(i)];
+    const int kv_len = i == 2 ? 2048 : 1024;
+    c.shape = shape(1, 4, 1, 1, kv_len);
+    c.split_kv = 4;
+    if (!c.mask.empty()) {
+      c.params = {"P:int"};
+      c.scalars = {kv_len - 1};
+    }
+  }
+  const auto outcomes = simt::run_simt_cases(cases, 80);
+  REQUIRE(outcomes.size() == cases.size());
+  for (const simt::SimtOutcome& outcome : outcomes) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    REQUIRE(outcome.passed());
+    CHECK(outcome.decode_entry);
+    CHECK(outcome.num_splits == 4);
+  }
+  CHECK(outcomes[0].block_barriers > 0u);
+  CHECK(outcomes[1].block_barriers == outcomes[0].block_barriers + 2);
+  CHECK(outcomes[2].block_barriers == outcomes[0].block_barriers + 2);
+}
+
 // Launches of at most 32 rows on the decoding entry: 32-row blocks of 2 warps, the warps without
 // a real row skipping the math.
 TEST_CASE("emulated: the decoding entry matches the reference", "[simt]") {

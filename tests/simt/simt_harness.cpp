@@ -48,10 +48,11 @@ Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
 
 // The CUDA backend's forward() with the emulator in place of the driver.
 // Returns the forward launch's grid; `num_splits` gets its split-KV slices, `packed_group` its
-// packed GQA group (1: not packed), `decode_entry` whether the decoding entry ran it.
+// packed GQA group (1: not packed), `decode_entry` whether the decoding entry ran it,
+// `block_barriers` (sm80 family) the most barriers one forward block completed.
 LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
-                        const SimtLaunchOptions& options, PreparedCase& prepared,
-                        int& num_splits, int& packed_group, bool& decode_entry) {
+                        const SimtLaunchOptions& options, PreparedCase& prepared, int& num_splits,
+                        int& packed_group, bool& decode_entry, unsigned& block_barriers) {
   const int multiprocessors = options.multiprocessors;
   reference::HostProblem& problem = prepared.problem;
   const AttentionBuffers buffers = problem.buffers();
@@ -104,7 +105,7 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   if (plan.split.num_splits > 1) {
     combine = attach_split(plan.split, plan.shape, plan.buffers, scratch.data(), params);
   }
-  module.run_forward(
+  block_barriers = module.run_forward(
       plan.decoding.decode_entry ? module.decode_entry(kernel) : module.forward_entry(kernel),
       params, grid, regions, overlap_forward);
   if (plan.split.num_splits > 1) {
@@ -160,8 +161,8 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
                                codegen::kernel_family_name(configs[i].family));
     try {
       outcome.grid = run_emulated(module, kernel_of_case[i], configs[i], options, *prepared[i],
-                                  outcome.num_splits, outcome.packed_group,
-                                  outcome.decode_entry);
+                                  outcome.num_splits, outcome.packed_group, outcome.decode_entry,
+                                  outcome.block_barriers);
       outcome.result = prepared[i]->check(prepared[i]->problem.lse);
     } catch (const std::exception& error) {
       outcome.error = error.what();

@@ -33,6 +33,7 @@ struct SimtOutcome {
   int num_splits = 1;            // its split-KV slices (1: unsplit)
   int packed_group = 1;          // its packed GQA group (1: not packed)
   bool decode_entry = false;     // whether the decoding entry (kDecodeEntry) ran it
+  unsigned block_barriers = 0;   // sm80 family: the most barriers one forward block completed
   kernel_test::CaseResult result;
   bool passed() const { return error.empty() && result.passed(); }
   std::string describe() const { return error.empty() ? result.describe() : error; }

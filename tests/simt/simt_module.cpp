@@ -27,9 +27,9 @@ std::string read_file(const std::filesystem::path& path) {
 
 SimtLaunch make_launch(const LaunchGrid& grid, std::span<const SimtRegion> regions,
                        bool programmatic) {
-  return SimtLaunch{grid.grid_x,         grid.grid_y,    grid.threads,
-                    grid.smem_bytes,     regions.data(), static_cast<int>(regions.size()),
-                    programmatic ? 1 : 0};
+  return SimtLaunch{grid.grid_x,          grid.grid_y,    grid.threads,
+                    grid.smem_bytes,      regions.data(), static_cast<int>(regions.size()),
+                    programmatic ? 1 : 0, nullptr};
 }
 
 }  // namespace
@@ -107,19 +107,23 @@ const void* SimtModule::decode_entry(int kernel) const {
 namespace {
 
 // One launch through an entry of the shared object's C boundary; its error becomes an exception.
+// Returns the most barriers one block of the grid completed (SimtLaunch::max_block_barriers).
 template <typename RUN, typename ARGS>
-void run_or_throw(RUN run, const void* entry, const ARGS* args, const LaunchGrid& grid,
-                  std::span<const SimtRegion> regions, bool programmatic) {
-  const SimtLaunch launch = make_launch(grid, regions, programmatic);
+unsigned run_or_throw(RUN run, const void* entry, const ARGS* args, const LaunchGrid& grid,
+                      std::span<const SimtRegion> regions, bool programmatic) {
+  SimtLaunch launch = make_launch(grid, regions, programmatic);
+  unsigned barriers = 0;
+  launch.max_block_barriers = &barriers;
   char error[1024] = {};
   if (run(entry, args, &launch, error, sizeof error) != 0) throw std::runtime_error(error);
+  return barriers;
 }
 
 }  // namespace
 
-void SimtModule::run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
-                             std::span<const SimtRegion> regions, bool programmatic) const {
-  run_or_throw(run_forward_, entry, &params, grid, regions, programmatic);
+unsigned SimtModule::run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
+                                 std::span<const SimtRegion> regions, bool programmatic) const {
+  return run_or_throw(run_forward_, entry, &params, grid, regions, programmatic);
 }
 
 void SimtModule::run_forward(const void* entry, const Sm90FwdParams& params, const LaunchGrid& grid,

@@ -32,9 +32,10 @@ class SimtModule {
 
   // Run a whole grid; throw std::runtime_error with the emulator's first error (block, thread,
   // reason). `programmatic`: the launch overlaps the kernel before it (grid_dependency.cuh), so
-  // a read of that kernel's results before griddepcontrol.wait is an error.
-  void run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
-                   std::span<const SimtRegion> regions, bool programmatic = false) const;
+  // a read of that kernel's results before griddepcontrol.wait is an error. The sm80 forward
+  // returns the most barriers one of its blocks completed.
+  unsigned run_forward(const void* entry, const FwdParams& params, const LaunchGrid& grid,
+                       std::span<const SimtRegion> regions, bool programmatic = false) const;
   void run_forward(const void* entry, const Sm90FwdParams& params, const LaunchGrid& grid,
                    std::span<const SimtRegion> regions, bool programmatic = false) const;
   void run_summary(const void* entry, const SimtSummaryArgs& args, const LaunchGrid& grid,

@@ -65,6 +65,9 @@ inline int run_grid(const SimtLaunch& launch, std::function<void()> body, char* 
     for (unsigned x = 0; x < launch.grid_x && !e.failed; ++x) {
       e.smem->reset();
       run_block(Dim3{x, y, 1});
+      if (launch.max_block_barriers != nullptr && e.block_epoch > *launch.max_block_barriers) {
+        *launch.max_block_barriers = e.block_epoch;
+      }
     }
   }
   e.body = nullptr;

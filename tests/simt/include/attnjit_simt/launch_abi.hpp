@@ -31,6 +31,9 @@ struct SimtLaunch {
   const SimtRegion* regions;
   int num_regions;
   int programmatic;  // launched to overlap the kernel before it (grid_dependency.cuh)
+  // When set, receives the most __syncthreads (plain or _or) one block of the grid completed:
+  // the tests' measure of a block's synchronisation steps (tile classification has two).
+  unsigned* max_block_barriers;
 };
 
 // Run a forward entry point (void(attnjit::FwdParams), or void(attnjit::Sm90FwdParams) through
