@@ -140,10 +140,6 @@ struct ForwardLayout {
 
 #if ATTNJIT_KERNEL_CODE
 
-#if ATTNJIT_DEVICE_COMPILE
-extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
-#endif
-
 // DECODING: the decoding features (split-KV, packed GQA: FwdParams) are read from the parameters.
 // The sm80 kernel has them; the sm90 kernel, which reuses this block state and row math, does not
 // (decoding calls run on the sm80 kernel), and without them its three-consumer schedules stay

@@ -106,6 +106,11 @@ struct TileLoadPlan {
 // signatures, and checks every shared-memory access and cp.async group on the way.
 #if ATTNJIT_DEVICE_COMPILE
 
+// The dynamic shared memory of every attnjit kernel, declared once: each entry carves its tiles
+// out of it (a second declaration with another alignment would not compile). 128 bytes is what
+// the sm80 tiles need; the sm90 kernel and the probes pad to 1024 themselves.
+extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
+
 ATTNJIT_DEVICE unsigned smem_address(const void* ptr) {
   unsigned long long address;
   asm("cvta.to.shared.u64 %0, %1;" : "=l"(address) : "l"(ptr));

@@ -31,6 +31,10 @@ ATTNJIT_HD constexpr int combine_chunk_lanes(int head_dim) {
   return head_dim / 8 <= 4 ? 4 : head_dim / 8 <= 8 ? 8 : head_dim / 8 <= 16 ? 16 : 32;
 }
 
+// Slices a thread has in flight at once: a row of up to kCombineBatch * (kCombineThreads /
+// combine_chunk_lanes) slices is one round trip (64 at head dim 128, 32 at 256).
+constexpr int kCombineBatch = 8;
+
 // Dynamic shared memory of the merge: each warp's sums of the row (8 floats per chunk lane), then
 // each warp's maximum and sum of the slices' LSEs.
 ATTNJIT_HD constexpr int split_combine_smem_bytes(int head_dim) {
@@ -38,10 +42,6 @@ ATTNJIT_HD constexpr int split_combine_smem_bytes(int head_dim) {
 }
 
 #if ATTNJIT_KERNEL_CODE
-
-#if ATTNJIT_DEVICE_COMPILE
-extern __shared__ __align__(128) unsigned char attnjit_dynamic_smem[];
-#endif
 
 template <typename ELEM, int HEAD_DIM>
 ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
@@ -51,7 +51,7 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   constexpr int kLanes = HEAD_DIM / 8;
   constexpr int kChunkLanes = combine_chunk_lanes(HEAD_DIM);
   constexpr int kGroups = kCombineThreads / kChunkLanes;  // slices side by side
-  constexpr int kBatch = 8;  // slices a thread has in flight at once
+  constexpr int kBatch = kCombineBatch;
   const int thread = static_cast<int>(threadIdx.x);
   const int warp = thread / 32;
   const int lane = thread % 32;

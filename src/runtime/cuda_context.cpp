@@ -356,7 +356,12 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
 
 void use_carveout(const LoadedKernel& loaded, bool uniform) {
   const int rule = uniform ? 1 : 0;
-  if (loaded.carveout_rule.exchange(rule, std::memory_order_relaxed) == rule) return;
+  // A plain load first: every call comes here, and the rule changes only when ATTNJIT_CARVEOUT
+  // does, so the common case must not write the shared cache line.
+  if (loaded.carveout_rule.load(std::memory_order_relaxed) == rule ||
+      loaded.carveout_rule.exchange(rule, std::memory_order_relaxed) == rule) {
+    return;
+  }
   const auto carveout = [&](int blocks_per_sm) {
     return uniform || blocks_per_sm > 1 ? CU_SHAREDMEM_CARVEOUT_MAX_SHARED
                                         : CU_SHAREDMEM_CARVEOUT_DEFAULT;

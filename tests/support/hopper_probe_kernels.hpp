@@ -23,10 +23,6 @@ constexpr const char* kProbeKernels = R"(
 #include "attnjit/sm90_wgmma.cuh"
 using namespace attnjit;
 
-#if ATTNJIT_DEVICE_COMPILE
-extern __shared__ __align__(1024) unsigned char attnjit_dynamic_smem[];
-#endif
-
 namespace {
 
 ATTNJIT_DEVICE const TensorMap* tensor_map(const FwdParams& p, int i) {

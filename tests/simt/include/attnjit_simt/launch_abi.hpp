@@ -31,8 +31,9 @@ struct SimtLaunch {
   const SimtRegion* regions;
   int num_regions;
   int programmatic;  // launched to overlap the kernel before it (grid_dependency.cuh)
-  // When set, receives the most __syncthreads (plain or _or) one block of the grid completed:
-  // the tests' measure of a block's synchronisation steps (tile classification has two).
+  // When set, receives the most barriers one block of the grid completed: __syncthreads (plain
+  // or _or) and completed named barriers (bar.sync with an id) alike, the tests' measure of a
+  // block's synchronisation steps (tile classification has two).
   unsigned* max_block_barriers;
 };
 
