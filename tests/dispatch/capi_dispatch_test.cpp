@@ -1,0 +1,127 @@
+// The C API's cuda backend on the fake device, and a device below compute capability 8.0.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "attnjit/attnjit.h"
+#include "common/error.hpp"
+#include "dispatch_support.hpp"
+#include "runtime/cuda_backend.hpp"
+#include "runtime/cuda_memory.hpp"
+#include "support/capture_error.hpp"
+#include "support/case_tables.hpp"
+
+using namespace attnjit;
+using namespace attnjit::dispatch_test;
+using namespace attnjit::kernel_test;
+
+TEST_CASE("fake device: the C API's cuda backend", "[dispatch]") {
+  const auto cache = work_dir("cache");
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CUDA;
+  const std::string cache_dir = cache.string();
+  options.cache_dir = cache_dir.c_str();
+  attnjit_runtime* runtime = nullptr;
+  REQUIRE(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  CHECK(attnjit_runtime_backend(runtime) == ATTNJIT_BACKEND_CUDA);
+
+  KernelCase c;
+  c.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+  c.params = {"W:int"};
+  c.scalars = {33};
+  c.shape = shape(1, 2, 2, 100, 100);
+  const auto module = emulated_module({c});
+  device().use(module.get(), 0);
+
+  const attnjit_param_decl param{"W", ATTNJIT_PARAM_INT};
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = c.mask.c_str();
+  desc.params = &param;
+  desc.num_params = 1;
+  desc.dtype = ATTNJIT_DTYPE_BF16;
+  desc.head_dim = 64;
+  attnjit_variant* variant = nullptr;
+  REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+
+  PreparedCase prepared(c);
+  reference::HostProblem& problem = prepared.problem;
+  cuda::DeviceBuffer q(problem.q.storage_bytes()), k(problem.k.storage_bytes()),
+      v(problem.v.storage_bytes()), out(problem.out.storage_bytes()),
+      lse(problem.lse.size() * sizeof(float));
+  auto bytes = [](const void* data, std::size_t size) {
+    return std::span<const std::byte>(static_cast<const std::byte*>(data), size);
+  };
+  q.upload(bytes(problem.q.data(), problem.q.storage_bytes()));
+  k.upload(bytes(problem.k.data(), problem.k.storage_bytes()));
+  v.upload(bytes(problem.v.data(), problem.v.storage_bytes()));
+  out.upload(bytes(problem.out.data(), problem.out.storage_bytes()));
+  lse.upload(bytes(problem.lse.data(), problem.lse.size() * sizeof(float)));
+
+  attnjit_forward_args args;
+  attnjit_forward_args_init(&args);
+  args.q = q.get();
+  args.k = k.get();
+  args.v = v.get();
+  args.out = out.get();
+  args.lse = static_cast<float*>(lse.get());
+  args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_BF16;
+  args.batch = 1;
+  args.num_heads_q = args.num_heads_kv = 2;
+  args.q_len = args.kv_len = 100;
+  args.layout = ATTNJIT_LAYOUT_BHLD;
+  attnjit_scalar window;
+  window.i = 33;
+  args.params = &window;
+  args.num_params = 1;
+  const attnjit_status forwarded = attnjit_forward(variant, &args);
+  INFO(attnjit_last_error() << "; emulator: " << device().error());
+  REQUIRE(forwarded == ATTNJIT_OK);
+
+  out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
+  lse.download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
+  const CaseResult result = prepared.check(problem.lse);
+  INFO(result.describe());
+  CHECK(result.passed());
+
+  SECTION("a host pointer is a status code with the reason") {
+    std::vector<std::uint16_t> host(problem.q.storage_elements());
+    args.q = host.data();
+    CHECK(attnjit_forward(variant, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(attnjit_last_error(),
+               Catch::Contains("query pointer") && Catch::Contains("not device memory"));
+  }
+  SECTION("inputs of another dtype than the variant's are refused") {
+    args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_FP32;
+    CHECK(attnjit_forward(variant, &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(attnjit_last_error(), Catch::Contains("declared for bfloat16 inputs; got query, "
+                                                     "key and value of float32"));
+  }
+  device().use(nullptr, 0);
+  attnjit_variant_destroy(variant);
+  attnjit_runtime_destroy(runtime);
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
+}
+
+TEST_CASE("a device below compute capability 8.0 is refused with the reason", "[cc75]") {
+  const Error e = test::capture_error([] { cuda::current_device(); });
+  CHECK(e.status() == Status::unsupported);
+  CHECK_THAT(e.what(), Catch::Contains("attention kernels need compute capability 8.0 or newer; "
+                                       "device 0 is 7.5"));
+
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CUDA;
+  attnjit_runtime* runtime = nullptr;
+  CHECK(attnjit_runtime_create(&runtime, &options) == ATTNJIT_ERROR_UNSUPPORTED);
+  CHECK_THAT(attnjit_last_error(), Catch::Contains("7.5"));
+
+  options.backend = ATTNJIT_BACKEND_AUTO;
+  REQUIRE(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  CHECK(attnjit_runtime_backend(runtime) == ATTNJIT_BACKEND_CPU);
+  attnjit_runtime_destroy(runtime);
+}

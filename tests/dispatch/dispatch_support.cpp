@@ -1,0 +1,204 @@
+#include "dispatch_support.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+
+#include "codegen/variant_source.hpp"
+#include "common/error.hpp"
+#include "compile/nvrtc_compiler.hpp"
+#include "gpu_harness.hpp"
+#include "runtime/cuda_backend.hpp"
+#include "runtime/runtime.hpp"
+#include "support/case_tables.hpp"
+
+namespace attnjit::dispatch_test {
+
+using namespace kernel_test;
+
+namespace {
+
+// The cases check the sm80 kernel's launches unless they ask for the sm90 kernel themselves: on
+// the fake sm_90a device `auto` gives sm90. Defaults, so that a run's own environment (ctest's
+// sm_86 run, a developer's) wins; set before main, since catch_discover_tests can pass the tests
+// only one variable (CMakeLists.txt).
+const bool kEnvironmentDefaults = [] {
+  ::setenv("ATTNJIT_KERNEL_FAMILY", "sm80", /*overwrite=*/0);
+  ::setenv("ATTNJIT_LOG_LEVEL", "error", /*overwrite=*/0);
+  return true;
+}();
+
+}  // namespace
+
+std::filesystem::path work_dir(const char* what) {
+  static int counter = 0;
+  return std::filesystem::temp_directory_path() /
+         fmt::format("attnjit-dispatch-{}-{}-{}", static_cast<long>(::getpid()), what, counter++);
+}
+
+std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>& cases) {
+  const codegen::Target target = arch_target(nvrtc::device_arch(cuda::current_device().sm));
+  std::vector<std::string> sources;
+  for (const KernelCase& c : cases) {
+    const PreparedCase prepared(c);
+    sources.push_back(
+        codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype, c.head_dim, target)
+            .source);
+  }
+  return std::make_unique<simt::SimtModule>(sources, work_dir("module"));
+}
+
+void check_through_backend(const std::vector<KernelCase>& cases) {
+  const auto module = emulated_module(cases);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO(cases[i].name());
+    device().use(module.get(), static_cast<int>(i));
+    try {
+      const CaseResult result = gpu_test::run_case(cases[i]);
+      INFO(result.describe());
+      CHECK(result.passed());
+    } catch (const Error& error) {
+      FAIL_CHECK(error.what() << "; emulator: " << device().error());
+    }
+  }
+  device().use(nullptr, 0);
+}
+
+attnjit_runtime* cuda_runtime() {
+  attnjit_runtime_options options;
+  attnjit_runtime_options_init(&options);
+  options.backend = ATTNJIT_BACKEND_CUDA;
+  attnjit_runtime* runtime = nullptr;
+  REQUIRE(attnjit_runtime_create(&runtime, &options) == ATTNJIT_OK);
+  return runtime;
+}
+
+attnjit_variant* maskless_c_variant(attnjit_runtime* runtime, const KernelCase& c) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.dtype = c.dtype == DType::bf16 ? ATTNJIT_DTYPE_BF16 : ATTNJIT_DTYPE_FP16;
+  desc.head_dim = c.head_dim;
+  attnjit_variant* variant = nullptr;
+  REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+  return variant;
+}
+
+attnjit_variant* c_variant(attnjit_runtime* runtime, const KernelCase& c) {
+  REQUIRE(c.tensors.empty());
+  std::vector<std::string> names;
+  std::vector<attnjit_param_decl> params;
+  for (const std::string& decl : c.params) names.push_back(decl.substr(0, decl.find(':')));
+  for (std::size_t i = 0; i < c.params.size(); ++i) {
+    const bool is_int = c.params[i].ends_with(":int");
+    params.push_back({names[i].c_str(), is_int ? ATTNJIT_PARAM_INT : ATTNJIT_PARAM_FLOAT});
+  }
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.mask = c.mask.c_str();
+  desc.score = c.score.c_str();
+  desc.params = params.data();
+  desc.num_params = static_cast<int>(params.size());
+  desc.dtype = c.dtype == DType::bf16 ? ATTNJIT_DTYPE_BF16 : ATTNJIT_DTYPE_FP16;
+  desc.head_dim = c.head_dim;
+  attnjit_variant* variant = nullptr;
+  REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+  return variant;
+}
+
+DeviceCall::DeviceCall(const KernelCase& c) : prepared(c) {
+  reference::HostProblem& problem = prepared.problem;
+  auto upload = [](const void* data, std::size_t size) {
+    auto buffer = std::make_unique<cuda::DeviceBuffer>(size);
+    buffer->upload({static_cast<const std::byte*>(data), size});
+    return buffer;
+  };
+  q = upload(problem.q.data(), problem.q.storage_bytes());
+  k = upload(problem.k.data(), problem.k.storage_bytes());
+  v = upload(problem.v.data(), problem.v.storage_bytes());
+  out = upload(problem.out.data(), problem.out.storage_bytes());
+  lse = upload(problem.lse.data(), problem.lse.size() * sizeof(float));
+  attnjit_forward_args_init(&args);
+  args.q = q->get();
+  args.k = k->get();
+  args.v = v->get();
+  args.out = out->get();
+  args.lse = static_cast<float*>(lse->get());
+  args.q_dtype = args.k_dtype = args.v_dtype =
+      c.dtype == DType::bf16 ? ATTNJIT_DTYPE_BF16 : ATTNJIT_DTYPE_FP16;
+  args.batch = c.shape.batch;
+  args.num_heads_q = c.shape.num_heads_q;
+  args.num_heads_kv = c.shape.num_heads_kv;
+  args.q_len = c.shape.q_len;
+  args.kv_len = c.shape.kv_len;
+  args.layout = c.layout == Layout::bhld ? ATTNJIT_LAYOUT_BHLD : ATTNJIT_LAYOUT_BLHD;
+  for (const std::int32_t bits : c.scalars) scalars.push_back({.i = bits});
+  args.params = scalars.data();
+  args.num_params = static_cast<int>(scalars.size());
+}
+
+CaseResult DeviceCall::check() {
+  reference::HostProblem& problem = prepared.problem;
+  out->download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
+  lse->download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
+  return prepared.check(problem.lse);
+}
+
+attnjit_launch_plan launch_plan(attnjit_variant* variant, const attnjit_forward_args& args) {
+  attnjit_launch_plan plan;
+  attnjit_launch_plan_init(&plan);
+  const attnjit_status status = attnjit_variant_launch_plan(&plan, variant, &args);
+  INFO(attnjit_last_error());
+  REQUIRE(status == ATTNJIT_OK);
+  return plan;
+}
+
+CaseResult run_variant_through_c_api(attnjit_variant* variant, const KernelCase& c) {
+  DeviceCall call(c);
+  const attnjit_launch_plan plan = launch_plan(variant, call.args);
+  const std::size_t launches = device().forward_grids().size();
+  const attnjit_status status = attnjit_forward(variant, &call.args);
+  INFO(attnjit_last_error() << "; emulator: " << device().error());
+  REQUIRE(status == ATTNJIT_OK);
+  REQUIRE(device().forward_grids().size() == launches + 1);
+  const LaunchGrid& launched = device().forward_grids().back();
+  INFO("plan: " << plan.kernel_family << " " << plan.kernel << ": " << plan.reason);
+  CHECK(device().forward_entries().back() == plan.entry);
+  CHECK(launched.grid_x == plan.grid_x);
+  CHECK(launched.grid_y == plan.grid_y);
+  CHECK(launched.threads == plan.threads);
+  CHECK(launched.smem_bytes == plan.dynamic_smem_bytes);
+  return call.check();
+}
+
+CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c) {
+  attnjit_variant* variant = maskless_c_variant(runtime, c);
+  const CaseResult result = run_variant_through_c_api(variant, c);
+  attnjit_variant_destroy(variant);
+  return result;
+}
+
+std::vector<std::string> last_launches(std::size_t count) {
+  const auto& all = device().launches();
+  REQUIRE(all.size() >= count);
+  std::vector<std::string> entries;
+  for (std::size_t i = all.size() - count; i < all.size(); ++i) {
+    entries.push_back(all[i].programmatic ? all[i].function + " (overlaps)" : all[i].function);
+  }
+  return entries;
+}
+
+std::string overlapped(const std::string& function) {
+  return cuda::current_device().sm >= 90 ? function + " (overlaps)" : function;
+}
+
+KernelCase watchdog_case() {
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 2, 1, 150, 150);
+  return causal;
+}
+
+}  // namespace attnjit::dispatch_test

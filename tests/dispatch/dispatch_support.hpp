@@ -1,0 +1,95 @@
+// What the dispatch tests share: the emulated module behind a set of cases, the GPU harness's
+// run of a case through the backend, C API runtimes and variants on the cuda backend, and a
+// case's inputs in the fake device's memory.
+//
+// The cases check the sm80 kernel's launches unless they ask for the sm90 kernel themselves (the
+// process's default family: dispatch_support.cpp).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnjit/attnjit.h"
+#include "emulated_device.hpp"
+#include "runtime/cuda_memory.hpp"
+#include "simt_module.hpp"
+#include "support/kernel_case.hpp"
+#include "support/scoped_env.hpp"
+
+namespace attnjit::dispatch_test {
+
+using kernel_test::CaseResult;
+using kernel_test::KernelCase;
+using kernel_test::PreparedCase;
+
+// A fresh directory name under the temporary directory, unique to the process and the call.
+std::filesystem::path work_dir(const char* what);
+
+// The kernel sources the backend compiles for the fake device (its arch, the family
+// ATTNJIT_KERNEL_FAMILY selects), in one emulated module.
+std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>& cases);
+
+// Each case through the GPU harness (tests/gpu) on the backend, its launches emulated, against
+// the reference.
+void check_through_backend(const std::vector<KernelCase>& cases);
+
+// A C API runtime on the cuda backend, with the cache ATTNJIT_CACHE_DIR names.
+attnjit_runtime* cuda_runtime();
+
+// A maskless variant for the case's dtype and head dim, through the C API.
+attnjit_variant* maskless_c_variant(attnjit_runtime* runtime, const KernelCase& c);
+
+// The case's variant (mask, score and scalar parameters "NAME:int|float"; no tensors), through
+// the C API.
+attnjit_variant* c_variant(attnjit_runtime* runtime, const KernelCase& c);
+
+// A case's inputs in the fake device's memory, and the attnjit_forward_args that pass them.
+struct DeviceCall {
+  explicit DeviceCall(const KernelCase& c);
+  DeviceCall(const DeviceCall&) = delete;
+  DeviceCall& operator=(const DeviceCall&) = delete;
+
+  // The results against the reference, after a forward call.
+  CaseResult check();
+
+  PreparedCase prepared;
+  std::unique_ptr<cuda::DeviceBuffer> q, k, v, out, lse;
+  std::vector<attnjit_scalar> scalars;
+  attnjit_forward_args args;
+};
+
+// The launch plan of a call (attnjit_variant_launch_plan), required to succeed.
+attnjit_launch_plan launch_plan(attnjit_variant* variant, const attnjit_forward_args& args);
+
+// A case through `variant` (maskless_c_variant, c_variant): device copies of its inputs,
+// attnjit_forward with its parameters, the result against the reference. The call's launch
+// plan, asked for first, must name the launch forward makes.
+CaseResult run_variant_through_c_api(attnjit_variant* variant, const KernelCase& c);
+
+// The same with a variant made for the call and destroyed after it.
+CaseResult run_through_c_api(attnjit_runtime* runtime, const KernelCase& c);
+
+// The sm90 kernel with a 1 s mbarrier watchdog, compiled into a cache of its own (where the fake
+// driver finds the cubins' sources).
+struct WatchdogSetting {
+  explicit WatchdogSetting(const char* cache_name)
+      : family("ATTNJIT_KERNEL_FAMILY", "sm90"),
+        tuning("ATTNJIT_TUNE", "sm90_watchdog_ms=1000"),
+        cache("ATTNJIT_CACHE_DIR", work_dir(cache_name).c_str()) {}
+  test::ScopedEnv family, tuning, cache;
+};
+
+// The entries of the last `count` launches, oldest first, a programmatic one marked
+// "(overlaps)" (overlapped).
+std::vector<std::string> last_launches(std::size_t count);
+
+// How `function` appears in last_launches when the backend launches it after another kernel of
+// the call: programmatic on sm_90 and later (overlap_launches), plain below.
+std::string overlapped(const std::string& function);
+
+// A small causal case for the watchdog tests.
+KernelCase watchdog_case();
+
+}  // namespace attnjit::dispatch_test

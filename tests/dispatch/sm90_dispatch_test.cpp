@@ -1,0 +1,311 @@
+// The sm90 kernel through the backend on the fake sm_90a device: the C API, masks, scores and
+// tensor summaries, the persistent schedule, the mbarrier watchdog, the calls TMA cannot load
+// (the sm80 kernel instead) and the short-rows kernel.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attnjit/attnjit.h"
+#include "attnjit/sm90_watchdog_record.cuh"
+#include "codegen/kernel_tuning.hpp"
+#include "codegen/short_rows.hpp"
+#include "codegen/variant_source.hpp"
+#include "common/error.hpp"
+#include "dispatch_support.hpp"
+#include "driver/watchdog_record.hpp"
+#include "gpu_harness.hpp"
+#include "runtime/cuda_backend.hpp"
+#include "runtime/cuda_memory.hpp"
+#include "runtime/forward_plan.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/variant.hpp"
+#include "simt_module.hpp"
+#include "support/capture_error.hpp"
+#include "support/case_tables.hpp"
+#include "support/scoped_env.hpp"
+
+using namespace attnjit;
+using namespace attnjit::dispatch_test;
+using namespace attnjit::kernel_test;
+
+TEST_CASE("fake device: the sm90 kernel runs through the C API on sm_90a", "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;  // the sm_86 run of these cases
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const auto cache = work_dir("sm90-cache");
+  // Note: the default cache, so that the fake driver finds the cubins' sources there and answers
+  // cuFuncGetParamInfo with the sm90 parameter block.
+  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  attnjit_runtime* runtime = cuda_runtime();
+
+  KernelCase gqa;
+  gqa.shape = shape(2, 2, 1, 100, 150);
+  const std::vector<KernelCase> cases = {gqa, with(gqa, DType::fp16, Layout::blhd, 128)};
+  const auto module = emulated_module(cases);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO(cases[i].name());
+    device().use(module.get(), static_cast<int>(i));
+    const CaseResult result = run_through_c_api(runtime, cases[i]);
+    INFO(result.describe());
+    CHECK(result.passed());
+  }
+  device().use(nullptr, 0);
+
+  // What the runtime compiled for this device: sm_90a's sm90 kernel.
+  attnjit_variant* variant = nullptr;
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.head_dim = 64;
+  REQUIRE(attnjit_variant_create(&variant, runtime, &desc) == ATTNJIT_OK);
+  attnjit_inspect_options inspect;
+  attnjit_inspect_options_init(&inspect);
+  inspect.parts = ATTNJIT_INSPECT_SOURCE;
+  attnjit_variant_info* info = nullptr;
+  REQUIRE(attnjit_variant_inspect(&info, variant, &inspect) == ATTNJIT_OK);
+  CHECK(std::string(info->arch) == "sm_90a");
+  CHECK(std::string(info->kernel_family) == "sm90");
+  CHECK(info->cached == 1);
+  attnjit_variant_info_destroy(info);
+  attnjit_variant_destroy(variant);
+  attnjit_runtime_destroy(runtime);
+  unsetenv("ATTNJIT_CACHE_DIR");
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
+}
+
+TEST_CASE("fake device: the sm90 kernel with masks, scores and tensor summaries",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  // Note: before the harness's cache is first used (one test case per process under ctest), so
+  // that the fake driver finds the cubins' sources and reports the sm90 parameter block.
+  const auto cache = work_dir("sm90-masks-cache");
+  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(300, 4, false, 9)};
+  doc.shape = shape(1, 2, 1, 300, 300);
+  KernelCase softcap;
+  softcap.mask = "q_idx >= kv_idx";
+  softcap.score = "30.0 * tanh(score / 30.0)";
+  softcap.shape = shape(2, 2, 2, 140, 200);
+  const int before = device().launch_count();
+  check_through_backend({doc, with(softcap, DType::fp16, Layout::blhd, 128)});
+  // Two summaries (doc at q_idx and at kv_idx) and the forward kernel, then one forward.
+  CHECK(device().launch_count() - before == 4);
+  unsetenv("ATTNJIT_CACHE_DIR");
+}
+
+TEST_CASE(
+    "fake device: the persistent sm90 kernel launches one block per SM and at most one "
+    "per query tile",
+    "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_persistent=1");
+  const test::ScopedEnv cache("ATTNJIT_CACHE_DIR", work_dir("sm90-persistent-cache").c_str());
+  const int multiprocessors = cuda::current_device().multiprocessors;
+  REQUIRE(multiprocessors == 4);  // the fake device's: several items per block below
+  // 3 query tiles x 4 heads = 12 items on 4 blocks; a document mask whose query tiles 1 and 2
+  // keep no key (the keys are all document 0): 3 items, so 3 blocks.
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 4, 2, 300, 300);
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(300, 3, true, 0)};
+  doc.shape = shape(1, 1, 1, 300, 100);
+  const std::size_t before = device().forward_grids().size();
+  check_through_backend({with(causal, DType::fp16, Layout::blhd, 128), doc});
+  const std::vector<LaunchGrid>& grids = device().forward_grids();
+  REQUIRE(grids.size() == before + 2);
+  CHECK(grids[before].grid_x == 4u);
+  CHECK(grids[before + 1].grid_x == 3u);
+  for (std::size_t i = before; i < grids.size(); ++i) {
+    CHECK(grids[i].grid_y == 1u);
+    CHECK(grids[i].threads == 384u);
+  }
+}
+
+TEST_CASE(
+    "fake device: the persistent sm90 kernel with three consumer warpgroups launches "
+    "512-thread blocks over 192-row query tiles",
+    "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_persistent=1,sm90_block_m=192");
+  const test::ScopedEnv cache("ATTNJIT_CACHE_DIR", work_dir("sm90-m192-persistent-cache").c_str());
+  REQUIRE(cuda::current_device().multiprocessors == 4);
+  // 2 query tiles of 192 x 3 heads = 6 items on 4 blocks (the second tile ragged: rows 192-299).
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 3, 1, 300, 300);
+  const std::size_t before = device().forward_grids().size();
+  check_through_backend({causal});
+  const std::vector<LaunchGrid>& grids = device().forward_grids();
+  REQUIRE(grids.size() == before + 1);
+  CHECK(grids[before].grid_x == 4u);
+  CHECK(grids[before].grid_y == 1u);
+  CHECK(grids[before].threads == 512u);
+}
+
+TEST_CASE(
+    "fake device: a watchdog kernel computes the reference with the watchdog's record "
+    "attached and unclaimed",
+    "[dispatch][sm90][watchdog]") {
+  if (cuda::current_device().sm != 90) return;
+  const WatchdogSetting watchdog("sm90-watchdog-cache");
+  const KernelCase causal = watchdog_case();
+  check_through_backend({causal});
+  Sm90WatchdogRecord** global = device().watchdog_global();
+  REQUIRE(global != nullptr);
+  REQUIRE(*global != nullptr);
+  const std::optional<Sm90WatchdogRecord> record = driver::read_watchdog_record();
+  REQUIRE(record.has_value());
+  CHECK(record->claimed == 0u);
+  CHECK_THAT(driver::watchdog_hint(CUDA_ERROR_ILLEGAL_ADDRESS),
+             Catch::Contains("none of its waits timed out"));
+}
+
+TEST_CASE("fake device: an expired watchdog wait is named in the error of the failed call",
+          "[dispatch][sm90][watchdog]") {
+  if (cuda::current_device().sm != 90) return;
+  const WatchdogSetting watchdog("sm90-watchdog-expiry-cache");
+  const KernelCase causal = watchdog_case();
+  const auto module = emulated_module({causal});
+  device().use(module.get(), 0);
+  Sm90WatchdogRecord expired{};
+  expired.claimed = 1;
+  expired.barrier = 0x428;
+  expired.parity = 1;
+  expired.block[0] = 1;
+  expired.thread = 130;
+  expired.elapsed_ms = 1001;
+  std::strcpy(expired.what, "V full");
+  device().expire_watchdog_at_next_forward(expired);
+  const Error e = test::capture_error([&] { gpu_test::run_case(causal); });
+  device().use(nullptr, 0);
+  CHECK(e.status() == Status::cuda);
+  CHECK_THAT(e.what(),
+             Catch::Contains("cuLaunchKernel failed: CUDA_ERROR_LAUNCH_FAILED") &&
+                 Catch::Contains("The sm90 mbarrier watchdog (ATTNJIT_TUNE sm90_watchdog_ms) "
+                                 "ended the kernel: the wait \"V full\" (mbarrier at shared "
+                                 "address 0x428, parity 1) of block (1, 0, 0) thread 130 was "
+                                 "still incomplete after 1001 ms"));
+}
+
+TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its checks",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  Runtime runtime(RuntimeOptions{work_dir("fallback-cache").string(), Backend::cuda});
+  VariantSpec spec;
+  spec.head_dim = 64;
+  Variant variant(runtime, spec);
+  const std::size_t bytes = 2 * 64 * 2 + 16;
+  cuda::DeviceBuffer q(bytes), k(bytes), v(bytes), out(bytes);
+  ForwardCall call;
+  call.shape = {1, 1, 1, 2, 2, 64};
+  // Note: 8 bytes off, which TMA cannot load; the sm80 kernel refuses it with its own reason
+  // (without the fallback the sm90 launch would fail with an internal error instead).
+  call.buffers.q = static_cast<const char*>(q.get()) + 8;
+  call.buffers.k = k.get();
+  call.buffers.v = v.get();
+  call.buffers.out = out.get();
+  call.buffers.q_strides = call.buffers.k_strides = call.buffers.v_strides =
+      call.buffers.out_strides = layout_strides(Layout::bhld, 1, 2, 64);
+  const Error e = test::capture_error([&] { variant.forward(call); });
+  CHECK(e.status() == Status::invalid_argument);
+  CHECK_THAT(e.what(), Catch::Contains("query pointer") && Catch::Contains("not aligned to 16"));
+}
+
+TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-rows kernel",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const auto cache = work_dir("short-rows-cache");
+  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
+  attnjit_runtime* runtime = cuda_runtime();
+
+  // 16 and 8 blocks of 128 query rows on the fake's 4 SMs, each keeping 2 or 3 key tiles of 128:
+  // short rows. The second is ragged, fp16, GQA, with q_len != kv_len.
+  KernelCase window;
+  window.mask = "q_idx >= kv_idx && q_idx - kv_idx < W";
+  window.params = {"W:int"};
+  window.scalars = {64};
+  window.shape = shape(1, 4, 2, 512, 512);
+  KernelCase ragged = with(window, DType::fp16, Layout::blhd, 64);
+  ragged.shape = shape(1, 2, 1, 450, 470);
+  ragged.scalars = {150};
+  const KernelCase cases[] = {window, ragged};
+  const auto source = [](const KernelCase& c, const codegen::KernelTuning& tuning) {
+    const PreparedCase prepared(c);
+    return codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype, c.head_dim,
+                                           codegen::Target(90, true), codegen::FamilyRequest::sm90,
+                                           tuning);
+  };
+  // The case through a variant created now, on an emulated module of `expected` alone: it must
+  // launch that kernel (the launch's shared memory tells the two kernels apart: the short-rows
+  // kernel's stages hold 64 keys) and compute the reference.
+  const auto run_expecting = [&](const KernelCase& c, const codegen::GeneratedKernel& expected) {
+    const simt::SimtModule module({expected.source}, work_dir("short-rows-module"));
+    device().use(&module, 0);
+    attnjit_variant* variant = c_variant(runtime, c);
+    const CaseResult result = run_variant_through_c_api(variant, c);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    CHECK(device().forward_grids().back().smem_bytes ==
+          static_cast<unsigned>(expected.config.smem_bytes));
+    attnjit_variant_destroy(variant);
+    device().use(nullptr, 0);
+  };
+  for (const KernelCase& c : cases) {
+    INFO(c.name());
+    const codegen::GeneratedKernel short_rows = source(c, codegen::short_rows_tuning());
+    const codegen::GeneratedKernel standard = source(c, {});
+    REQUIRE(short_rows.config.smem_bytes != standard.config.smem_bytes);
+    // Note: the rule's choice for long rows and small grids is runtime/short_rows_test.cpp's.
+    for (const bool off : {false, true}) {
+      INFO((off ? "ATTNJIT_SHORT_ROWS=off" : "auto"));
+      std::optional<test::ScopedEnv> switch_off;
+      if (off) switch_off.emplace("ATTNJIT_SHORT_ROWS", "off");
+      run_expecting(c, off ? standard : short_rows);
+    }
+  }
+  // A tuning of the schedule (here the masked default's own handoff) keeps the standard kernel;
+  // the watchdog alone goes into the short-rows kernel too.
+  {
+    const test::ScopedEnv tuned("ATTNJIT_TUNE", "sm90_handoff=1");
+    run_expecting(window, source(window, {}));
+  }
+  // A short-rows kernel that cannot be had leaves the calls on the standard kernel: here a first
+  // call of too few blocks for the rule (4 on 4 SMs) readies everything else before ATTNJIT_TUNE
+  // turns bad, so only the short-rows request reads the bad value.
+  {
+    const simt::SimtModule module({source(window, {}).source}, work_dir("short-rows-module"));
+    device().use(&module, 0);
+    attnjit_variant* variant = c_variant(runtime, window);
+    KernelCase few_blocks = window;
+    few_blocks.shape = shape(1, 1, 1, 512, 512);
+    CHECK(run_variant_through_c_api(variant, few_blocks).passed());
+    const test::ScopedEnv bad("ATTNJIT_TUNE", "sm90_blocks_per_sm=3");
+    const CaseResult result = run_variant_through_c_api(variant, window);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    CHECK(device().forward_grids().back().smem_bytes ==
+          static_cast<unsigned>(source(window, {}).config.smem_bytes));
+    attnjit_variant_destroy(variant);
+    device().use(nullptr, 0);
+  }
+  const test::ScopedEnv watched("ATTNJIT_TUNE", "sm90_watchdog_ms=60000");
+  const codegen::GeneratedKernel watched_short_rows = source(
+      window, codegen::short_rows_tuning(codegen::parse_kernel_tuning("sm90_watchdog_ms=60000")));
+  REQUIRE(watched_short_rows.config.watchdog_ms == 60000);
+  run_expecting(window, watched_short_rows);
+  attnjit_runtime_destroy(runtime);
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
+}
