@@ -291,6 +291,14 @@ typedef struct attnjit_variant_info {
    * inspecting under that setting shows it. 0 otherwise. */
   int has_short_rows_kernel;
   int short_rows_max_tiles;
+  /* The module's other entries, with has_resources: the tensor-summary kernel
+   * ("attnjit_tensor_summary", in every module; launched before the forward kernel when the mask
+   * reads tensors) and the split-KV merge ("attnjit_split_combine"; has_merge_entry is 1 where
+   * the module has one, the sm80 kernel's, else 0 and its fields 0). */
+  int summary_registers, summary_stack_frame_bytes, summary_spill_store_bytes,
+      summary_spill_load_bytes;
+  int has_merge_entry;
+  int merge_registers, merge_stack_frame_bytes, merge_spill_store_bytes, merge_spill_load_bytes;
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);

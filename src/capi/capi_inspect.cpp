@@ -66,6 +66,18 @@ void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cub
                                               cubin.decode_resources.shared_bytes)
             .blocks;
   }
+  const auto copy_entry = [&](const char* entry, const EntryFields& fields) {
+    const auto found = cubin.entry_resources.find(entry);
+    if (found != cubin.entry_resources.end()) copy_usage(found->second, fields);
+  };
+  copy_entry(attnjit::codegen::kSummaryEntry,
+             {&info.summary_registers, &info.summary_stack_frame_bytes,
+              &info.summary_spill_store_bytes, &info.summary_spill_load_bytes});
+  if (info.has_merge_entry) {
+    copy_entry(attnjit::codegen::kSplitCombineEntry,
+               {&info.merge_registers, &info.merge_stack_frame_bytes, &info.merge_spill_store_bytes,
+                &info.merge_spill_load_bytes});
+  }
   info.origin = attnjit::capi::to_c_origin(cubin.origin);
 }
 
@@ -110,6 +122,8 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
     info.decode_dynamic_smem_bytes = decode.smem_bytes;
     info.decode_blocks_per_sm = decode.blocks_per_sm;
   }
+  // The merge is the sm80 kernel's (variant_source.cpp): split calls run there on every arch.
+  info.has_merge_entry = config.family == attnjit::codegen::KernelFamily::sm80 ? 1 : 0;
   if ((parts & ATTNJIT_INSPECT_SOURCE) != 0) result->source = generated.source;
   if ((parts & ATTNJIT_INSPECT_RESOURCES) != 0) {
     fill_resources(info, attnjit::compile_variant(spec, arch, cache),

@@ -85,6 +85,7 @@ std::shared_ptr<const KernelBinary> KernelCache::load_from_disk(const KernelRequ
   if (request.config.decode_block_n > 0) {
     binary->decode_resources = resources_from_json(sidecar.at("decode_resources"));
   }
+  binary->entry_resources = entry_resources_from_json(sidecar);
   binary->key = request.key;
   binary->path = loaded.entry->binary_path.string();
   binary->origin = KernelOrigin::disk;
@@ -101,6 +102,7 @@ std::string KernelCache::store(const KernelRequest& request, const cache::EntryI
   if (request.config.decode_block_n > 0) {
     fields["decode_resources"] = to_json(compiled.binary.decode_resources);
   }
+  fields["resources"] = to_json(compiled.binary.entry_resources);
   try {
     return store_.store(id, compiled.binary.image, fields).string();
   } catch (const Error& e) {

@@ -137,6 +137,22 @@ ResourceUsage resources_from_json(const nlohmann::json& json) {
   return usage;
 }
 
+nlohmann::json to_json(const std::map<std::string, ResourceUsage, std::less<>>& entries) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& [entry, usage] : entries) json[entry] = to_json(usage);
+  return json;
+}
+
+std::map<std::string, ResourceUsage, std::less<>> entry_resources_from_json(
+    const nlohmann::json& sidecar) {
+  std::map<std::string, ResourceUsage, std::less<>> entries;
+  const auto all = sidecar.find("resources");
+  if (all == sidecar.end()) return entries;
+  if (!all->is_object()) throw Error(Status::cache, "sidecar: 'resources' is not an object");
+  for (const auto& [entry, usage] : all->items()) entries[entry] = resources_from_json(usage);
+  return entries;
+}
+
 std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::json& variant,
                                  const codegen::KernelConfig& config) {
   const nlohmann::json stored_variant = sidecar.value("variant", nlohmann::json());
@@ -164,6 +180,7 @@ std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::
       if (decode == sidecar.end()) return "sidecar lacks 'decode_resources'";
       resources_from_json(*decode);
     }
+    entry_resources_from_json(sidecar);
   } catch (const Error& e) {
     return e.what();
   }

@@ -3,9 +3,10 @@
 // and the launch configuration, which is derived from the variant, never taken from disk.
 #pragma once
 
-#include <string>
-
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "codegen/variant_source.hpp"
 #include "compile/resource_usage.hpp"
@@ -14,10 +15,17 @@ namespace attnjit {
 
 nlohmann::json to_json(const codegen::KernelConfig& config);
 nlohmann::json to_json(const ResourceUsage& usage);
+// Every entry's report, by entry name (KernelBinary::entry_resources).
+nlohmann::json to_json(const std::map<std::string, ResourceUsage, std::less<>>& entries);
 // Throw Error(cache) for a missing field or one that is not an int in range (non-negative
 // for resources).
 codegen::KernelConfig config_from_json(const nlohmann::json& json);
 ResourceUsage resources_from_json(const nlohmann::json& json);
+
+// The sidecar's "resources" (every entry's report, by entry name; none in sidecars that lack it).
+// Throws Error(cache) when malformed.
+std::map<std::string, ResourceUsage, std::less<>> entry_resources_from_json(
+    const nlohmann::json& sidecar);
 
 // The fields of a variant description ("variant" in the sidecar) that decide the kernel: the
 // canonical expressions, params, tensors, dtype and head dim. The name and the expressions as

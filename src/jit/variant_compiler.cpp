@@ -129,8 +129,11 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
         {codegen::kDecodeEntry, &compiled.binary.decode_resources}};
     for (const auto& [entry, recorded] : entries) {
       const auto it = program.resources.find(entry);
-      if (it == program.resources.end()) continue;
-      const ResourceUsage& usage = *recorded = it->second;
+      if (it != program.resources.end()) *recorded = it->second;
+    }
+    compiled.binary.entry_resources = program.resources;
+    // Every entry, the summary and the merge too: each runs on some call.
+    for (const auto& [entry, usage] : program.resources) {
       if (usage.spill_store_bytes > 0 || usage.spill_load_bytes > 0) {
         // Note: a spilling kernel is still correct; the user should know why it is slow.
         log().warn("kernel {} ({}) for {} spills ({} bytes stored, {} loaded, {} registers): "
@@ -140,11 +143,7 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
                    usage.registers);
       }
     }
-    nlohmann::json resources = nlohmann::json::object();
-    for (const auto& [entry, usage] : program.resources) resources[entry] = to_json(usage);
-    compiled.details = {{"options", program.options},
-                        {"nvrtc_version", nvrtc::nvrtc_version()},
-                        {"resources", resources}};
+    compiled.details = {{"options", program.options}, {"nvrtc_version", nvrtc::nvrtc_version()}};
     return compiled;
   });
   cache.remember_request(std::move(request_text), found.binary);

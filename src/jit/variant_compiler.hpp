@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +36,9 @@ struct KernelBinary {
   codegen::KernelConfig config;
   ResourceUsage forward_resources;  // of kForwardEntry
   ResourceUsage decode_resources;   // of kDecodeEntry, where config.decode_block_n > 0
+  // Every entry's ptxas report, by entry name (the summary and the merge too; the sidecar's
+  // "resources"); empty for PTX.
+  std::map<std::string, ResourceUsage, std::less<>> entry_resources;
   std::string key;             // cache key (hex)
   std::string path;            // cache file, empty when not stored
   KernelOrigin origin = KernelOrigin::compiled;

@@ -48,6 +48,8 @@ static void test_source_only_compiles_nothing(void) {
   CHECK(info->decode_dynamic_smem_bytes > 0 && info->decode_blocks_per_sm >= 1);
   CHECK(info->decode_registers == 0);
   CHECK(contains(info->source, "attnjit_fwd_decode("));
+  CHECK(info->has_merge_entry == 1); /* the sm80 kernel's module */
+  CHECK(info->merge_registers == 0 && info->summary_registers == 0);
   CHECK(info->has_resources == 0 && info->registers == 0);
   CHECK(contains(info->source, "attnjit_fwd"));
   CHECK(info->ptx == NULL);
@@ -70,6 +72,13 @@ static void test_all_parts_compile_cubin_and_ptx(void) {
   CHECK(info->registers > 0);
   CHECK(info->decode_registers > 0);
   CHECK(info->decode_spill_store_bytes == 0 && info->decode_spill_load_bytes == 0);
+  /* The module's other entries: the tensor summary and the split-KV merge. */
+  CHECK(info->summary_registers > 0);
+  CHECK(info->summary_spill_store_bytes == 0 && info->summary_spill_load_bytes == 0);
+  CHECK(info->summary_stack_frame_bytes == 0);
+  CHECK(info->has_merge_entry == 1 && info->merge_registers > 0);
+  CHECK(info->merge_spill_store_bytes == 0 && info->merge_spill_load_bytes == 0);
+  CHECK(info->merge_stack_frame_bytes == 0);
   CHECK(info->cubin_bytes > 0);
   CHECK(info->origin == ATTNJIT_ORIGIN_COMPILED);
   CHECK(info->cached == 1);
@@ -83,6 +92,7 @@ static void test_all_parts_compile_cubin_and_ptx(void) {
   if (info == NULL) return;
   CHECK(info->origin == ATTNJIT_ORIGIN_MEMORY);
   CHECK(info->decode_registers > 0); /* from the cubin's record, not a recompile */
+  CHECK(info->summary_registers > 0 && info->merge_registers > 0);
   CHECK(info->source == NULL && info->ptx == NULL);
   attnjit_variant_info_destroy(info);
 }

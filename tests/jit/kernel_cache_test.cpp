@@ -107,6 +107,12 @@ TEST_CASE("a miss compiles and stores, then memory and disk hits", "[cache]") {
   CHECK(from_disk.result.binary->forward_resources.shared_bytes == 512);
   CHECK(from_disk.result.binary->config.block_m == 64);
   CHECK(from_disk.result.binary->image.size() > 0);
+  // Every entry's report comes back from the sidecar, as compiled.
+  const auto& entries = from_disk.result.binary->entry_resources;
+  REQUIRE(entries.count("attnjit_fwd") == 1);
+  CHECK(entries.at("attnjit_fwd").shared_bytes == 512);
+  CHECK(entries.at("attnjit_fwd").registers ==
+        from_disk.result.binary->forward_resources.registers);
 }
 
 TEST_CASE("the sidecar describes the entry for an operator", "[cache]") {
@@ -425,6 +431,14 @@ TEST_CASE("a stored kernel whose variant or configuration is not the request's i
   SECTION("negative resources") {
     edit_sidecar(sidecar, [](nlohmann::json& json) { json["forward_resources"]["registers"] = -1; });
     reason = "'registers' is not an int >= 0";
+  }
+  SECTION("an entry's resources that are not a report") {
+    edit_sidecar(sidecar, [](nlohmann::json& json) { json["resources"]["attnjit_fwd"] = "many"; });
+    reason = "sidecar lacks 'registers'";
+  }
+  SECTION("resources that are not an object") {
+    edit_sidecar(sidecar, [](nlohmann::json& json) { json["resources"] = 3; });
+    reason = "'resources' is not an object";
   }
   SECTION("an edit that was not resealed") {
     edit_sidecar(sidecar, [](nlohmann::json& json) { json["variant"]["name"] = "renamed"; },

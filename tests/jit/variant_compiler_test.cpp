@@ -50,6 +50,15 @@ TEST_CASE("compile_variant compiles, then finds the kernel in memory and on disk
   CHECK(again.image == first.image);
   CHECK(again.forward_resources.registers == first.forward_resources.registers);
   CHECK(again.config.block_m == first.config.block_m);
+  // Every entry of the sm80 module, as compiled: forward, decoding, tensor summary, merge.
+  for (const char* name : {codegen::kForwardEntry, codegen::kDecodeEntry, codegen::kSummaryEntry,
+                           codegen::kSplitCombineEntry}) {
+    INFO(name);
+    REQUIRE(first.entry_resources.count(name) == 1);
+    REQUIRE(again.entry_resources.count(name) == 1);
+    CHECK(again.entry_resources.at(name).registers > 0);
+    CHECK(again.entry_resources.at(name).registers == first.entry_resources.at(name).registers);
+  }
 
   const auto entry = variant_cache_entry(causal(), "sm_80", fresh);
   CHECK(entry.binary == first.path);

@@ -75,6 +75,14 @@ void print_residency(std::string_view label, int resident, int built_for, const 
                                   : std::string());
 }
 
+// A secondary entry's line: its ptxas report, and a warning where it spills.
+void print_entry(std::string_view label, std::string_view entry, int registers, int spill_store,
+                 int spill_load, int stack_frame) {
+  fmt::print("{} {}: {} registers, spills {} / {} bytes, stack {} bytes{}\n", label, entry,
+             registers, spill_store, spill_load, stack_frame,
+             spill_store + spill_load > 0 ? "  (warning: spills)" : "");
+}
+
 void print_resources(const attnjit_variant_info& info) {
   fmt::print("kernel        {} for {}\n", info.kernel, info.arch);
   // Note: on sm_90a the family depends on ATTNJIT_KERNEL_FAMILY (auto keeps sm80 until the Hopper
@@ -127,6 +135,14 @@ void print_resources(const attnjit_variant_info& info) {
     print_residency("decode resid.", info.decode_resident_blocks_per_sm,
                     info.decode_blocks_per_sm, info.arch);
   }
+  print_entry("summary entry", "attnjit_tensor_summary", info.summary_registers,
+              info.summary_spill_store_bytes, info.summary_spill_load_bytes,
+              info.summary_stack_frame_bytes);
+  if (info.has_merge_entry) {
+    print_entry("merge entry  ", "attnjit_split_combine", info.merge_registers,
+                info.merge_spill_store_bytes, info.merge_spill_load_bytes,
+                info.merge_stack_frame_bytes);
+  }
   fmt::print("mask          {}\n", info.canonical_mask);
   fmt::print("index-only    {}\n", info.mask_reads_tensors
                                        ? "no (reads tensors: block summaries are computed per call)"
@@ -175,8 +191,7 @@ unsigned parts_for(const std::string& emit) {
 void run_inspect(const InspectOptions& options) {
   if (options.entry != "forward" && options.emit != "sass") {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
-         "--entry {} applies to --emit sass (resources reports the forward and decoding entries)",
-         options.entry);
+         "--entry {} applies to --emit sass (resources reports every entry)", options.entry);
   }
   const c::SignaturePtr signature = options.variant.signature();
   // Note: inspecting compiles with NVRTC and needs no GPU: the CPU runtime never probes one,
