@@ -68,7 +68,7 @@
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
 # each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300,
 # memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
-# compare_flex 150, scaling 200, decode 200, anatomy 60 a step, sweep 300, then bench 6 x 60 and the host time per
+# compare_flex 150, scaling 200, decode 200, anatomy 60 a step, sweep 300, then bench 6 x 60, decoding 90 and the host time per
 # call 60 per family), all cut to what is left: `--only test,sanitize` verifies both families in
 # one call.
 set -uo pipefail
@@ -447,6 +447,13 @@ elif wants bench; then
       done
     fi
   done
+  # Decoding steps (B=1, 32 query heads over 8, D=128, one query at the end of the cache), the
+  # C API's own figure beside compare_flex.py's decode rows: microseconds and GB/s per step.
+  decode_len=16384
+  [[ $quick == 1 ]] && decode_len=4096
+  run_step 90 "$out_dir/bench.txt" "$tune" "$cli" bench --manifest "$repo_dir/cache/decoding.json" \
+    --q-len 1 --seq-len "$decode_len" --batch 1 --heads 32 --kv-heads 8 --head-dim 128 \
+    --variant noop --variant causal --variant sliding_window --warmup 10 --iters 100 || bench_rc=$?
   # The host time of one call per family (tools/bench/host_overhead.cpp): attnjit's checks and
   # launches plus the driver's, small problems, kernels queued.
   host_overhead=$(find_binary attnjit_host_overhead)

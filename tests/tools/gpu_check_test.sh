@@ -78,6 +78,8 @@ check "$out" '^FAKE_SANITIZER ran with ATTNJIT_TUNE=sm90_watchdog_ms=60000 args:
 check "$out" '^FAKE_CLI ran with ATTNJIT_TUNE=<unset> args: bench' "bench runs without a watchdog"
 check "$out" '^== .*attnjit bench .*\(ATTNJIT_TUNE=<unset>, timeout' "the bench header says so"
 refute "$out" '^FAKE_CLI .*watchdog' "bench never gets the watchdog"
+check "$out" '^FAKE_CLI ran with ATTNJIT_TUNE=<unset> args: bench --manifest .*/cache/decoding.json --q-len 1 --seq-len 4096 --batch 1 --heads 32 --kv-heads 8' \
+  "the bench stage times decoding steps of the decoding manifest"
 check "$out" '^FAKE_HOST_OVERHEAD family=sm90 ATTNJIT_TUNE=<unset>$' \
   "the bench stage measures the host time per call, per family, without the watchdog"
 

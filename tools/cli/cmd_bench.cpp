@@ -1,7 +1,9 @@
 // `attnjit bench`: times the variants of a manifest on the current GPU with CUDA events and
-// reports median time, TFLOP/s over unmasked pairs only, the fraction of tiles skipped and the
-// host time of one call (attnjit's checks and launches plus the driver's). The variants run
-// through the public API; device memory and events come from the test kit.
+// reports median time, TFLOP/s over unmasked pairs only, the memory a call reads and writes per
+// second, the fraction of tiles skipped and the host time of one call (attnjit's checks and
+// launches plus the driver's). Prefill by default; --q-len 1 (with --kv-heads for GQA) times
+// decoding steps. The variants run through the public API; device memory and events come from
+// the test kit.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +33,11 @@ namespace {
 struct BenchOptions {
   std::string manifest;  // empty: the standard manifest
   std::vector<std::string> variants;
-  int seq_len = 4096;
+  int seq_len = 4096;        // the keys' length, and the queries' unless q_len is set
+  std::optional<int> q_len;  // default: seq_len
   int batch = 4;
   int heads = 16;
+  std::optional<int> kv_heads;  // default: heads
   int head_dim = 128;
   std::string dtype = "bf16";
   int warmup = 5;
@@ -60,26 +65,41 @@ attnjit_dtype parse_dtype(const std::string& text) {
 }
 
 // Note: rotating through input sets whose total exceeds twice the L2 size keeps every timed
-// call reading from HBM, as in a real model step.
-std::vector<InputSet> make_input_sets(std::size_t tensor_bytes, attnjit_dtype dtype, int l2_bytes) {
-  const std::size_t set_bytes = 4 * tensor_bytes;
+// call reading from HBM, as in a real model step (a decoding step's key/value cache too).
+// q_bytes: Q and the output; kv_bytes: K and V each.
+std::vector<InputSet> make_input_sets(std::size_t q_bytes, std::size_t kv_bytes,
+                                      attnjit_dtype dtype, int l2_bytes) {
+  const std::size_t set_bytes = 2 * q_bytes + 2 * kv_bytes;
   const std::size_t l2 = static_cast<std::size_t>(std::max(l2_bytes, 1));
   const int num_sets = static_cast<int>(std::clamp<std::size_t>(2 * l2 / set_bytes + 2, 2, 16));
   std::vector<InputSet> sets;
-  std::vector<std::byte> host(tensor_bytes);
-  const auto elements = static_cast<std::int64_t>(tensor_bytes / testkit::dtype_size(dtype));
+  std::vector<std::byte> host(std::max(q_bytes, kv_bytes));
   for (int i = 0; i < num_sets; ++i) {
-    InputSet set{testkit::DeviceBuffer(tensor_bytes), testkit::DeviceBuffer(tensor_bytes),
-                 testkit::DeviceBuffer(tensor_bytes), testkit::DeviceBuffer(tensor_bytes)};
+    InputSet set{testkit::DeviceBuffer(q_bytes), testkit::DeviceBuffer(kv_bytes),
+                 testkit::DeviceBuffer(kv_bytes), testkit::DeviceBuffer(q_bytes)};
     std::uint64_t stream = 0;
     for (testkit::DeviceBuffer* buffer : {&set.q, &set.k, &set.v}) {
-      testkit::fill_random(host.data(), dtype, elements,
+      const std::size_t bytes = buffer == &set.q ? q_bytes : kv_bytes;
+      testkit::fill_random(host.data(), dtype,
+                           static_cast<std::int64_t>(bytes / testkit::dtype_size(dtype)),
                            static_cast<std::uint64_t>(i) * 3 + stream++);
-      buffer->upload(host.data(), tensor_bytes);
+      buffer->upload(host.data(), bytes);
     }
     sets.push_back(std::move(set));
   }
   return sets;
+}
+
+// The bytes a call must move at least: Q and the output, and the K and V rows of the keys each
+// query row keeps (the census's kept pairs over the query rows, per key/value head; exact for a
+// decoding step, whose one query per head keeps the same keys across a GQA group).
+double bytes_moved(const testkit::Shape& shape, const attnjit_tile_census& census,
+                   std::size_t q_bytes, std::size_t element_bytes) {
+  const double query_rows = static_cast<double>(shape.batch) * shape.num_heads_q * shape.q_len;
+  const double kept_keys_per_row = static_cast<double>(census.kept_pairs) / query_rows;
+  const double kv_rows = static_cast<double>(shape.batch) * shape.num_heads_kv * kept_keys_per_row;
+  return 2.0 * static_cast<double>(q_bytes) +
+         2.0 * kv_rows * shape.head_dim * static_cast<double>(element_bytes);
 }
 
 struct BenchTimes {
@@ -131,6 +151,17 @@ void run_bench(const BenchOptions& options) {
   if (options.seq_len <= 0 || options.batch <= 0 || options.heads <= 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--seq-len, --batch and --heads must be positive");
   }
+  const int q_len = options.q_len.value_or(options.seq_len);
+  const int kv_heads = options.kv_heads.value_or(options.heads);
+  if (q_len <= 0 || kv_heads <= 0) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--q-len and --kv-heads must be positive");
+  }
+  if (options.heads % kv_heads != 0) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--heads {} is not a multiple of --kv-heads {} (each key/value head serves a group of "
+         "query heads)",
+         options.heads, kv_heads);
+  }
   if (options.iterations <= 0 || options.warmup < 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--iters must be positive and --warmup not negative");
   }
@@ -143,20 +174,28 @@ void run_bench(const BenchOptions& options) {
                                  options.manifest.empty() ? nullptr : options.manifest.c_str()));
   const c::ManifestPtr manifest(raw_manifest);
 
-  const testkit::Shape shape{options.batch,   options.heads,   options.heads,
-                             options.seq_len, options.seq_len, options.head_dim};
-  const std::size_t tensor_bytes = static_cast<std::size_t>(shape.batch) * options.heads *
-                                   options.seq_len * options.head_dim * testkit::dtype_size(dtype);
-  std::vector<InputSet> sets = make_input_sets(tensor_bytes, dtype, device.l2_bytes);
+  const testkit::Shape shape{options.batch, options.heads,   kv_heads,
+                             q_len,         options.seq_len, options.head_dim};
+  const std::size_t element_bytes = testkit::dtype_size(dtype);
+  const auto tensor_bytes = [&](int heads, int length) {
+    return static_cast<std::size_t>(shape.batch) * static_cast<std::size_t>(heads) *
+           static_cast<std::size_t>(length) * static_cast<std::size_t>(shape.head_dim) *
+           element_bytes;
+  };
+  const std::size_t q_bytes = tensor_bytes(shape.num_heads_q, shape.q_len);
+  std::vector<InputSet> sets = make_input_sets(
+      q_bytes, tensor_bytes(shape.num_heads_kv, shape.kv_len), dtype, device.l2_bytes);
 
   fmt::print(
-      "device {} ({}, {} SMs, L2 {} MiB); B={} H={} L={} D={} {}; {} input sets, median "
+      "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}; {} input sets, median "
       "of {} runs after {} warm-up\n",
       device.name, arch, device.multiprocessors, std::max(device.l2_bytes, 1) >> 20, shape.batch,
-      options.heads, options.seq_len, options.head_dim, testkit::dtype_name(dtype), sets.size(),
-      options.iterations, options.warmup);
-  fmt::print("{:<18} {:>10} {:>10} {:>14} {:>9} {:>8}  {}\n", "variant", "median ms", "TFLOP/s",
-             "unmasked pairs", "skipped", "host us", "kernel");
+      shape.num_heads_q,
+      shape.num_heads_kv != shape.num_heads_q ? fmt::format(" over {}", shape.num_heads_kv) : "",
+      shape.kv_len, shape.q_len != shape.kv_len ? fmt::format(" (queries {})", shape.q_len) : "",
+      shape.head_dim, testkit::dtype_name(dtype), sets.size(), options.iterations, options.warmup);
+  fmt::print("{:<18} {:>10} {:>10} {:>8} {:>14} {:>9} {:>8}  {}\n", "variant", "median ms",
+             "TFLOP/s", "GB/s", "unmasked pairs", "skipped", "host us", "kernel");
 
   int benchmarked = 0;
   for (std::size_t v = 0; v < attnjit_manifest_count(manifest.get()); ++v) {
@@ -176,8 +215,10 @@ void run_bench(const BenchOptions& options) {
     attnjit_forward_args_init(&call);
     call.q_dtype = call.k_dtype = call.v_dtype = dtype;
     call.batch = shape.batch;
-    call.num_heads_q = call.num_heads_kv = options.heads;
-    call.q_len = call.kv_len = options.seq_len;
+    call.num_heads_q = shape.num_heads_q;
+    call.num_heads_kv = shape.num_heads_kv;
+    call.q_len = shape.q_len;
+    call.kv_len = shape.kv_len;
     call.layout = ATTNJIT_LAYOUT_BHLD;
     const attnjit_forward_args timed_call =
         testkit::with_values(call, inputs.params, device_tensors.args);
@@ -198,9 +239,12 @@ void run_bench(const BenchOptions& options) {
     attnjit_launch_plan plan;
     attnjit_launch_plan_init(&plan);
     c::check(attnjit_variant_launch_plan(&plan, variant.get(), &plan_call));
-    fmt::print("{:<18} {:>10.3f} {:>10.1f} {:>14.4g} {:>8.1f}% {:>8.1f}  {}\n", printable(mv.name),
-               ms, flops / (ms * 1e-3) / 1e12, static_cast<double>(census.kept_pairs),
-               100.0 * testkit::skipped_fraction(census), times.host_us, launch_plan_name(plan));
+    const double seconds = ms * 1e-3;
+    fmt::print("{:<18} {:>10.4f} {:>10.1f} {:>8.0f} {:>14.4g} {:>8.1f}% {:>8.1f}  {}\n",
+               printable(mv.name), ms, flops / seconds / 1e12,
+               bytes_moved(shape, census, q_bytes, element_bytes) / seconds / 1e9,
+               static_cast<double>(census.kept_pairs), 100.0 * testkit::skipped_fraction(census),
+               times.host_us, launch_plan_name(plan));
   }
   if (benchmarked == 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "no variant of {} matches --variant",
@@ -216,9 +260,14 @@ void add_bench_command(CLI::App& app) {
       "bench", "Time the variants of a manifest on the GPU (median of CUDA-event timings)");
   bench->add_option("--manifest", options->manifest, "Manifest file (default: the standard one)");
   bench->add_option("--variant", options->variants, "Only these variants (repeatable)");
-  bench->add_option("--seq-len", options->seq_len, "Query and key length")->capture_default_str();
+  bench->add_option("--seq-len", options->seq_len, "Key length, and query length unless --q-len")
+      ->capture_default_str();
+  bench->add_option("--q-len", options->q_len,
+                    "Query length, e.g. 1 for decoding steps (default: --seq-len)");
   bench->add_option("--batch", options->batch, "Batch size")->capture_default_str();
-  bench->add_option("--heads", options->heads, "Query and key/value heads")->capture_default_str();
+  bench->add_option("--heads", options->heads, "Query heads")->capture_default_str();
+  bench->add_option("--kv-heads", options->kv_heads,
+                    "Key/value heads, dividing --heads (GQA; default: --heads)");
   bench->add_option("--head-dim", options->head_dim, "Head dimension")->capture_default_str();
   bench->add_option("--dtype", options->dtype, "bf16 or fp16")->capture_default_str();
   bench->add_option("--warmup", options->warmup, "Untimed calls first")->capture_default_str();
