@@ -68,9 +68,9 @@
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
 # each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300,
 # memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
-# compare_flex 150, scaling 200, decode 200, anatomy 60 a step, sweep 300, then bench 6 x 60, decoding 90 and the host time per
-# call 60 per family), all cut to what is left: `--only test,sanitize` verifies both families in
-# one call.
+# compare_flex 150, scaling 200, decode 200, anatomy 60 a step, sweep 300, then bench 6 x 60,
+# its decoding step 90 and the host time per call 60 per family), all cut to what is left:
+# `--only test,sanitize` verifies both families in one call.
 set -uo pipefail
 
 build_dir=build
