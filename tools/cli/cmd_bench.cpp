@@ -2,15 +2,19 @@
 // reports median time, TFLOP/s over unmasked pairs only, the memory a call reads and writes per
 // second, the fraction of tiles skipped and the host time of one call (attnjit's checks and
 // launches plus the driver's). Prefill by default; --q-len 1 (with --kv-heads for GQA) times
-// decoding steps. The variants run through the public API; device memory and events come from
-// the test kit.
+// decoding steps. --json FILE also writes the rows, with the device and the shape, for scripts.
+// The variants run through the public API; device memory and events come from the test kit.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +46,7 @@ struct BenchOptions {
   std::string dtype = "bf16";
   int warmup = 5;
   int iterations = 30;
+  std::string json_path;  // empty: no JSON
 };
 
 struct InputSet {
@@ -147,6 +152,17 @@ BenchTimes median_times(attnjit_variant* variant, attnjit_forward_args args,
   return {median_of(std::move(times)), median_of(std::move(host_us))};
 }
 
+// Writes the run's JSON, or fails naming the file and the reason.
+void write_json(const std::string& path, const nlohmann::json& run) {
+  std::ofstream file(path);
+  // Note: names come from manifests; bytes that are not UTF-8 are replaced rather than thrown on.
+  file << run.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  file.close();
+  if (!file) {
+    fail(ATTNJIT_ERROR_IO, "cannot write --json {}: {}", printable(path), std::strerror(errno));
+  }
+}
+
 void run_bench(const BenchOptions& options) {
   if (options.seq_len <= 0 || options.batch <= 0 || options.heads <= 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--seq-len, --batch and --heads must be positive");
@@ -194,6 +210,23 @@ void run_bench(const BenchOptions& options) {
       shape.num_heads_kv != shape.num_heads_q ? fmt::format(" over {}", shape.num_heads_kv) : "",
       shape.kv_len, shape.q_len != shape.kv_len ? fmt::format(" (queries {})", shape.q_len) : "",
       shape.head_dim, testkit::dtype_name(dtype), sets.size(), options.iterations, options.warmup);
+  nlohmann::json run = {{"device",
+                         {{"name", device.name},
+                          {"arch", arch},
+                          {"multiprocessors", device.multiprocessors},
+                          {"l2_bytes", device.l2_bytes}}},
+                        {"shape",
+                         {{"batch", shape.batch},
+                          {"num_heads_q", shape.num_heads_q},
+                          {"num_heads_kv", shape.num_heads_kv},
+                          {"q_len", shape.q_len},
+                          {"kv_len", shape.kv_len},
+                          {"head_dim", shape.head_dim},
+                          {"dtype", testkit::dtype_name(dtype)}}},
+                        {"warmup", options.warmup},
+                        {"iterations", options.iterations},
+                        {"input_sets", sets.size()},
+                        {"rows", nlohmann::json::array()}};
   fmt::print("{:<18} {:>10} {:>10} {:>8} {:>14} {:>9} {:>8}  {}\n", "variant", "median ms",
              "TFLOP/s", "GB/s", "unmasked pairs", "skipped", "host us", "kernel");
 
@@ -240,16 +273,25 @@ void run_bench(const BenchOptions& options) {
     attnjit_launch_plan_init(&plan);
     c::check(attnjit_variant_launch_plan(&plan, variant.get(), &plan_call));
     const double seconds = ms * 1e-3;
+    const double tflops = flops / seconds / 1e12;
+    const double gbs = bytes_moved(shape, census, q_bytes, element_bytes) / seconds / 1e9;
+    run["rows"].push_back({{"variant", mv.name},
+                           {"median_ms", ms},
+                           {"tflops", tflops},
+                           {"gb_per_s", gbs},
+                           {"kept_pairs", census.kept_pairs},
+                           {"skipped_fraction", testkit::skipped_fraction(census)},
+                           {"host_us", times.host_us},
+                           {"kernel", launch_plan_name(plan)}});
     fmt::print("{:<18} {:>10.4f} {:>10.1f} {:>8.0f} {:>14.4g} {:>8.1f}% {:>8.1f}  {}\n",
-               printable(mv.name), ms, flops / seconds / 1e12,
-               bytes_moved(shape, census, q_bytes, element_bytes) / seconds / 1e9,
-               static_cast<double>(census.kept_pairs), 100.0 * testkit::skipped_fraction(census),
-               times.host_us, launch_plan_name(plan));
+               printable(mv.name), ms, tflops, gbs, static_cast<double>(census.kept_pairs),
+               100.0 * testkit::skipped_fraction(census), times.host_us, launch_plan_name(plan));
   }
   if (benchmarked == 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "no variant of {} matches --variant",
          printable(attnjit_manifest_source(manifest.get())));
   }
+  if (!options.json_path.empty()) write_json(options.json_path, run);
 }
 
 }  // namespace
@@ -272,6 +314,8 @@ void add_bench_command(CLI::App& app) {
   bench->add_option("--dtype", options->dtype, "bf16 or fp16")->capture_default_str();
   bench->add_option("--warmup", options->warmup, "Untimed calls first")->capture_default_str();
   bench->add_option("--iters", options->iterations, "Timed calls")->capture_default_str();
+  bench->add_option("--json", options->json_path,
+                    "Also write the rows, the device and the shape to this JSON file");
   bench->callback([options] {
     try {
       run_bench(*options);
