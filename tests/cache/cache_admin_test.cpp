@@ -298,7 +298,13 @@ TEST_CASE("cache clear in every form removes links, never what they point to", "
     CHECK_FALSE(fs::exists(fs::symlink_status(root / "v1")));
   }
   SECTION("down to a size of zero") {
-    // The entry whose binary is a link has no size to count: the other two go.
+    // The entry whose binary is a link has no size to count, and is the most recently used: the
+    // other two go, and then the rest fits. Note: use is the sidecar's mtime in whole seconds,
+    // so the order is set here; entries stored a second apart would otherwise order by chance
+    // (the least recently used go first, a link among them).
+    const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+    fs::last_write_time(populated.store.sidecar_path(test_id(21, "sm_90")), an_hour_ago);
+    fs::last_write_time(populated.store.sidecar_path(test_id(21, "sm_80")), an_hour_ago);
     CHECK(cache::clear_entries(root, {.arch = {}, .older_than = {}, .max_bytes = 0}).entries == 2);
     links.check_untouched();
   }
