@@ -95,9 +95,11 @@ std::vector<InputSet> make_input_sets(std::size_t q_bytes, std::size_t kv_bytes,
   return sets;
 }
 
-// The bytes a call must move at least: Q and the output, and the K and V rows of the keys each
-// query row keeps (the census's kept pairs over the query rows, per key/value head; exact for a
-// decoding step, whose one query per head keeps the same keys across a GQA group).
+// The bytes of Q and the output, and of the K and V rows of the keys an average query row keeps
+// (the census's kept pairs over the query rows, per key/value head). Exact for a decoding step,
+// whose one query per head keeps the same keys across a GQA group; for a masked prefill it is
+// below what the call must read (causal: half the keys per row on average, where every key is
+// kept by some row), so its GB/s there is a lower bound, not a bandwidth.
 double bytes_moved(const testkit::Shape& shape, const attnjit_tile_census& census,
                    std::size_t q_bytes, std::size_t element_bytes) {
   const double query_rows = static_cast<double>(shape.batch) * shape.num_heads_q * shape.q_len;
