@@ -48,22 +48,22 @@ void copy_usage(const attnjit::ResourceUsage& usage, const EntryFields& fields) 
 // `sm`: the inspected arch's, for the resident blocks (the configuration fields are set).
 void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cubin, int sm) {
   info.has_resources = 1;
-  copy_usage(cubin.forward_resources, {&info.registers, &info.stack_frame_bytes,
-                                       &info.spill_store_bytes, &info.spill_load_bytes});
-  info.static_smem_bytes = cubin.forward_resources.shared_bytes;
+  copy_usage(cubin.forward_resources(), {&info.registers, &info.stack_frame_bytes,
+                                         &info.spill_store_bytes, &info.spill_load_bytes});
+  info.static_smem_bytes = cubin.forward_resources().shared_bytes;
   info.cubin_bytes = cubin.image.size();
   info.resident_blocks_per_sm =
       attnjit::codegen::resident_blocks(sm, 32 * info.num_warps, info.registers,
                                         info.dynamic_smem_bytes + info.static_smem_bytes)
           .blocks;
   if (info.has_decode_entry) {
-    copy_usage(cubin.decode_resources,
+    copy_usage(cubin.decode_resources(),
                {&info.decode_registers, &info.decode_stack_frame_bytes,
                 &info.decode_spill_store_bytes, &info.decode_spill_load_bytes});
     info.decode_resident_blocks_per_sm =
-        attnjit::codegen::resident_blocks(sm, 32 * info.decode_num_warps, info.decode_registers,
-                                          info.decode_dynamic_smem_bytes +
-                                              cubin.decode_resources.shared_bytes)
+        attnjit::codegen::resident_blocks(
+            sm, 32 * info.decode_num_warps, info.decode_registers,
+            info.decode_dynamic_smem_bytes + cubin.decode_resources().shared_bytes)
             .blocks;
   }
   const auto copy_entry = [&](const char* entry, const EntryFields& fields) {

@@ -71,7 +71,8 @@ std::shared_ptr<const KernelBinary> KernelCache::load_from_disk(const KernelRequ
     return nullptr;
   }
   const nlohmann::json& sidecar = loaded.entry->sidecar;
-  if (const std::string problem = check_kernel_sidecar(sidecar, request.variant, request.config);
+  if (const std::string problem =
+          check_kernel_sidecar(sidecar, request.variant, request.config, request.ptx);
       !problem.empty()) {
     warn_refused_once(store_.sidecar_path(id), problem);
     return nullptr;
@@ -81,10 +82,6 @@ std::shared_ptr<const KernelBinary> KernelCache::load_from_disk(const KernelRequ
   binary->is_ptx = request.ptx;
   binary->image = std::move(loaded.entry->binary);
   binary->config = request.config;
-  binary->forward_resources = resources_from_json(sidecar.at("forward_resources"));
-  if (request.config.decode_block_n > 0) {
-    binary->decode_resources = resources_from_json(sidecar.at("decode_resources"));
-  }
   binary->entry_resources = entry_resources_from_json(sidecar);
   binary->key = request.key;
   binary->path = loaded.entry->binary_path.string();
@@ -98,10 +95,6 @@ std::string KernelCache::store(const KernelRequest& request, const cache::EntryI
   fields["variant"] = request.variant;
   fields["summary"] = variant_summary(request.variant);
   fields["config"] = to_json(request.config);
-  fields["forward_resources"] = to_json(compiled.binary.forward_resources);
-  if (request.config.decode_block_n > 0) {
-    fields["decode_resources"] = to_json(compiled.binary.decode_resources);
-  }
   fields["resources"] = to_json(compiled.binary.entry_resources);
   try {
     return store_.store(id, compiled.binary.image, fields).string();

@@ -29,7 +29,7 @@ namespace attnjit {
 
 // What a compile produces, for the cache to complete and store.
 struct CompiledKernel {
-  KernelBinary binary;     // image and forward_resources; the cache sets the other fields
+  KernelBinary binary;     // image and entry_resources; the cache sets the other fields
   nlohmann::json details;  // merged into the sidecar: "options", "nvrtc_version", ...
 };
 

@@ -154,7 +154,7 @@ std::map<std::string, ResourceUsage, std::less<>> entry_resources_from_json(
 }
 
 std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::json& variant,
-                                 const codegen::KernelConfig& config) {
+                                 const codegen::KernelConfig& config, bool ptx) {
   const nlohmann::json stored_variant = sidecar.value("variant", nlohmann::json());
   for (const char* field : kVariantIdentityFields) {
     if (!variant.contains(field)) continue;
@@ -172,15 +172,17 @@ std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::
       return fmt::format("sidecar config {} is not the variant's {}", stored_config->dump(),
                          to_json(config).dump());
     }
-    const auto resources = sidecar.find("forward_resources");
-    if (resources == sidecar.end()) return "sidecar lacks 'forward_resources'";
-    resources_from_json(*resources);
-    if (config.decode_block_n > 0) {
-      const auto decode = sidecar.find("decode_resources");
-      if (decode == sidecar.end()) return "sidecar lacks 'decode_resources'";
-      resources_from_json(*decode);
+    if (!sidecar.contains("resources")) return "sidecar lacks 'resources'";
+    const auto entries = entry_resources_from_json(sidecar);
+    // A cubin's report names the entries its launches need; PTX has no report.
+    if (!ptx) {
+      if (!entries.count(codegen::kForwardEntry)) {
+        return fmt::format("sidecar's 'resources' lacks '{}'", codegen::kForwardEntry);
+      }
+      if (config.decode_block_n > 0 && !entries.count(codegen::kDecodeEntry)) {
+        return fmt::format("sidecar's 'resources' lacks '{}'", codegen::kDecodeEntry);
+      }
     }
-    entry_resources_from_json(sidecar);
   } catch (const Error& e) {
     return e.what();
   }

@@ -22,7 +22,7 @@ nlohmann::json to_json(const std::map<std::string, ResourceUsage, std::less<>>& 
 codegen::KernelConfig config_from_json(const nlohmann::json& json);
 ResourceUsage resources_from_json(const nlohmann::json& json);
 
-// The sidecar's "resources" (every entry's report, by entry name; none in sidecars that lack it).
+// The sidecar's "resources" (every entry's report, by entry name; none where it is absent).
 // Throws Error(cache) when malformed.
 std::map<std::string, ResourceUsage, std::less<>> entry_resources_from_json(
     const nlohmann::json& sidecar);
@@ -35,9 +35,10 @@ inline constexpr const char* kVariantIdentityFields[] = {
 
 // Why a stored kernel's sidecar (checked by the store already) does not fit the request, or "":
 // every identity field the requested `variant` has must be equal in the sidecar's, its config
-// must be `config`, and its forward_resources must be well-formed.
+// must be `config`, and its "resources" must be well-formed and, for a cubin (not `ptx`), name
+// the forward entry and (where the config has one) the decoding entry.
 std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::json& variant,
-                                 const codegen::KernelConfig& config);
+                                 const codegen::KernelConfig& config, bool ptx);
 
 // One line describing a variant description, for `attnjit cache list`:
 // "causal: mask='q_idx >= kv_idx' score='score' bf16 d128".

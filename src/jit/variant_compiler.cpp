@@ -124,13 +124,6 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
     nvrtc::CompiledProgram program = nvrtc::compile_program(generated.source, arch, ptx);
     CompiledKernel compiled;
     compiled.binary.image = std::move(program.image);
-    const std::pair<const char*, ResourceUsage*> entries[] = {
-        {codegen::kForwardEntry, &compiled.binary.forward_resources},
-        {codegen::kDecodeEntry, &compiled.binary.decode_resources}};
-    for (const auto& [entry, recorded] : entries) {
-      const auto it = program.resources.find(entry);
-      if (it != program.resources.end()) *recorded = it->second;
-    }
     compiled.binary.entry_resources = program.resources;
     // Every entry, the summary and the merge too: each runs on some call.
     for (const auto& [entry, usage] : program.resources) {
@@ -151,6 +144,12 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
 }
 
 }  // namespace
+
+const ResourceUsage& KernelBinary::resources_of(std::string_view entry) const {
+  static const ResourceUsage kNone;
+  const auto found = entry_resources.find(entry);
+  return found == entry_resources.end() ? kNone : found->second;
+}
 
 ParsedVariant parse_variant(const VariantSpec& spec) {
   return {expr::parse_expression(expr::ExprKind::mask, spec.mask, spec.signature),

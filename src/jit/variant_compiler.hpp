@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/short_rows.hpp"
@@ -34,14 +35,18 @@ struct KernelBinary {
   bool is_ptx = false;
   std::vector<char> image;     // cubin bytes or PTX text
   codegen::KernelConfig config;
-  ResourceUsage forward_resources;  // of kForwardEntry
-  ResourceUsage decode_resources;   // of kDecodeEntry, where config.decode_block_n > 0
-  // Every entry's ptxas report, by entry name (the summary and the merge too; the sidecar's
-  // "resources"); empty for PTX.
+  // Every entry's ptxas report, by entry name (the forward, decoding, summary and merge
+  // entries; the sidecar's "resources"); empty for PTX.
   std::map<std::string, ResourceUsage, std::less<>> entry_resources;
   std::string key;             // cache key (hex)
   std::string path;            // cache file, empty when not stored
   KernelOrigin origin = KernelOrigin::compiled;
+
+  // One entry's report; all zeros where the image has no such entry or is PTX (no report).
+  const ResourceUsage& resources_of(std::string_view entry) const;
+  const ResourceUsage& forward_resources() const { return resources_of(codegen::kForwardEntry); }
+  // Of kDecodeEntry, which exists where config.decode_block_n > 0.
+  const ResourceUsage& decode_resources() const { return resources_of(codegen::kDecodeEntry); }
 };
 
 }  // namespace attnjit

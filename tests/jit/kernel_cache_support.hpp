@@ -54,7 +54,6 @@ inline Lookup lookup(KernelCache& cache, const std::string& source, const Kernel
     auto program = nvrtc::compile_program(source, request.arch, request.ptx);
     CompiledKernel compiled;
     compiled.binary.image = std::move(program.image);
-    compiled.binary.forward_resources = program.resources["attnjit_fwd"];
     compiled.binary.entry_resources = program.resources;
     compiled.details = {{"options", program.options}};
     return compiled;

@@ -86,8 +86,8 @@ TEST_CASE("a miss compiles and stores, then memory and disk hits", "[cache]") {
     CHECK(first.result.origin == KernelOrigin::compiled);
     const KernelBinary& binary = *first.result.binary;
     CHECK(binary.key == test_key(source, "sm_90"));
-    CHECK(binary.forward_resources.registers > 0);
-    CHECK(binary.forward_resources.shared_bytes == 512);
+    CHECK(binary.forward_resources().registers > 0);
+    CHECK(binary.forward_resources().shared_bytes == 512);
     // Readable names: what the kernel is, then its key.
     const fs::path expected = dir.path() / "v1" / "sm_90" / ("cuda-" + nvrtc::nvrtc_version()) /
                               ("bf16-d64-" + binary.key + ".cubin");
@@ -104,7 +104,7 @@ TEST_CASE("a miss compiles and stores, then memory and disk hits", "[cache]") {
   auto from_disk = lookup(fresh, source);
   CHECK(from_disk.compiles == 0);
   CHECK(from_disk.result.origin == KernelOrigin::disk);
-  CHECK(from_disk.result.binary->forward_resources.shared_bytes == 512);
+  CHECK(from_disk.result.binary->forward_resources().shared_bytes == 512);
   CHECK(from_disk.result.binary->config.block_m == 64);
   CHECK(from_disk.result.binary->image.size() > 0);
   // Every entry's report comes back from the sidecar, as compiled.
@@ -112,7 +112,7 @@ TEST_CASE("a miss compiles and stores, then memory and disk hits", "[cache]") {
   REQUIRE(entries.count("attnjit_fwd") == 1);
   CHECK(entries.at("attnjit_fwd").shared_bytes == 512);
   CHECK(entries.at("attnjit_fwd").registers ==
-        from_disk.result.binary->forward_resources.registers);
+        from_disk.result.binary->forward_resources().registers);
 }
 
 TEST_CASE("the sidecar describes the entry for an operator", "[cache]") {
@@ -129,7 +129,8 @@ TEST_CASE("the sidecar describes the entry for an operator", "[cache]") {
   CHECK(sidecar["variant"]["mask"] == "true");
   CHECK(sidecar["summary"] == "test: mask='true' score='score' bf16 d64");
   CHECK(sidecar["config"]["block_m"] == 64);
-  CHECK(sidecar["forward_resources"]["shared_bytes"] == 512);
+  CHECK(sidecar["resources"]["attnjit_fwd"]["shared_bytes"] == 512);
+  CHECK_FALSE(sidecar.contains("forward_resources"));  // one record of each report
   CHECK(sidecar["options"].is_array());
   CHECK(sidecar.contains("created"));
   CHECK(sidecar["attnjit_version"] == ATTNJIT_VERSION_STRING);
@@ -429,7 +430,8 @@ TEST_CASE("a stored kernel whose variant or configuration is not the request's i
     reason = "is not the variant's";
   }
   SECTION("negative resources") {
-    edit_sidecar(sidecar, [](nlohmann::json& json) { json["forward_resources"]["registers"] = -1; });
+    edit_sidecar(sidecar,
+                 [](nlohmann::json& json) { json["resources"]["attnjit_fwd"]["registers"] = -1; });
     reason = "'registers' is not an int >= 0";
   }
   SECTION("an entry's resources that are not a report") {

@@ -22,37 +22,54 @@ nlohmann::json variant() {
           {"tensors", nlohmann::json::array()}, {"dtype", "bf16"}, {"head_dim", 128}};
 }
 
+// A cubin's report: the forward entry's resources.
+nlohmann::json forward_report() { return {{"attnjit_fwd", to_json(ResourceUsage{})}}; }
+
 nlohmann::json sidecar() {
-  return {{"variant", variant()}, {"config", to_json(config())}, {"forward_resources", to_json(ResourceUsage{})}};
+  return {{"variant", variant()}, {"config", to_json(config())}, {"resources", forward_report()}};
 }
 
 }  // namespace
 
 TEST_CASE("a stored kernel fits a request with its variant's identity and configuration",
           "[jit][sidecar]") {
-  CHECK(check_kernel_sidecar(sidecar(), variant(), config()).empty());
+  CHECK(check_kernel_sidecar(sidecar(), variant(), config(), false).empty());
   // Name and spelling are for operators: another name or spelling shares the kernel.
   nlohmann::json renamed = variant();
   renamed["name"] = "other";
   renamed["mask"] = "q_idx >= kv_idx";
-  CHECK(check_kernel_sidecar(sidecar(), renamed, config()).empty());
+  CHECK(check_kernel_sidecar(sidecar(), renamed, config(), false).empty());
 
   for (const char* field : kVariantIdentityFields) {
     INFO(field);
     nlohmann::json other = variant();
     other[field] = "something else";
-    CHECK_THAT(check_kernel_sidecar(sidecar(), other, config()),
+    CHECK_THAT(check_kernel_sidecar(sidecar(), other, config(), false),
                Catch::Contains(std::string("records variant ") + field));
   }
   codegen::KernelConfig smaller = config();
   smaller.smem_bytes = 1024;
-  CHECK_THAT(check_kernel_sidecar(sidecar(), variant(), smaller), Catch::Contains("is not the variant's"));
+  CHECK_THAT(check_kernel_sidecar(sidecar(), variant(), smaller, false),
+             Catch::Contains("is not the variant's"));
   nlohmann::json no_config = sidecar();
   no_config.erase("config");
-  CHECK(check_kernel_sidecar(no_config, variant(), config()) == "sidecar lacks 'config'");
+  CHECK(check_kernel_sidecar(no_config, variant(), config(), false) == "sidecar lacks 'config'");
   nlohmann::json huge = sidecar();
-  huge["forward_resources"]["registers"] = 1e300;
-  CHECK_THAT(check_kernel_sidecar(huge, variant(), config()), Catch::Contains("'registers' is not an int"));
+  huge["resources"]["attnjit_fwd"]["registers"] = 1e300;
+  CHECK_THAT(check_kernel_sidecar(huge, variant(), config(), false),
+             Catch::Contains("'registers' is not an int"));
+  // Sidecars written before every entry's report was stored had only the forward entry's:
+  // refused (the kernel is compiled again and its entry rewritten), never read as zeros.
+  nlohmann::json old = sidecar();
+  old.erase("resources");
+  old["forward_resources"] = to_json(ResourceUsage{});
+  CHECK(check_kernel_sidecar(old, variant(), config(), false) == "sidecar lacks 'resources'");
+  // A cubin's report must name its forward entry; PTX has no report to name it.
+  nlohmann::json unnamed = sidecar();
+  unnamed["resources"] = nlohmann::json::object();
+  CHECK(check_kernel_sidecar(unnamed, variant(), config(), false) ==
+        "sidecar's 'resources' lacks 'attnjit_fwd'");
+  CHECK(check_kernel_sidecar(unnamed, variant(), config(), true).empty());
 }
 
 TEST_CASE("configurations and resources round-trip through JSON", "[jit][sidecar]") {
@@ -73,7 +90,7 @@ TEST_CASE("the kernel family is part of a stored kernel's configuration", "[jit]
   CHECK(to_json(sm90)["family"] == "sm90");
   CHECK(config_from_json(to_json(sm90)).family == codegen::KernelFamily::sm90);
   // A stored sm80 kernel does not serve a request for the sm90 kernel of the same shape.
-  CHECK_THAT(check_kernel_sidecar(sidecar(), variant(), sm90),
+  CHECK_THAT(check_kernel_sidecar(sidecar(), variant(), sm90, false),
              Catch::Contains("is not the variant's"));
   // Entries written before the family existed are sm80 kernels; an unknown family is refused.
   nlohmann::json old = to_json(config());
@@ -98,9 +115,10 @@ TEST_CASE("the sm90 schedule options are part of a stored kernel's configuration
   // A persistent kernel launches another grid: it never serves a request for the other one.
   codegen::KernelConfig plain = tuned;
   plain.persistent = false;
-  const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(tuned)},
-                                 {"forward_resources", to_json(ResourceUsage{})}};
-  CHECK_THAT(check_kernel_sidecar(stored, variant(), plain), Catch::Contains("is not the variant's"));
+  const nlohmann::json stored = {
+      {"variant", variant()}, {"config", to_json(tuned)}, {"resources", forward_report()}};
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), plain, false),
+             Catch::Contains("is not the variant's"));
   // Entries written before the options existed have neither; a non-boolean is refused.
   nlohmann::json old = to_json(tuned);
   old.erase("overlap");
@@ -125,8 +143,8 @@ TEST_CASE("the sm90 measurement options are part of a stored kernel's configurat
   for (const char* field : {"tile_handoff", "poly_exp2", "fold_m192", "blocks_per_sm"}) {
     CHECK_FALSE(to_json(plain).contains(field));
   }
-  const nlohmann::json stored_plain = {{"variant", variant()}, {"config", to_json(plain)},
-                                       {"forward_resources", to_json(ResourceUsage{})}};
+  const nlohmann::json stored_plain = {
+      {"variant", variant()}, {"config", to_json(plain)}, {"resources", forward_report()}};
   codegen::KernelConfig handoff = plain;
   handoff.tile_handoff = true;
   codegen::KernelConfig poly = plain;
@@ -141,11 +159,11 @@ TEST_CASE("the sm90 measurement options are part of a stored kernel's configurat
     CHECK(back.poly_exp2 == tuned.poly_exp2);
     CHECK(back.fold_m192 == tuned.fold_m192);
     CHECK(back.blocks_per_sm == tuned.blocks_per_sm);
-    const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(tuned)},
-                                   {"forward_resources", to_json(ResourceUsage{})}};
-    CHECK_THAT(check_kernel_sidecar(stored, variant(), plain),
+    const nlohmann::json stored = {
+        {"variant", variant()}, {"config", to_json(tuned)}, {"resources", forward_report()}};
+    CHECK_THAT(check_kernel_sidecar(stored, variant(), plain, false),
                Catch::Contains("is not the variant's"));
-    CHECK_THAT(check_kernel_sidecar(stored_plain, variant(), tuned),
+    CHECK_THAT(check_kernel_sidecar(stored_plain, variant(), tuned, false),
                Catch::Contains("is not the variant's"));
   }
   nlohmann::json odd = to_json(poly);
@@ -162,9 +180,10 @@ TEST_CASE("the sm90 mbarrier watchdog is part of a stored kernel's configuration
   // A kernel that traps on a long wait never serves a request for the plain one, nor the reverse.
   codegen::KernelConfig plain = watched;
   plain.watchdog_ms = 0;
-  const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(watched)},
-                                 {"forward_resources", to_json(ResourceUsage{})}};
-  CHECK_THAT(check_kernel_sidecar(stored, variant(), plain), Catch::Contains("is not the variant's"));
+  const nlohmann::json stored = {
+      {"variant", variant()}, {"config", to_json(watched)}, {"resources", forward_report()}};
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), plain, false),
+             Catch::Contains("is not the variant's"));
   // Off, the sidecar has no such field (the default kernels' sidecars did not change).
   CHECK_FALSE(to_json(plain).contains("watchdog_ms"));
   CHECK(config_from_json(to_json(plain)).watchdog_ms == 0);
@@ -188,18 +207,20 @@ TEST_CASE("the decoding entry's tiles are part of a stored kernel's configuratio
   // A module with other decoding tiles (or none) never serves the request.
   codegen::KernelConfig other = with_decode;
   other.decode_block_n = 32;
-  const nlohmann::json stored = {{"variant", variant()}, {"config", to_json(with_decode)},
-                                 {"forward_resources", to_json(ResourceUsage{})}};
-  CHECK_THAT(check_kernel_sidecar(stored, variant(), other),
+  const nlohmann::json stored = {
+      {"variant", variant()}, {"config", to_json(with_decode)}, {"resources", forward_report()}};
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), other, false),
              Catch::Contains("is not the variant's"));
-  CHECK_THAT(check_kernel_sidecar(stored, variant(), config()),
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), config(), false),
              Catch::Contains("is not the variant's"));
-  // The decoding entry's resources are stored beside the forward entry's, and required.
-  CHECK_THAT(check_kernel_sidecar(stored, variant(), with_decode),
-             Catch::Contains("lacks 'decode_resources'"));
+  // The decoding entry's resources are stored beside the forward entry's, and required of a
+  // cubin (PTX has no report).
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), with_decode, false),
+             Catch::Contains("'resources' lacks 'attnjit_fwd_decode'"));
+  CHECK(check_kernel_sidecar(stored, variant(), with_decode, true).empty());
   nlohmann::json complete = stored;
-  complete["decode_resources"] = to_json(ResourceUsage{});
-  CHECK(check_kernel_sidecar(complete, variant(), with_decode).empty());
+  complete["resources"]["attnjit_fwd_decode"] = to_json(ResourceUsage{});
+  CHECK(check_kernel_sidecar(complete, variant(), with_decode, false).empty());
   // Without a decoding entry the sidecar has no such field.
   CHECK_FALSE(to_json(config()).contains("decode"));
   CHECK(config_from_json(to_json(config())).decode_block_n == 0);

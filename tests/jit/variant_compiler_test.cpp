@@ -34,7 +34,7 @@ TEST_CASE("compile_variant compiles, then finds the kernel in memory and on disk
     first = compile_variant(causal(), "sm_80", cache);
     CHECK(first.origin == KernelOrigin::compiled);
     CHECK(first.arch == "sm_80");
-    CHECK(first.forward_resources.registers > 0);
+    CHECK(first.forward_resources().registers > 0);
     CHECK(first.config.block_m > 0);
     CHECK(first.key == variant_cache_key(causal(), "sm_80"));
     CHECK_FALSE(first.path.empty());
@@ -48,7 +48,7 @@ TEST_CASE("compile_variant compiles, then finds the kernel in memory and on disk
   const KernelBinary again = compile_variant(causal(), "sm_80", fresh);
   CHECK(again.origin == KernelOrigin::disk);
   CHECK(again.image == first.image);
-  CHECK(again.forward_resources.registers == first.forward_resources.registers);
+  CHECK(again.forward_resources().registers == first.forward_resources().registers);
   CHECK(again.config.block_m == first.config.block_m);
   // Every entry of the sm80 module, as compiled: forward, decoding, tensor summary, merge.
   for (const char* name : {codegen::kForwardEntry, codegen::kDecodeEntry, codegen::kSummaryEntry,

@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     fmt::print("{:<15} {:>10.1f} {:>10.3f} {:>12.2f} {:>12.2f} {:>12.1f} {:>8.1f} {:>6}\n",
                variant.name, cold_ms, median(disk) / 1000.0, median(memory), median(memory_copy),
                median(key), static_cast<double>(cold.binary->image.size()) / 1024.0,
-               cold.binary->forward_resources.registers);
+               cold.binary->forward_resources().registers);
   }
   std::error_code ec;
   fs::remove_all(scratch, ec);
