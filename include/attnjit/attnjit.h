@@ -145,8 +145,12 @@ ATTNJIT_API void attnjit_variant_desc_init(attnjit_variant_desc* desc);
  * outlive it. */
 ATTNJIT_API attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit_runtime* runtime,
                                                   const attnjit_variant_desc* desc);
-/* Compiles the kernel for the runtime's device, or loads it from the cache. Optional: the first
- * forward call prepares too. */
+/* Compiles (or finds in the cache) every kernel a forward call of the variant may run on the
+ * runtime's device, and loads each into the calling thread's current CUDA context (the primary
+ * context if none): on an H100 the Hopper kernel, the sm80 kernel that decoding steps run on and,
+ * for some masks, the short-rows kernel, compiled two at a time. After it no call compiles or
+ * loads anything in that context, so a CUDA graph capture may begin at once. Optional: without
+ * it, each call compiles and loads what it runs the first time it needs it. No-op on the CPU. */
 ATTNJIT_API attnjit_status attnjit_variant_prepare(attnjit_variant* variant);
 ATTNJIT_API void attnjit_variant_destroy(attnjit_variant* variant);
 

@@ -379,6 +379,11 @@ DeviceInfo current_device() {
   return cached_device(context.device);
 }
 
+void load(const KernelBinary& kernel) {
+  const ContextRef context = current_context();
+  load_kernel(context, cached_device(context.device), kernel);
+}
+
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
              const AttentionShape& shape, const AttentionBuffers& buffers, bool hooks_use_heads,
              const LaunchChoices& choices, void* stream_handle) {

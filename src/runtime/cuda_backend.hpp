@@ -35,7 +35,7 @@ DeviceInfo current_device();
 // stream, in a workspace kept per (context, stream) or, while `stream` is being captured into a
 // CUDA graph, in graph-owned memory (so a captured call needs no synchronization and the graph
 // does not point at a workspace later calls reuse). Note: the first call of a kernel in a context
-// loads its module; make it (or Variant::prepare plus one call) before starting a capture.
+// loads its module; make it, or load the kernel first (load, Variant::prepare), before a capture.
 // Everything is checked before the first launch: dtypes, shapes, that every buffer is device (or
 // managed) memory of the current device and context, large enough and 16-byte aligned, and that the
 // kernel fits the device. Throws Error with the reason.
@@ -45,6 +45,11 @@ DeviceInfo current_device();
 void forward(const KernelBinary& kernel, const expr::Expression& mask, const VariantArgs& args,
              const AttentionShape& shape, const AttentionBuffers& buffers, bool hooks_use_heads,
              const LaunchChoices& choices, void* stream);
+
+// Loads `kernel`'s module into the calling thread's current context (as forward's first call of
+// it would; once per context), so that a later call, or a CUDA graph capture, loads nothing.
+// Throws Error like forward's load (a device without the shared memory or threads it needs).
+void load(const KernelBinary& kernel);
 
 // Unloads every module and frees every workspace attnjit holds. Safe to call more than once; the
 // next forward call loads what it needs again. Called at process exit.

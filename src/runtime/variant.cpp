@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <future>
 #include <limits>
+#include <vector>
 
-#include "jit/kernel_cache.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "jit/kernel_cache.hpp"
 #include "jit/variant_compiler.hpp"
 #include "reference/attention.hpp"
 #include "runtime/cuda_backend.hpp"
@@ -44,7 +46,7 @@ Variant::Variant(Runtime& runtime, VariantSpec spec)
 }
 
 std::shared_ptr<const KernelBinary> Variant::kernel() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(kernel_mutex_);
   if (!kernel_) {
     tuned_ = codegen::schedule_tuning_requested();
     kernel_ = acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache()).binary;
@@ -53,7 +55,7 @@ std::shared_ptr<const KernelBinary> Variant::kernel() {
 }
 
 std::shared_ptr<const KernelBinary> Variant::short_rows_kernel() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(short_rows_mutex_);
   if (!short_rows_kernel_) {
     short_rows_kernel_ =
         acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache(), /*ptx=*/false,
@@ -133,7 +135,7 @@ KernelChoice Variant::choose_kernel(const AttentionShape& shape, const Attention
 }
 
 std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(sm80_mutex_);
   if (!sm80_kernel_) {
     sm80_kernel_ = acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache(),
                                    /*ptx=*/false, codegen::FamilyRequest::sm80)
@@ -143,7 +145,7 @@ std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
 }
 
 codegen::KernelConfig Variant::sm80_config() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(config_mutex_);
   if (!sm80_config_) {
     // Note: once, like the kernels (ATTNJIT_TUNE is read when a variant's kernel is first asked
     // for), so that a call does not redo the configuration's choice.
@@ -163,7 +165,27 @@ bool Variant::decoding_on_sm80(const AttentionShape& shape) {
 }
 
 void Variant::prepare() {
-  if (runtime_.backend() == Backend::cuda) kernel();
+  if (runtime_.backend() != Backend::cuda) return;
+  // Note: where the variant's kernel will be the sm90 kernel, the sm80 kernel compiles beside
+  // it (two NVRTC runs at once on a machine with the cores: about a second each, cold).
+  const bool sm90 = codegen::choose_kernel_family(arch_target(runtime_.device_arch()), spec_.dtype,
+                                                  spec_.head_dim, parsed_.mask, parsed_.score,
+                                                  codegen::FamilyRequest::environment) ==
+                    codegen::KernelFamily::sm90;
+  std::future<std::shared_ptr<const KernelBinary>> sm80;
+  if (sm90) sm80 = std::async(std::launch::async, [this] { return sm80_kernel(); });
+  // Note: the future is waited for before an exception leaves (its destructor waits).
+  const std::shared_ptr<const KernelBinary> standard = kernel();
+  std::vector<std::shared_ptr<const KernelBinary>> kernels{standard};
+  if (sm80.valid()) kernels.push_back(sm80.get());
+  if (standard->config.family == codegen::KernelFamily::sm90 &&
+      codegen::has_short_rows_schedule(standard->config, spec_.head_dim, parsed_.mask) &&
+      short_rows_barred() == nullptr) {
+    if (auto short_rows = short_rows_kernel_or(standard); short_rows != standard) {
+      kernels.push_back(std::move(short_rows));
+    }
+  }
+  for (const auto& binary : kernels) cuda::load(*binary);
 }
 
 VariantArgs Variant::pack_args(const ForwardCall& call) const {

@@ -68,7 +68,11 @@ class Variant {
   // The decoding switches its calls use: the environment's when the variant was created.
   const LaunchChoices& launch_choices() const { return launch_choices_; }
 
-  // Compiles or loads the kernel for the runtime's device (no-op on the CPU backend).
+  // Every kernel a call may run on the runtime's device, compiled (or found in the cache) and
+  // loaded into the current context, so that no call after it compiles or loads (a CUDA graph
+  // capture may start at once): the variant's kernel and, where that is the sm90 kernel, the
+  // sm80 kernel that decoding steps and strides TMA cannot load run on, and the short-rows kernel
+  // where the variant has one. No-op on the CPU backend.
   void prepare();
   void forward(const ForwardCall& call);
   // What forward(call) would launch and why, after the same checks of the shape, dtype and
@@ -113,13 +117,17 @@ class Variant {
   // Note: read once, not per call: three getenv cost 0.09 us of a call's 0.4-0.5 us of host work
   // (fake device, 2-core VM); ATTNJIT_TUNE is likewise read when the kernel is first needed.
   LaunchChoices launch_choices_;
-  std::mutex mutex_;
+  // Note: a lock per kernel, so that prepare can compile two of them at once.
+  std::mutex kernel_mutex_;
   std::shared_ptr<const KernelBinary> kernel_;
+  std::mutex sm80_mutex_;
   std::shared_ptr<const KernelBinary> sm80_kernel_;
+  std::mutex config_mutex_;
   std::optional<codegen::KernelConfig> sm80_config_;
+  std::mutex short_rows_mutex_;
   std::shared_ptr<const KernelBinary> short_rows_kernel_;
   // ATTNJIT_TUNE changed the schedule when the standard kernel was first asked for.
-  bool tuned_ = false;
+  std::atomic<bool> tuned_{false};
   ShortRowsRule short_rows_rule_;
   std::atomic<bool> short_rows_failed_{false};  // short_rows_kernel threw: the rule is off
 };

@@ -34,7 +34,10 @@ def prepare_all(lib, cache, opts):
     specs = cf.variants()
     before = cubins(cache)
     for name, family, tune in ss.chosen_schedules(opts):
-        with cf.environment("ATTNJIT_KERNEL_FAMILY", family), cf.environment("ATTNJIT_TUNE", tune):
+        # Note: prepare loads the kernels, and the fake driver finds a cubin's source (hence its
+        # parameter block) in the cache ATTNJIT_CACHE_DIR names.
+        with cf.environment("ATTNJIT_KERNEL_FAMILY", family), cf.environment("ATTNJIT_TUNE", tune), \
+                cf.environment("ATTNJIT_CACHE_DIR", cache):
             jit = aj.AttnJit(lib, cache_dir=cache)
             try:
                 for head_dim in opts.head_dim:

@@ -227,10 +227,8 @@ TEST_CASE("fake device: packed GQA decoding through the backend", "[dispatch]") 
 TEST_CASE("fake device: a decoding call on sm_90a runs split on the sm80 kernel",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;
-  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
-  const auto cache = work_dir("sm90-decode-cache");
-  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
-  attnjit_runtime* runtime = cuda_runtime();
+  const Sm90CudaRuntime sm90("sm90-decode-cache");
+  attnjit_runtime* runtime = sm90.runtime;
 
   // The launches must be the sm80 kernel's (FwdParams, then the merge): the emulated module
   // holds that source. Were the call sent to the sm90 kernel, its launch would not fit it.
@@ -256,7 +254,4 @@ TEST_CASE("fake device: a decoding call on sm_90a runs split on the sm80 kernel"
   CHECK(plan.num_splits > 1);
   check_last_launch(decode, plan);
   device().use(nullptr, 0);
-  attnjit_runtime_destroy(runtime);
-  std::error_code ignored;
-  std::filesystem::remove_all(cache, ignored);
 }

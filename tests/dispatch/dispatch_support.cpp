@@ -76,6 +76,18 @@ attnjit_runtime* cuda_runtime() {
   return runtime;
 }
 
+Sm90CudaRuntime::Sm90CudaRuntime(const char* cache_name)
+    : family("ATTNJIT_KERNEL_FAMILY", "sm90"),
+      cache(work_dir(cache_name)),
+      cache_dir("ATTNJIT_CACHE_DIR", cache.c_str()),
+      runtime(cuda_runtime()) {}
+
+Sm90CudaRuntime::~Sm90CudaRuntime() {
+  attnjit_runtime_destroy(runtime);
+  std::error_code ignored;
+  std::filesystem::remove_all(cache, ignored);
+}
+
 attnjit_variant* maskless_c_variant(attnjit_runtime* runtime, const KernelCase& c) {
   attnjit_variant_desc desc;
   attnjit_variant_desc_init(&desc);

@@ -38,6 +38,21 @@ void check_through_backend(const std::vector<KernelCase>& cases);
 // A C API runtime on the cuda backend, with the cache ATTNJIT_CACHE_DIR names.
 attnjit_runtime* cuda_runtime();
 
+// For a test of the sm90 family's calls: ATTNJIT_KERNEL_FAMILY=sm90 and a cache directory of its
+// own (ATTNJIT_CACHE_DIR) while it lives, and a cuda_runtime() on them; the runtime is destroyed
+// and the directory removed with it.
+struct Sm90CudaRuntime {
+  explicit Sm90CudaRuntime(const char* cache_name);
+  ~Sm90CudaRuntime();
+  Sm90CudaRuntime(const Sm90CudaRuntime&) = delete;
+  Sm90CudaRuntime& operator=(const Sm90CudaRuntime&) = delete;
+
+  test::ScopedEnv family;
+  std::filesystem::path cache;
+  test::ScopedEnv cache_dir;
+  attnjit_runtime* runtime;
+};
+
 // A maskless variant for the case's dtype and head dim, through the C API.
 attnjit_variant* maskless_c_variant(attnjit_runtime* runtime, const KernelCase& c);
 

@@ -19,12 +19,15 @@ EmulatedDevice::EmulatedDevice() {
       reinterpret_cast<AttnjitFakeAllocations>(dlsym(handle, "attnjit_fake_cuda_allocations"));
   launch_count_ =
       reinterpret_cast<AttnjitFakeLaunchCount>(dlsym(handle, "attnjit_fake_cuda_launch_count"));
+  module_load_count_ = reinterpret_cast<AttnjitFakeLaunchCount>(
+      dlsym(handle, "attnjit_fake_cuda_module_load_count"));
   param_info_past_end_ = reinterpret_cast<AttnjitFakeParamInfoPastEnd>(
       dlsym(handle, "attnjit_fake_cuda_param_info_past_end"));
   module_global_ =
       reinterpret_cast<AttnjitFakeModuleGlobal>(dlsym(handle, "attnjit_fake_cuda_module_global"));
   if (set_launcher_ == nullptr || allocations_ == nullptr || launch_count_ == nullptr ||
-      param_info_past_end_ == nullptr || module_global_ == nullptr) {
+      module_load_count_ == nullptr || param_info_past_end_ == nullptr ||
+      module_global_ == nullptr) {
     throw std::runtime_error(driver::driver_library_path() + " is not the fake CUDA driver");
   }
   set_launcher_(&EmulatedDevice::launch, this);

@@ -41,6 +41,7 @@ class EmulatedDevice {
   };
   const std::vector<LaunchRecord>& launches() const { return launches_; }
   int launch_count() const { return launch_count_(); }
+  int module_load_count() const { return module_load_count_(); }  // cuModuleLoadData successes
   int param_info_past_end() const { return param_info_past_end_(); }
   // Where the loaded watchdog kernel's record pointer lives (its module global), or null.
   Sm90WatchdogRecord** watchdog_global() const {
@@ -57,6 +58,7 @@ class EmulatedDevice {
   AttnjitFakeSetLauncher set_launcher_ = nullptr;
   AttnjitFakeAllocations allocations_ = nullptr;
   AttnjitFakeLaunchCount launch_count_ = nullptr;
+  AttnjitFakeLaunchCount module_load_count_ = nullptr;
   AttnjitFakeParamInfoPastEnd param_info_past_end_ = nullptr;
   AttnjitFakeModuleGlobal module_global_ = nullptr;
   std::optional<Sm90WatchdogRecord> expiry_;

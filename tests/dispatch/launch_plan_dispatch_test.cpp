@@ -20,10 +20,8 @@ using namespace attnjit::kernel_test;
 TEST_CASE("fake device: a call's launch plan names the kernel that runs it and why",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;
-  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
-  const auto cache = work_dir("launch-plan-cache");
-  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
-  attnjit_runtime* runtime = cuda_runtime();
+  const Sm90CudaRuntime sm90("launch-plan-cache");
+  attnjit_runtime* runtime = sm90.runtime;
   // Plans only: that forward launches what the plan says is run_variant_through_c_api's check,
   // made on every case that goes through it (the short-rows ones above among them).
   const auto plan_of = [&](const KernelCase& c) {
@@ -144,7 +142,4 @@ TEST_CASE("fake device: a call's launch plan names the kernel that runs it and w
     CHECK(plan.scratch_bytes > 0);
     attnjit_variant_destroy(variant);
   }
-  attnjit_runtime_destroy(runtime);
-  std::error_code ignored;
-  std::filesystem::remove_all(cache, ignored);
 }

@@ -225,10 +225,8 @@ TEST_CASE("fake device: a call TMA cannot load goes to the sm80 kernel and its c
 TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-rows kernel",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;
-  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
-  const auto cache = work_dir("short-rows-cache");
-  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
-  attnjit_runtime* runtime = cuda_runtime();
+  const Sm90CudaRuntime sm90("short-rows-cache");
+  attnjit_runtime* runtime = sm90.runtime;
 
   // 16 and 8 blocks of 128 query rows on the fake's 4 SMs, each keeping 2 or 3 key tiles of 128:
   // short rows. The second is ragged, fp16, GQA, with q_len != kv_len.
@@ -305,7 +303,58 @@ TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-r
       window, codegen::short_rows_tuning(codegen::parse_kernel_tuning("sm90_watchdog_ms=60000")));
   REQUIRE(watched_short_rows.config.watchdog_ms == 60000);
   run_expecting(window, watched_short_rows);
-  attnjit_runtime_destroy(runtime);
-  std::error_code ignored;
-  std::filesystem::remove_all(cache, ignored);
+}
+
+// attnjit_variant_prepare readies every kernel a call may run, not only the variant's own: on
+// sm_90a the sm90 kernel, the sm80 kernel that decoding steps run on, and (a masked head-dim-64
+// variant) the short-rows kernel, each loaded into the context. The calls after it load no
+// module, so a CUDA graph capture (where the driver refuses a load) may begin right after it.
+TEST_CASE("fake device: a prepared variant's calls load no module", "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const Sm90CudaRuntime sm90("prepare-cache");
+  attnjit_runtime* runtime = sm90.runtime;
+
+  // A mask no other test of the process has, so that its modules are not loaded already.
+  KernelCase decode;
+  decode.mask = "kv_idx <= q_idx + kv_len - q_len && kv_idx != U";
+  decode.params = {"U:int"};
+  decode.scalars = {-7};
+  decode.shape = shape(1, 2, 1, 1, 600);  // one query per head: packed and split, sm80 kernel
+  KernelCase prefill = decode;
+  prefill.shape = shape(1, 1, 1, 130, 130);  // 2 query tiles: the sm90 kernel, not short rows
+  const auto source = [](const KernelCase& c, codegen::FamilyRequest request) {
+    const PreparedCase prepared(c);
+    return codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype, c.head_dim,
+                                           codegen::Target(90, true), request)
+        .source;
+  };
+  const simt::SimtModule module(
+      {source(decode, codegen::FamilyRequest::sm80), source(prefill, codegen::FamilyRequest::sm90)},
+      work_dir("prepare-module"));
+  attnjit_variant* variant = c_variant(runtime, decode);
+  // Note: the emulator runs the module's kernel the case's launch is of (the sm80 one for the
+  // decoding step, the sm90 one for the prefill).
+  const auto run = [&](const KernelCase& c) {
+    device().use(&module, &c == &decode ? 0 : 1);
+    const CaseResult result = run_variant_through_c_api(variant, c);
+    INFO(c.name() << ": " << result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+  };
+
+  // Unprepared, a call loads the kernel it runs: the decoding step its sm80 module.
+  const int first = device().module_load_count();
+  run(decode);
+  CHECK(device().module_load_count() == first + 1);
+  // prepare loads the other two (the sm90 kernel and the short-rows kernel); then no call loads.
+  REQUIRE(attnjit_variant_prepare(variant) == ATTNJIT_OK);
+  CHECK(device().module_load_count() == first + 3);
+  run(prefill);
+  run(decode);
+  CHECK(device().module_load_count() == first + 3);
+  // A second prepare finds everything loaded.
+  REQUIRE(attnjit_variant_prepare(variant) == ATTNJIT_OK);
+  CHECK(device().module_load_count() == first + 3);
+
+  attnjit_variant_destroy(variant);
+  device().use(nullptr, 0);
 }

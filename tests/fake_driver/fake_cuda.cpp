@@ -63,6 +63,7 @@ ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_launch_count() { return state().launch
 ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_programmatic_launch_count() {
   return state().programmatic_launches;
 }
+ATTNJIT_FAKE_EXPORT int attnjit_fake_cuda_module_load_count() { return state().module_loads; }
 
 ATTNJIT_FAKE_EXPORT void* attnjit_fake_cuda_module_global(const char* name) {
   std::lock_guard lock(state().mutex);

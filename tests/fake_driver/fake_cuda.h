@@ -32,7 +32,9 @@ typedef void (*AttnjitFakeSetLauncher)(AttnjitFakeLauncher launcher, void* user)
 /* Writes up to `capacity` live allocations to `out`; returns how many there are. */
 typedef int (*AttnjitFakeAllocations)(AttnjitFakeRange* out, int capacity);
 /* attnjit_fake_cuda_launch_count: launches so far; attnjit_fake_cuda_programmatic_launch_count: of
-   them, those made programmatic (AttnjitFakeLaunch::programmatic). */
+   them, those made programmatic (AttnjitFakeLaunch::programmatic);
+   attnjit_fake_cuda_module_load_count: modules loaded so far (cuModuleLoadData calls that
+   succeeded). */
 typedef int (*AttnjitFakeLaunchCount)(void);
 /* attnjit_fake_cuda_param_info_past_end: cuFuncGetParamInfo calls for an index past the kernel's
    last parameter so far (each is a compute-sanitizer error on a real device). */

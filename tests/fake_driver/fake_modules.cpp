@@ -41,6 +41,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
     loaded->probes = true;
     loaded->source = attnjit::hopper_probe::kProbeKernels;
     *module = reinterpret_cast<CUmodule>(loaded.release());
+    ++state().module_loads;
     return CUDA_SUCCESS;
   }
   try {
@@ -50,6 +51,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
                  error.what());
   }
   *module = reinterpret_cast<CUmodule>(loaded.release());
+  ++state().module_loads;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule module) {

@@ -72,6 +72,7 @@ struct State {
   void* launcher_user = nullptr;
   int launches = 0;
   int programmatic_launches = 0;  // of them, through cuLaunchKernelEx's programmatic attribute
+  std::atomic<int> module_loads{0};  // cuModuleLoadData calls that succeeded
   // The module global of each name handed out last (attnjit_fake_cuda_module_global).
   std::map<std::string, CUdeviceptr> last_globals;
   // cuFuncGetParamInfo calls for an index past the last parameter: the real driver answers them

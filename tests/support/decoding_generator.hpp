@@ -114,6 +114,7 @@ inline KernelCase random_decoding_case(std::uint64_t seed, long long max_work = 
   if (gen.pick(5) < 3) c.split_kv = 1 + gen.pick(48);
   c.with_lse = gen.pick(4) != 0;
   c.tolerance_factor = 2.0;
+  c.row_padding = gen.pick(4) == 0 ? 8 : 0;  // explicit strides, the padding poisoned
   return c;
 }
 
