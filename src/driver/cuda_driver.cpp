@@ -204,9 +204,9 @@ std::string capture_hint(CUresult result) {
     case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
     case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
     case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
-      return "; a stream is capturing into a CUDA graph, which forbids this: make one call of the "
-             "variant (same dtype and head dim) before capturing, so that its kernel is compiled "
-             "and loaded outside the capture";
+      return "; a stream is capturing into a CUDA graph, which forbids this: prepare the variant "
+             "(attnjit_variant_prepare, in this context) before capturing, so that every kernel "
+             "its calls run is compiled and loaded outside the capture";
     default:
       return "";
   }

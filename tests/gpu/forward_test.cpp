@@ -316,6 +316,22 @@ TEST_CASE("a call captured before its kernel is loaded says what to do", "[gpu]"
   check_cases({c});
 }
 
+// A serving program prepares its variant, then captures its calls without a plain call first:
+// prepare compiled and loaded every kernel a call may run, so the capture loads nothing. Through
+// a runtime's Variant, which picks the kernel per call: on sm_90a a decoding step runs on the
+// sm80 kernel (packed, split, then merged), a prefill on the variant's own (the Hopper kernel).
+TEST_CASE("a prepared variant's calls are captured into a CUDA graph at once", "[gpu]") {
+  KernelCase step;
+  step.mask = "kv_idx <= q_idx + kv_len - q_len && kv_idx % 9 != 4";  // no other case's variant
+  step.shape = shape(1, 8, 2, 1, 700);
+  step.split_kv = 3;
+  step.graph = KernelCase::Graph::after_prepare;
+  KernelCase prefill = step;
+  prefill.shape = shape(1, 2, 1, 150, 150);
+  prefill.split_kv.reset();
+  check_cases({step, with(prefill, DType::fp16, Layout::blhd, 128)});
+}
+
 // The short-rows kernel (codegen/short_rows.hpp: two blocks per SM with the tile handoff, for
 // masked head-dim-64 calls whose rows keep few key tiles). run_case runs the kernel a variant's
 // configuration gives, so this asks for that one by its tuning (the same source, hence the same

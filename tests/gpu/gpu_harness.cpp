@@ -14,6 +14,9 @@
 #include "jit/kernel_cache.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/variant.hpp"
+#include "support/scoped_env.hpp"
 #include "testkit/internal/random_inputs.hpp"
 
 namespace attnjit::gpu_test {
@@ -101,7 +104,32 @@ CaseResult run_case(const KernelCase& c) {
   // the case's slice count.
   LaunchChoices choices = launch_choices_from_environment();
   if (c.split_kv) choices.split_kv = c.split_kv;
+  // after_prepare: the call through a Variant, which picks its kernel per call as forward does
+  // for a host program, and which reads ATTNJIT_SPLIT_KV when it is created.
+  std::unique_ptr<Runtime> runtime;
+  std::unique_ptr<Variant> variant;
+  if (c.graph == KernelCase::Graph::after_prepare) {
+    const std::string split = c.split_kv ? std::to_string(*c.split_kv) : std::string();
+    const test::ScopedEnv split_kv("ATTNJIT_SPLIT_KV", c.split_kv ? split.c_str() : nullptr);
+    runtime =
+        std::make_unique<Runtime>(RuntimeOptions{test_cache().root().string(), Backend::cuda});
+    variant = std::make_unique<Variant>(*runtime, prepared.spec);
+    variant->prepare();
+  }
   const auto forward = [&](void* stream) {
+    if (variant) {
+      ForwardCall call;
+      call.shape = prepared.shape;
+      call.buffers = device;
+      call.scalars = c.scalars;
+      for (std::size_t i = 0; i < c.tensors.size(); ++i) {
+        const TensorArg& arg = device_args.tensors[i];
+        call.tensors.push_back({arg.data, {arg.dims[0], arg.dims[1]}});
+      }
+      call.stream = stream;
+      variant->forward(call);
+      return;
+    }
     cuda::forward(kernel, prepared.mask, device_args, prepared.shape, device,
                   expressions_use_heads({prepared.mask, prepared.score}), choices, stream);
   };
@@ -123,8 +151,9 @@ CaseResult run_case(const KernelCase& c) {
   }
 
   // A graph: one plain call first (it compiles and loads the kernel, which a capture must not
-  // do) unless cold, then the call captured, and two replays, the outputs poisoned before each
-  // (the host problem's output is still the poisoned one it uploaded: nothing was read back).
+  // do) unless cold or after prepare, then the call captured, and two replays, the outputs poisoned
+  // before each (the host problem's output is still the poisoned one it uploaded: nothing was read
+  // back).
   const std::vector<float> poisoned_lse(problem.lse.size(),
                                         std::numeric_limits<float>::quiet_NaN());
   const std::vector<std::byte> poisoned_out(

@@ -71,7 +71,9 @@ std::string KernelCase::name() const {
   }
   if (split_kv) text += fmt::format(" split_kv={}", *split_kv);
   if (graph != Graph::none) {
-    text += graph == Graph::cold ? " graph (cold)" : " graph";
+    text += graph == Graph::cold            ? " graph (cold)"
+            : graph == Graph::after_prepare ? " graph (after prepare)"
+                                            : " graph";
   }
   return text + fmt::format(" {} {} D={} B={} Hq={} Hkv={} Lq={} Lkv={} pad={} lse={} seed={}",
                             dtype_name(dtype), layout == Layout::bhld ? "bhld" : "blhd", head_dim,

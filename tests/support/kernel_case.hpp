@@ -52,8 +52,10 @@ struct KernelCase {
   void* stream = nullptr;             // GPU only: CUstream of the launch; null: legacy default
   // GPU only: the call captured into a CUDA graph on a stream of its own and the graph replayed
   // twice, each replay checked: after one plain call that loads the kernel (after_plain_call),
-  // or with the capture the variant's first call (cold: the driver may refuse the load).
-  enum class Graph { none, after_plain_call, cold };
+  // or with the capture the variant's first call (cold: the driver may refuse the load), or
+  // through a runtime's Variant after its prepare and no call (after_prepare: the kernel the
+  // variant chooses for the call, which on sm_90a may be another than its own).
+  enum class Graph { none, after_plain_call, cold, after_prepare };
   Graph graph = Graph::none;
   // Split-KV slices (as ATTNJIT_SPLIT_KV: 1 never splits); unset: the heuristic's choice.
   std::optional<int> split_kv;
