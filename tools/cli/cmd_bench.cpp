@@ -5,6 +5,7 @@
 // decoding steps. --json FILE also writes the rows, with the device and the shape, for scripts.
 // The variants run through the public API; device memory and events come from the test kit.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -154,6 +156,18 @@ BenchTimes median_times(attnjit_variant* variant, attnjit_forward_args args,
   return {median_of(std::move(times)), median_of(std::move(host_us))};
 }
 
+// Fails, naming the file and the reason, where --json could not be written (checked before the
+// timings, which take minutes on a GPU; writing can still fail, and says so).
+void check_json_writable(const std::string& path) {
+  const std::filesystem::path file(path);
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  const bool writable = ::access(path.c_str(), F_OK) == 0 ? ::access(path.c_str(), W_OK) == 0
+                                                          : ::access(dir.c_str(), W_OK | X_OK) == 0;
+  if (!writable) {
+    fail(ATTNJIT_ERROR_IO, "cannot write --json {}: {}", printable(path), std::strerror(errno));
+  }
+}
+
 // Writes the run's JSON, or fails naming the file and the reason.
 void write_json(const std::string& path, const nlohmann::json& run) {
   std::ofstream file(path);
@@ -183,6 +197,7 @@ void run_bench(const BenchOptions& options) {
   if (options.iterations <= 0 || options.warmup < 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--iters must be positive and --warmup not negative");
   }
+  if (!options.json_path.empty()) check_json_writable(options.json_path);
   const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CUDA);  // throws without a GPU
   const std::string arch = attnjit_runtime_device_arch(runtime.get());
   const testkit::DeviceProperties device = testkit::current_device_properties();
