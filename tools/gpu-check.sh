@@ -7,7 +7,7 @@
 #   tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES]
 #                      [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS']
 #                      [--sweep-args 'ARGS']... [--builds-args 'ARGS'] [--anatomy-args 'ARGS']...
-#                      OUTDIR
+#                      [--bisect 'SWITCH...'] OUTDIR
 #
 # --build-dir     the carried build tree (default: build); its cache.tar.xz or cache/
 #                 (gpu-bundle.sh's prewarmed kernels) seeds a copy that becomes ATTNJIT_CACHE_DIR,
@@ -54,6 +54,12 @@
 #                 length, head dim and kernel family)
 # --anatomy-args  one decoding step for the anatomy stage, 'VARIANT LENGTH HEAD_DIM'
 #                 (repeatable; default: noop 4K 128, causal 4K 128, sliding_window 16K 128)
+# --bisect        the switches a family's failing test cases are run again under, one run each,
+#                 right after the test stage (within 120 s a family): NAME=VALUE sets an
+#                 environment variable, tune:KEY=VALUE joins ATTNJIT_TUNE. The summary's
+#                 bisect[FAMILY] line names those under which every failing case passed. Default:
+#                 each default changed since hardware last ran it turned off, and the sm80
+#                 kernel for the sm90 family (bisect_switches below); '' for none.
 # COMPUTE_SANITIZER names the sanitizer to run (default: compute-sanitizer from the toolkit).
 # OUTDIR gets at most 8 files: nvidia-smi.txt, test-gpu.log, memcheck.log, racecheck.log,
 # bench.txt, compare-flex.txt, compare-flex.json, summary.txt (scaling, decode, anatomy, sweep and builds
@@ -66,8 +72,8 @@
 # the tarball would be a 9th file, nvidia-smi.txt moves into it. The summary is printed last.
 # Every stage prints as it goes.
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
-# each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300,
-# memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
+# each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300, after a
+# failure its bisect 120 a family, memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
 # compare_flex 150, scaling 200, decode 200, anatomy 60 a step, sweep 300, then bench 6 x 60,
 # its decoding step 90 and the host time per call 60 per family), all cut to what is left:
 # `--only test,sanitize` verifies both families in one call.
@@ -83,6 +89,12 @@ compare_args=""
 sweep_arg_sets=()
 builds_args="noop 16K 128 sm80"
 anatomy_cases=()
+# The switches a failing test case is rerun under (--bisect): each turns off one default that
+# has changed since hardware last ran it (docs/PERFORMANCE.md, "Where attnjit stands"), or runs
+# the case on the sm80 kernel; `tune:` ones join ATTNJIT_TUNE.
+bisect_switches=(ATTNJIT_PDL=off ATTNJIT_CARVEOUT=off ATTNJIT_SHORT_ROWS=off ATTNJIT_SPLIT_KV=off
+                 ATTNJIT_PACK_GQA=off ATTNJIT_DECODE_ENTRY=off tune:score_row_shift=0
+                 tune:sm80_safe_sources=1 tune:sm90_handoff=0 ATTNJIT_KERNEL_FAMILY=sm80)
 tune="${ATTNJIT_TUNE:-}"
 watchdog_ms=5000
 while [[ $# -gt 0 ]]; do
@@ -98,19 +110,26 @@ while [[ $# -gt 0 ]]; do
     --anatomy-args) anatomy_cases+=("$2"); shift 2 ;;
     --tune) tune="$2"; shift 2 ;;
     --watchdog-ms) watchdog_ms="$2"; shift 2 ;;
-    -h|--help) sed -n '2,73p' "$0"; exit 0 ;;
+    --bisect) read -r -a bisect_switches <<< "$2"; shift 2 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
     *) out_dir="$1"; shift ;;
   esac
 done
 if [[ -z "$out_dir" ]]; then
-  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS']... [--builds-args 'ARGS'] [--anatomy-args 'ARGS']... OUTDIR" >&2
+  echo "usage: tools/gpu-check.sh [--build-dir DIR] [--deps DIR] [--quick] [--only STAGES] [--families LIST] [--tune SPEC] [--watchdog-ms N] [--compare-args 'ARGS'] [--sweep-args 'ARGS']... [--builds-args 'ARGS'] [--anatomy-args 'ARGS']... [--bisect 'SWITCH...'] OUTDIR" >&2
   exit 2
 fi
 if ! [[ "$watchdog_ms" =~ ^[0-9]+$ ]] || (( watchdog_ms > 600000 )); then
   echo "gpu-check: --watchdog-ms $watchdog_ms is not an integer in [0, 600000]" >&2
   exit 2
 fi
+for switch in "${bisect_switches[@]}"; do
+  if ! [[ "$switch" =~ ^(tune:[a-z0-9_]+|[A-Z][A-Z0-9_]*)=[^,[:space:]]+$ ]]; then
+    echo "gpu-check: --bisect switch '$switch' is neither NAME=VALUE nor tune:KEY=VALUE" >&2
+    exit 2
+  fi
+done
 for stage in ${stages//,/ }; do
   case "$stage" in
     test|sanitize|compare|scaling|decode|anatomy|sweep|builds|bench) ;;
@@ -244,6 +263,39 @@ if (wants test || wants sanitize) && [[ -z "$test_gpu" ]]; then
   test_gpu=""
 fi
 num_families=$(wc -w <<< "${families//,/ }")
+# bisect_family FAMILY LIST: the family's failing cases (LIST, test_gpu's --input-file: written by
+# the run above through ATTNJIT_TEST_FAILED_LIST) run again under each of bisect_switches, one run
+# a switch, within 120 s for the family (60 s a run), so that one device call says which default
+# a failure follows. Its summary line names the switches under which every listed case passed,
+# those under which some still failed, and those the time did not reach.
+bisect_family() {
+  local family=$1 list=$2 switch spec rc left passed=() failed=() unreached=() env_args=()
+  local deadline=$((SECONDS + $(step_timeout "$(cap "$budget" 120)")))
+  { echo "== $family: $(grep -c . "$list") failing case(s), rerun under each switch:"; cat "$list"; } |
+    tee -a "$out_dir/test-gpu.log"
+  for switch in "${bisect_switches[@]}"; do
+    # Note: the sm80 family is that switch already.
+    [[ "$family" == sm80 && "$switch" == ATTNJIT_KERNEL_FAMILY=sm80 ]] && continue
+    left=$((deadline - SECONDS))
+    if (( left < 5 )); then
+      unreached+=("$switch")
+      continue
+    fi
+    spec=$test_tune
+    env_args=(ATTNJIT_KERNEL_FAMILY="$family")
+    case "$switch" in
+      tune:*) spec="${test_tune:+$test_tune,}${switch#tune:}" ;;
+      *) env_args+=("$switch") ;;
+    esac
+    run_step "$(( left < 60 ? left : 60 ))" "$out_dir/test-gpu.log" "$spec" env "${env_args[@]}" \
+      "$test_gpu" --input-file "$list"
+    rc=$?
+    if (( rc == 0 )); then passed+=("$switch"); else failed+=("$switch"); fi
+  done
+  printf '%-22s %s case(s); all pass with: %s; some fail with: %s%s  [%ss elapsed]\n' \
+    "bisect[$family]" "$(grep -c . "$list")" "${passed[*]:-none}" "${failed[*]:-none}" \
+    "${unreached[*]:+; not reached (time): ${unreached[*]}}" "$((SECONDS - start_time))" >> "$summary"
+}
 if wants test && [[ -n "$test_gpu" ]]; then
   # Budget (H100): ~110 kernels at ~0.4 s of NVRTC each plus the CPU reference: about 2 min per
   # family.
@@ -262,12 +314,22 @@ if wants test && [[ -n "$test_gpu" ]]; then
   fi
   # A failing case writes a dump here, one folder per family (the same case may fail in both).
   dump_root=$(mktemp -d /tmp/attnjit-dumps.XXXXXX)
+  bisect_families=()
   for family in ${families//,/ }; do
     run_step "$(cap "$budget" $((300 / num_families)))" \
       "$out_dir/test-gpu.log" "$test_tune" env ATTNJIT_KERNEL_FAMILY="$family" \
-      ATTNJIT_TEST_DUMP_DIR="$dump_root/$family" "$test_gpu" "$family_filter" --durations yes
+      ATTNJIT_TEST_DUMP_DIR="$dump_root/$family" \
+      ATTNJIT_TEST_FAILED_LIST="$dump_root/$family.failed" "$test_gpu" "$family_filter" --durations yes
     rc=$?
     record "test_gpu[$family]" "$rc" "$(grep -E '^(All tests passed|test cases:)' "$out_dir/test-gpu.log" | tail -n1)"
+    # Note: not after a timeout (what is left of the budget is the sanitizers').
+    if (( rc != 0 && rc != 77 && rc != 124 && rc != 137 && ${#bisect_switches[@]} > 0 )) &&
+       [[ -s "$dump_root/$family.failed" ]]; then
+      bisect_families+=("$family")
+    fi
+  done
+  for family in "${bisect_families[@]}"; do
+    bisect_family "$family" "$dump_root/$family.failed"
   done
 fi
 if wants sanitize && [[ -n "$test_gpu" ]]; then

@@ -42,7 +42,9 @@ S11c='--head-dim 64 --head-dim 128 --variant sliding_window --variant document -
 # twentieth session's library (base: b66c038, built into the bundle's bisect/ by `bundle`; its
 # kernels compile there, about 10 s a variant), and SDPA beside them; no Flex (its compile).
 BASE=b66c038
-D13="--decode-batch 1 --head-dim 128 --length 4096 --length 16384 --decode-rows attnjit --decode-rows attnjit-no-PDL --decode-rows attnjit-mixed-carveouts --decode-rows base --decode-rows sdpa --baseline-lib .gpu-bundle/bisect/$BASE/libattnjit.so"
+# Item 16: the slices per head, forced (ATTNJIT_SPLIT_KV) against the heuristic's 14 (4K) and 42
+# (16K): whether a block's chain of key tiles is the fixed cost (docs/PERFORMANCE.md).
+D13="--decode-batch 1 --head-dim 128 --length 4096 --length 16384 --decode-rows attnjit --decode-rows attnjit-no-PDL --decode-rows attnjit-mixed-carveouts --decode-rows base --decode-rows sdpa --split-kv 32 --split-kv 64 --split-kv 128 --decode-rows attnjit-split=32 --decode-rows attnjit-split=64 --decode-rows attnjit-split=128 --baseline-lib .gpu-bundle/bisect/$BASE/libattnjit.so"
 
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2

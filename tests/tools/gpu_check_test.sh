@@ -33,6 +33,20 @@ if [ -n "${ATTNJIT_TEST_DUMP_DIR:-}" ]; then
   done
 fi
 SH
+# FAKE_FAIL_UNLESS=NAME=VALUE (or tune:KEY=VALUE): the family runs fail, listing two cases in
+# ATTNJIT_TEST_FAILED_LIST, unless that variable (or ATTNJIT_TUNE key) is set so.
+cat >> "$scratch/build/test_gpu" <<'SH'
+if [ -n "${FAKE_FAIL_UNLESS:-}" ] && [ "$1" != "[sm90_probe]" ]; then
+  case "$FAKE_FAIL_UNLESS" in
+    tune:*) case ",${ATTNJIT_TUNE-}," in *",${FAKE_FAIL_UNLESS#tune:},"*) exit 0 ;; esac ;;
+    *) env | grep -qx "$FAKE_FAIL_UNLESS" && exit 0 ;;
+  esac
+  if [ -n "${ATTNJIT_TEST_FAILED_LIST:-}" ] && [ "$1" != "--input-file" ]; then
+    printf 'case one\ncase two\\, with a comma\n' >> "$ATTNJIT_TEST_FAILED_LIST"
+  fi
+  exit 1
+fi
+SH
 fake "$scratch/build/attnjit" FAKE_CLI
 printf '#!/bin/sh\necho "FAKE_HOST_OVERHEAD family=${ATTNJIT_KERNEL_FAMILY-<unset>} ATTNJIT_TUNE=${ATTNJIT_TUNE-<unset>}"\n' \
   > "$scratch/build/attnjit_host_overhead"
@@ -240,6 +254,33 @@ check "$out" "--builds-args needs 'VARIANT... LENGTH HEAD_DIM FAMILY', got 'noop
   "a short --builds-args is refused"
 rm -rf "$scratch/build/bisect"
 rm -f "$scratch/build/libattnjit.so.0.1.0"
+rm -rf "$scratch/out"
+
+# A failing family's cases rerun under each --bisect switch (bisect_family): the summary names
+# the switches under which they pass.
+rm -rf "$scratch/out"
+out=$(FAKE_FAIL_UNLESS=ATTNJIT_CARVEOUT=off run --only test)
+check "$out" '^test_gpu\[sm90\] +FAIL' "the family run fails"
+check "$out" '^FAKE_TEST_GPU ran with ATTNJIT_TUNE=sm90_watchdog_ms=5000 args: --input-file \S+/sm90.failed$' \
+  "the failing cases run again from their list"
+check "$out" '^case two\\, with a comma$' "the log shows the listed cases"
+check "$out" '^bisect\[sm90\] +2 case\(s\); all pass with: ATTNJIT_CARVEOUT=off; some fail with: ATTNJIT_PDL=off ATTNJIT_SHORT_ROWS=off .*tune:sm90_handoff=0 ATTNJIT_KERNEL_FAMILY=sm80  \[' \
+  "the summary names the switch that passes them and those that do not"
+check "$(grep -c -- '^== .*--input-file' <<< "$out")" '^10$' "one rerun a switch, ten"
+out=$(FAKE_FAIL_UNLESS=tune:score_row_shift=0 run --only test --families sm80)
+check "$out" '^== env ATTNJIT_KERNEL_FAMILY=sm80 \S+/test_gpu --input-file \S+ \(ATTNJIT_TUNE=sm90_watchdog_ms=5000,score_row_shift=0,' \
+  "a tune: switch joins ATTNJIT_TUNE"
+check "$out" '^bisect\[sm80\] +2 case\(s\); all pass with: tune:score_row_shift=0; some fail with: .*tune:sm90_handoff=0  \[' \
+  "the sm80 family is not rerun on the sm80 kernel"
+out=$(FAKE_FAIL_UNLESS=ATTNJIT_CARVEOUT=off run --only test --bisect 'ATTNJIT_PDL=off tune:sm90_handoff=0')
+check "$out" '^bisect\[sm90\] +2 case\(s\); all pass with: none; some fail with: ATTNJIT_PDL=off tune:sm90_handoff=0  \[' \
+  "--bisect replaces the switches"
+out=$(FAKE_FAIL_UNLESS=ATTNJIT_CARVEOUT=off run --only test --bisect '')
+refute "$out" '^bisect|--input-file' "--bisect '' reruns nothing"
+out=$(run --only test)
+refute "$out" '^bisect|--input-file' "nothing failed: nothing rerun"
+out=$(run --bisect 'ATTNJIT_PDL')
+check "$out" "--bisect switch 'ATTNJIT_PDL' is neither NAME=VALUE nor tune:KEY=VALUE" "a bad switch is refused"
 rm -rf "$scratch/out"
 
 # Failure dumps. tarball_list: the members of OUTDIR/failures.tar.gz, one a line.
