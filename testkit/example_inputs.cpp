@@ -1,8 +1,11 @@
 #include "testkit/example_inputs.hpp"
 
 #include <bit>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace attnjit::testkit {
 namespace {
@@ -14,6 +17,26 @@ const nlohmann::json* example_entry(const nlohmann::json& example, const char* s
   const nlohmann::json& entries = example[section];
   if (!entries.is_object() || !entries.contains(name)) return nullptr;
   return &entries[name];
+}
+
+// The fractions of {"fill": [...]}: a non-empty array of numbers in [0, 1].
+std::vector<double> fill_fractions(const nlohmann::json& given, const std::string& name) {
+  const nlohmann::json& fill = given["fill"];
+  std::vector<double> fractions;
+  if (fill.is_array()) {
+    for (const nlohmann::json& value : fill) {
+      if (!value.is_number() || value.get<double>() < 0.0 || value.get<double>() > 1.0) {
+        fractions.clear();
+        break;
+      }
+      fractions.push_back(value.get<double>());
+    }
+  }
+  if (fractions.empty()) {
+    throw std::invalid_argument("example tensor '" + name +
+                                "': \"fill\" must be a non-empty array of fractions in [0, 1]");
+  }
+  return fractions;
 }
 
 }  // namespace
@@ -38,13 +61,23 @@ ExampleInputs example_inputs(const attnjit_manifest_variant& variant, int seq_le
     std::vector<std::int32_t>& data = inputs.tensor_data[static_cast<std::size_t>(i)];
     attnjit_tensor_arg arg{};
     if (decl.rank == 1) {
-      // Rank 1: document ids in `documents` equal runs (the manifest's example, else 4).
       const nlohmann::json* given = example_entry(example, "tensors", decl.name);
-      const int documents = given != nullptr ? given->value("documents", 4) : 4;
       data.resize(static_cast<std::size_t>(seq_len));
-      for (int j = 0; j < seq_len; ++j) {
-        data[static_cast<std::size_t>(j)] =
-            static_cast<std::int32_t>(static_cast<std::int64_t>(j) * documents / seq_len);
+      if (given != nullptr && given->contains("fill")) {
+        // Lengths: element j is fill[j % n] of seq_len (a batch of caches filled to those
+        // fractions, read as len[b]).
+        const std::vector<double> fill = fill_fractions(*given, decl.name);
+        for (int j = 0; j < seq_len; ++j) {
+          data[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(
+              std::llround(fill[static_cast<std::size_t>(j) % fill.size()] * seq_len));
+        }
+      } else {
+        // Document ids in `documents` equal runs (the manifest's example, else 4).
+        const int documents = given != nullptr ? given->value("documents", 4) : 4;
+        for (int j = 0; j < seq_len; ++j) {
+          data[static_cast<std::size_t>(j)] =
+              static_cast<std::int32_t>(static_cast<std::int64_t>(j) * documents / seq_len);
+        }
       }
       arg.dims[0] = seq_len;
       arg.dims[1] = 1;

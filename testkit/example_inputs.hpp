@@ -1,8 +1,9 @@
 // Per-call values for a manifest's variant (attnjit_manifest_variant), from its "example": params
-// by name, and a rank-1 tensor given as {"documents": N} holding sorted ids of N equal documents;
-// else fixed defaults (float params 30, int params 1024, 4 documents, rank-2 tensors a small
-// [heads, seq_len] table). Used by `attnjit demo`, `attnjit bench` and tools/bench. Part of the
-// test kit (testkit/CMakeLists.txt).
+// by name, a rank-1 tensor given as {"documents": N} holding sorted ids of N equal documents, or
+// as {"fill": [f, ...]} holding lengths, element j fill[j % n] of seq_len (per-sequence cache
+// lengths, `len[b]`; std::invalid_argument unless fractions in [0, 1]); else fixed defaults (float
+// params 30, int params 1024, 4 documents, rank-2 tensors a small [heads, seq_len] table). Used by
+// `attnjit demo`, `attnjit bench` and tools/bench. Part of the test kit (testkit/CMakeLists.txt).
 #pragma once
 
 #include <cstdint>

@@ -530,9 +530,25 @@ ATTNJIT_HD Tri iv_select(Tri c, Tri a, Tri b) {
 // ---------------------------------------------------------------------------------------------
 // Tensor reads over a tile.
 
-// Any int32 read: the full range (which includes the 0 of an out-of-range read).
-ATTNJIT_HD IntIv iv_read_i32_any() { return iv_int_full(); }
-ATTNJIT_HD FloatIv iv_read_f32_any() { return iv_float_full(); }
+// A read at indices that each take one value over the tile (made of b, h, parameters and
+// constants: `len[b]`, `window[h]`, `start[b, h]`) is that element, read with the out-of-range
+// rule (0), so that per-sequence lengths and offsets classify tiles as exactly as the index
+// arithmetic around them. A read at indices that vary over the tile: any value (the full range,
+// which includes the 0 of an out-of-range read).
+// Note: one load per classification step, at the same address for the whole block: a broadcast
+// from L1. Standard masks never take it (the document mask's reads are the summaries' below).
+ATTNJIT_HD IntIv iv_read_i32(const TensorArg& t, IntIv i) {
+  return i.lo == i.hi ? iv_int(read_i32(t, i.lo)) : iv_int_full();
+}
+ATTNJIT_HD IntIv iv_read_i32(const TensorArg& t, IntIv i, IntIv j) {
+  return i.lo == i.hi && j.lo == j.hi ? iv_int(read_i32(t, i.lo, j.lo)) : iv_int_full();
+}
+ATTNJIT_HD FloatIv iv_read_f32(const TensorArg& t, IntIv i) {
+  return i.lo == i.hi ? iv_float(read_f32(t, i.lo)) : iv_float_full();
+}
+ATTNJIT_HD FloatIv iv_read_f32(const TensorArg& t, IntIv i, IntIv j) {
+  return i.lo == i.hi && j.lo == j.hi ? iv_float(read_f32(t, i.lo, j.lo)) : iv_float_full();
+}
 
 // A rank-1 int32 tensor read at exactly q_idx (or kv_idx) over the index range `index`, using
 // the per-block min/max summary when there is one.

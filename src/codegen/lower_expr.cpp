@@ -150,8 +150,10 @@ class Lowering {
         if (expr::is_rank1_int_read_at(node, Builtin::kv_idx)) {
           return call("iv_read_summary", name, name + ".kv_summary", "kv_idx");
         }
-        return fmt::format("{}{}()", kOps,
-                           node.type == ValueType::integer ? "iv_read_i32_any" : "iv_read_f32_any");
+        const std::string_view read =
+            node.type == ValueType::integer ? "iv_read_i32" : "iv_read_f32";
+        if (node.children.size() == 1) return call(read, name, interval(node.child(0)));
+        return call(read, name, interval(node.child(0)), interval(node.child(1)));
       }
       case NodeKind::unary: {
         const auto& info = expr::unary_info(node.unary_op());
@@ -246,12 +248,16 @@ void collect_summary_axes(const Node& node, Uses& uses) {
   for (const auto& child : node.children) collect_summary_axes(*child, uses);
 }
 
-// Builtins read only as indices of non-summarised tensor reads are not needed in intervals.
+// A summarised read (doc[q_idx]) needs its axis; any other read its indices' intervals, which
+// decide whether it reads one element (ops::iv_read_i32).
 void collect_interval_uses(const Node& node, Uses& uses) {
   if (node.kind == NodeKind::tensor_read) {
     uses.tensors.insert(node.op);
-    collect_summary_axes(node, uses);
-    return;
+    if (expr::is_rank1_int_read_at(node, Builtin::q_idx) ||
+        expr::is_rank1_int_read_at(node, Builtin::kv_idx)) {
+      collect_summary_axes(node, uses);
+      return;
+    }
   }
   if (node.kind == NodeKind::builtin) uses.builtins.insert(node.op);
   if (node.kind == NodeKind::param) uses.params.insert(node.op);

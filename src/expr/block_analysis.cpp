@@ -85,13 +85,17 @@ class IntervalDomain {
               : ops::iv_read_summary(arg, arg.kv_summary, ops::iv_span(tile_.kv_begin, tile_.kv_end));
     return s;
   }
-  // Any element of the tensor: the indices do not narrow it.
-  Slot read(const Instr& in, const Slot*) const {
+  // The element itself where every index is one value over the tile, else any element.
+  Slot read(const Instr& in, const Slot* indices) const {
+    const TensorArg& arg = args_.tensors[in.a];
+    const bool rank2 = in.op == Opcode::read_2;
     Slot s{};
     if (in.type == ValueType::integer) {
-      s.i = ops::iv_read_i32_any();
+      s.i = rank2 ? ops::iv_read_i32(arg, indices[0].i, indices[1].i)
+                  : ops::iv_read_i32(arg, indices[0].i);
     } else {
-      s.f = ops::iv_read_f32_any();
+      s.f = rank2 ? ops::iv_read_f32(arg, indices[0].i, indices[1].i)
+                  : ops::iv_read_f32(arg, indices[0].i);
     }
     return s;
   }

@@ -49,6 +49,21 @@ TEST_CASE("classify bodies evaluate intervals with the shared operations") {
         "  const attnjit::TensorArg& doc = args.tensors[0];\n"
         "  return attnjit::ops::tile_class(attnjit::ops::iv_eq(attnjit::ops::iv_read_summary(doc, "
         "doc.q_summary, q_idx), attnjit::ops::iv_read_summary(doc, doc.kv_summary, kv_idx)));\n");
+  // Other reads: the element where the indices are one value over the tile (ops::iv_read_i32).
+  CHECK(
+      lower_classify_body(parse_mask("kv_idx < doc[b] && bias[b, h + 1] > cap")) ==
+      "  if (tile.q_end <= tile.q_begin || tile.kv_end <= tile.kv_begin) return "
+      "attnjit::kTileEmpty;\n"
+      "  const attnjit::ops::IntIv b = attnjit::ops::iv_int(tile.b);\n"
+      "  const attnjit::ops::IntIv h = attnjit::ops::iv_int(tile.h);\n"
+      "  const attnjit::ops::IntIv kv_idx = attnjit::ops::iv_span(tile.kv_begin, tile.kv_end);\n"
+      "  const attnjit::ops::FloatIv cap = "
+      "attnjit::ops::iv_float(attnjit::ops::bits_to_float(args.scalars[1]));\n"
+      "  const attnjit::TensorArg& doc = args.tensors[0];\n"
+      "  const attnjit::TensorArg& bias = args.tensors[1];\n"
+      "  return attnjit::ops::tile_class(attnjit::ops::tri_and(attnjit::ops::iv_lt(kv_idx, "
+      "attnjit::ops::iv_read_i32(doc, b)), attnjit::ops::iv_gt(attnjit::ops::iv_read_f32(bias, b, "
+      "attnjit::ops::iv_add(h, attnjit::ops::iv_int(1))), cap)));\n");
   CHECK(lower_classify_body(parse_mask("")) ==
         "  if (tile.q_end <= tile.q_begin || tile.kv_end <= tile.kv_begin) return attnjit::kTileEmpty;\n"
         "  return attnjit::ops::tile_class(attnjit::ops::tri(true));\n");

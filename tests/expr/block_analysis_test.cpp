@@ -1,10 +1,11 @@
 // Interval classification of tiles (src/expr/block_analysis.cpp): soundness against brute force
 // on thousands of random masks, exactness for the standard masks.
-#include <random>
+#include "expr/block_analysis.hpp"
 
 #include <catch2/catch.hpp>
+#include <limits>
+#include <random>
 
-#include "expr/block_analysis.hpp"
 #include "expr/eval_support.hpp"
 #include "expr/random_expr.hpp"
 #include "expr/test_support.hpp"
@@ -112,6 +113,56 @@ TEST_CASE("without summaries tensor reads are unknown, never wrong") {
   args.tensors[0] = tensor_arg(doc, 32);
   const auto mask = parse_mask("doc[q_idx] == doc[kv_idx]");
   CHECK(expr::classify_tile(mask, args, make_tile(0, 8, 0, 8, 32)) == kTilePartial);
+}
+
+TEST_CASE("reads at indices of one value per tile (per-sequence lengths) classify exactly") {
+  // doc[b]: each sequence's cache length (the third past kv_len, the fourth out of the tensor:
+  // it reads 0); bias[b, h]: each (sequence, head)'s first key, as a float.
+  const std::vector<int> lengths = {40, 7, 120};
+  const std::vector<float> starts = {0.0f, 9.0f, 3.0f, 0.0f, 33.0f, 1.5f};
+  const auto mask = parse_mask(
+      "kv_idx < doc[b] && float(kv_idx) >= bias[b, h] && q_idx + kv_len - q_len >= kv_idx");
+  CHECK(expr::summary_requests(mask).empty());
+  VariantArgs args{};
+  args.tensors[0] = tensor_arg(lengths, 3);
+  args.tensors[1] = tensor_arg(starts, 3, 2, 2);
+  const int len = 64;
+  const int block = GENERATE(4, 16);
+  CAPTURE(block);
+  int empty = 0, full = 0;
+  for (int b = 0; b < 4; ++b) {
+    for (int h = 0; h < 2; ++h) {
+      for_each_tile(len, block, [&](TileBounds tile) {
+        tile.b = b;
+        tile.h = h;
+        CAPTURE(b, h, tile.q_begin, tile.kv_begin);
+        const TileClass expected = brute_force(mask, args, tile).tile_class();
+        REQUIRE(expr::classify_tile(mask, args, tile) == expected);
+        empty += expected == kTileEmpty;
+        full += expected == kTileFull;
+      });
+    }
+  }
+  // Past each sequence's length every tile is empty, and sequence 3's length reads 0.
+  CHECK(empty > 8 * (len / block) * (len / block) / 2);
+  CHECK(full > 0);
+}
+
+TEST_CASE("a read at an index that varies over the tile stays unknown") {
+  const std::vector<int> doc(64, 5);
+  VariantArgs args{};
+  args.tensors[0] = tensor_arg(doc, 64);
+  // doc[kv_idx % 3] is not a summarised read (its index is not kv_idx itself).
+  CHECK(expr::classify_tile(parse_mask("doc[kv_idx % 3] == 5"), args, make_tile(0, 8, 0, 8, 64)) ==
+        kTilePartial);
+  // One element: its value decides, on a one-key tile as on any other.
+  CHECK(expr::classify_tile(parse_mask("doc[kv_idx % 3] == 5"), args, make_tile(0, 8, 4, 5, 64)) ==
+        kTileFull);
+  // A NaN read is unknown, never wrong.
+  const std::vector<float> bias = {std::numeric_limits<float>::quiet_NaN()};
+  args.tensors[1] = tensor_arg(bias, 1, 1, 2);
+  CHECK(expr::classify_tile(parse_mask("float(kv_idx) < bias[0, 0]"), args,
+                            make_tile(0, 8, 0, 8, 64)) == kTilePartial);
 }
 
 TEST_CASE("summaries include 0 for blocks past the tensor's end") {

@@ -24,6 +24,22 @@ void check_simt(const std::vector<KernelCase>& cases, int sm) {
   }
 }
 
+// Decoding steps on sm_80 for a test that compares their blocks' barrier counts: each must
+// match the reference on the decoding entry, with `num_splits` slices where that is not 0.
+std::vector<simt::SimtOutcome> run_decoding_steps(const std::vector<KernelCase>& cases,
+                                                  int num_splits) {
+  std::vector<simt::SimtOutcome> outcomes = simt::run_simt_cases(cases, 80);
+  REQUIRE(outcomes.size() == cases.size());
+  for (const simt::SimtOutcome& outcome : outcomes) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    REQUIRE(outcome.passed());
+    CHECK(outcome.decode_entry);
+    if (num_splits != 0) CHECK(outcome.num_splits == num_splits);
+  }
+  return outcomes;
+}
+
 }  // namespace
 
 TEST_CASE("emulated: the standard variants match the reference", "[simt]") {
@@ -297,18 +313,30 @@ TEST_CASE("emulated: a masked split decoding block classifies its key tiles once
       c.scalars = {kv_len - 1};
     }
   }
-  const auto outcomes = simt::run_simt_cases(cases, 80);
-  REQUIRE(outcomes.size() == cases.size());
-  for (const simt::SimtOutcome& outcome : outcomes) {
-    INFO(outcome.name);
-    INFO(outcome.describe());
-    REQUIRE(outcome.passed());
-    CHECK(outcome.decode_entry);
-    CHECK(outcome.num_splits == 4);
-  }
+  const auto outcomes = run_decoding_steps(cases, 4);
   CHECK(outcomes[0].block_barriers > 0u);
   CHECK(outcomes[1].block_barriers == outcomes[0].block_barriers + 2);
   CHECK(outcomes[2].block_barriers == outcomes[0].block_barriers + 2);
+}
+
+// A batch of caches of different fill, padded to the longest: the mask reads each sequence's
+// length once per block (`len[b]`: one element, ops::iv_read_i32), so the tiles past it classify
+// empty and are never loaded. A block over a 2048-key cache filled to 128 keys completes as many
+// barriers as a block over 128 kept keys of a masked cache (one a tile, two for its window's
+// classification); read as "any value" it would walk all 32 tiles as partial ones.
+TEST_CASE("emulated: per-sequence cache lengths skip the tiles past each length", "[simt]") {
+  std::vector<KernelCase> cases(2);
+  cases[0].mask = "kv_idx < len[b]";
+  cases[0].tensors = {TensorInput{"len:int32[1]", {128, 100}, {}, {2, 1}}};
+  cases[0].shape = shape(2, 4, 1, 1, 2048);
+  cases[1].mask = "kv_idx < P";
+  cases[1].params = {"P:int"};
+  cases[1].scalars = {128};
+  cases[1].shape = shape(1, 4, 1, 1, 2048);
+  for (KernelCase& c : cases) c.split_kv = 1;
+  const auto outcomes = run_decoding_steps(cases, 1);
+  CHECK(outcomes[1].block_barriers > 0u);
+  CHECK(outcomes[0].block_barriers == outcomes[1].block_barriers);
 }
 
 // Launches of at most 32 rows on the decoding entry: 32-row blocks of 2 warps, the warps without

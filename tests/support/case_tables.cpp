@@ -198,6 +198,11 @@ std::vector<KernelCase> split_kv_cases() {
   // 8), so the merge reads a second batch.
   KernelCase& deep = make("kv_idx % 11 != 4", shape(1, 1, 1, 1, 2560), 256);
   deep.split_kv = 40;
+  // Caches of different fill in one batch, padded to the longest, two queries at the end of
+  // each: `len[b]` is one element per block, so a sequence's keys past its length classify
+  // empty and its slices past them keep nothing; the third cache is empty (zeros and -inf).
+  KernelCase& ragged = make("kv_idx <= q_idx + len[b] - 2", shape(3, 4, 2, 2, 1000), 128);
+  ragged.tensors = {TensorInput{"len:int32[1]", {1000, 230, 0}, {}, {3, 1}}};
   return cases;
 }
 

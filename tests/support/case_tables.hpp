@@ -45,8 +45,9 @@ std::vector<KernelCase> empty_stretch_cases();
 // slice count on an H100's 132 SMs or a forced one: GQA, a causal mask with the cache offset as
 // a parameter, a sliding window that leaves most slices empty, document ids through tensor
 // summaries, a row no slice keeps, a score, NaN in one key, uneven slices, two query tiles,
-// head dims 64 to 256 (the head-dim-32 kernel has no decoding features), fp16, no LSE, and
-// more slices (40) than a merge thread reads in one batch.
+// head dims 64 to 256 (the head-dim-32 kernel has no decoding features), fp16, no LSE, more
+// slices (40) than a merge thread reads in one batch, and caches of different lengths in one
+// batch (`len[b]`, one of them empty).
 std::vector<KernelCase> split_kv_cases();
 
 // Launches of at most 32 query rows that the decoding entry (kDecodeBlockM-row blocks) runs,

@@ -1,6 +1,7 @@
 // Random decoding steps: a few queries at the end of a key/value cache, with the masks serving
 // programs use there (causal, windows, attention sinks, evicted prefixes, documents, random
-// ones), GQA groups, and split counts forced or left to the heuristic. They reach the decoding
+// ones, per-sequence cache lengths), GQA groups, and split counts forced or left to the
+// heuristic. They reach the decoding
 // paths that fixed tables reach one case at a time: packed query heads, the decoding entry, a
 // masked call's slices of its kept keys (the first kept window, empty stretches before and
 // between spans), the merge of slices that keep nothing, and fully masked rows.
@@ -115,6 +116,17 @@ inline KernelCase random_decoding_case(std::uint64_t seed, long long max_work = 
   c.with_lse = gen.pick(4) != 0;
   c.tolerance_factor = 2.0;
   c.row_padding = gen.pick(4) == 0 ? 8 : 0;  // explicit strides, the padding poisoned
+  // Last, so that the draws above stay what they were: a quarter of the steps are a batch of
+  // caches of different fill padded to the longest (each sequence's length `len[b]`, from empty
+  // to past the padded cache), whose keys past each length classify empty in the kernels.
+  if (gen.pick(4) == 0) {
+    c.mask = fmt::format("kv_idx < len[b] && ({})", c.mask);
+    TensorInput lengths;
+    lengths.decl = "len:int32[1]";
+    lengths.dims[0] = c.shape.batch;
+    for (int i = 0; i < c.shape.batch; ++i) lengths.ints.push_back(gen.pick(kv_len + 9));
+    c.tensors.push_back(lengths);
+  }
   return c;
 }
 

@@ -49,6 +49,24 @@ TEST_CASE("a rank-1 example tensor holds sorted ids of equal documents") {
   CHECK(inputs.tensor_data[0] == std::vector<std::int32_t>{0, 0, 0, 1, 1, 1, 2, 2, 2});
 }
 
+TEST_CASE("a rank-1 example tensor holds lengths filled to the example's fractions") {
+  attnjit_manifest_variant variant{};
+  const attnjit_tensor_decl len{"len", ATTNJIT_TENSOR_INT32, 1};
+  variant.tensors = &len;
+  variant.num_tensors = 1;
+  variant.example_json = R"({"tensors": {"len": {"fill": [1.0, 0.25, 0, 0.5]}}})";
+  const ExampleInputs inputs = example_inputs(variant, 6, 4);
+  CHECK(inputs.tensors[0].dims[0] == 6);
+  CHECK(inputs.tensor_data[0] == std::vector<std::int32_t>{6, 2, 0, 3, 6, 2});
+  for (const char* bad :
+       {R"({"tensors": {"len": {"fill": []}}})", R"({"tensors": {"len": {"fill": [0.5, 1.5]}}})",
+        R"({"tensors": {"len": {"fill": "half"}}})"}) {
+    variant.example_json = bad;
+    CHECK_THROWS_WITH(example_inputs(variant, 6, 4),
+                      Catch::Contains("example tensor 'len'") && Catch::Contains("[0, 1]"));
+  }
+}
+
 TEST_CASE("without an example, parameters and tensors get the defaults") {
   attnjit_manifest_variant variant{};
   const attnjit_param_decl params[] = {{"W", ATTNJIT_PARAM_INT}, {"cap", ATTNJIT_PARAM_FLOAT}};
