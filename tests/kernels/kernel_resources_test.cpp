@@ -51,12 +51,17 @@ void check_residency(int sm, int threads, const attnjit::ResourceUsage& usage, i
   CHECK(residency.blocks >= blocks_per_sm);
 }
 
-// `tuning`: ATTNJIT_TUNE's sm80 tile overrides (none by default).
-void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {}) {
+// `tuning`: ATTNJIT_TUNE's sm80 tile overrides (none by default); `variants` and `dtypes`: the
+// standard manifest's variants in both dtypes unless given.
+void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {},
+                    const std::vector<attnjit::test::StandardVariant>& variants =
+                        attnjit::test::standard_variants(),
+                    std::initializer_list<attnjit::DType> dtypes = {attnjit::DType::bf16,
+                                                                    attnjit::DType::fp16}) {
   for (const char* arch : {"sm_80", "sm_90"}) {
     const int sm = attnjit::nvrtc::arch_sm(arch);
-    for (attnjit::DType dtype : {attnjit::DType::bf16, attnjit::DType::fp16}) {
-      for (const auto& variant : attnjit::test::standard_variants()) {
+    for (attnjit::DType dtype : dtypes) {
+      for (const auto& variant : variants) {
         const auto kernel = codegen::generate_kernel_source(
             variant.mask, variant.score, dtype, head_dim, sm, codegen::FamilyRequest::sm80, tuning);
         const auto compiled = attnjit::nvrtc::compile_program(kernel.source, arch, false);
@@ -543,6 +548,16 @@ TEST_CASE("sm80-family kernels wait for the kernel before them on sm_90a only",
       CHECK(waits == (sm90 ? 4u : 0u));
       CHECK((ptx.find("griddepcontrol.launch_dependents") != std::string::npos) == sm90);
     }
+  }
+}
+
+// The decoding manifest (cache/decoding.json), which an inference fleet prewarms: its variants
+// (the standard masks aligned to the cache's end, a ragged batch's per-sequence lengths) on the
+// sm80 family, whose decoding entry serves decoding steps on every arch; bf16 (fp16 differs from
+// it only in the MMA's type, which the standard variants check).
+TEST_CASE("the decoding manifest's variants compile without spills", "[kernels][nvrtc]") {
+  for (const int head_dim : {64, 128}) {
+    check_head_dim(head_dim, {}, attnjit::test::decoding_variants(), {attnjit::DType::bf16});
   }
 }
 

@@ -9,8 +9,8 @@
 namespace attnjit::test {
 namespace {
 
-std::vector<StandardVariant> load() {
-  const std::string path = std::string(ATTNJIT_SOURCE_DIR) + "/cache/standard.json";
+std::vector<StandardVariant> load(const char* manifest_name) {
+  const std::string path = std::string(ATTNJIT_SOURCE_DIR) + "/cache/" + manifest_name;
   std::ifstream file(path);
   if (!file) throw_error(Status::io, "cannot open {}", path);
   const nlohmann::json manifest = nlohmann::json::parse(file);
@@ -35,7 +35,12 @@ std::vector<StandardVariant> load() {
 }  // namespace
 
 const std::vector<StandardVariant>& standard_variants() {
-  static const std::vector<StandardVariant> variants = load();
+  static const std::vector<StandardVariant> variants = load("standard.json");
+  return variants;
+}
+
+const std::vector<StandardVariant>& decoding_variants() {
+  static const std::vector<StandardVariant> variants = load("decoding.json");
   return variants;
 }
 

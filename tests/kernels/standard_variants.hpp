@@ -1,4 +1,5 @@
-// The standard variants of cache/standard.json, parsed into expressions for the kernel tests.
+// The standard variants of cache/standard.json (and the decoding manifest's, cache/decoding.json),
+// parsed into expressions for the kernel tests.
 #pragma once
 
 #include <string>
@@ -16,5 +17,7 @@ struct StandardVariant {
 
 // Reads ATTNJIT_SOURCE_DIR/cache/standard.json once.
 const std::vector<StandardVariant>& standard_variants();
+// Reads ATTNJIT_SOURCE_DIR/cache/decoding.json once.
+const std::vector<StandardVariant>& decoding_variants();
 
 }  // namespace attnjit::test
