@@ -510,12 +510,15 @@ elif wants bench; then
     fi
   done
   # Decoding steps (B=1, 32 query heads over 8, D=128, one query at the end of the cache), the
-  # C API's own figure beside compare_flex.py's decode rows: microseconds and GB/s per step.
+  # C API's own figure beside compare_flex.py's decode rows: microseconds and GB/s per step; the
+  # ragged cache (its example fills sequence 0 to 0.75 of the cache) reads the keys up to its
+  # length only, so it should take about 0.75 of the causal step.
   decode_len=16384
   [[ $quick == 1 ]] && decode_len=4096
   run_step 90 "$out_dir/bench.txt" "$tune" "$cli" bench --manifest "$repo_dir/cache/decoding.json" \
     --q-len 1 --seq-len "$decode_len" --batch 1 --heads 32 --kv-heads 8 --head-dim 128 \
-    --variant noop --variant causal --variant sliding_window --warmup 10 --iters 100 || bench_rc=$?
+    --variant noop --variant causal --variant sliding_window --variant ragged_cache --warmup 10 \
+    --iters 100 || bench_rc=$?
   # The host time of one call per family (tools/bench/host_overhead.cpp): attnjit's checks and
   # launches plus the driver's, small problems, kernels queued.
   host_overhead=$(find_binary attnjit_host_overhead)
