@@ -290,7 +290,11 @@ bisect_family() {
     run_step "$(( left < 60 ? left : 60 ))" "$out_dir/test-gpu.log" "$spec" env "${env_args[@]}" \
       "$test_gpu" --input-file "$list"
     rc=$?
-    if (( rc == 0 )); then passed+=("$switch"); else failed+=("$switch"); fi
+    case "$rc" in
+      0) passed+=("$switch") ;;
+      124|137) failed+=("$switch(timeout)") ;;
+      *) failed+=("$switch") ;;
+    esac
   done
   printf '%-22s %s case(s); all pass with: %s; some fail with: %s%s  [%ss elapsed]\n' \
     "bisect[$family]" "$(grep -c . "$list")" "${passed[*]:-none}" "${failed[*]:-none}" \

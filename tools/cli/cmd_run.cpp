@@ -6,8 +6,13 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "attnjit/attnjit.hpp"
 #include "commands.hpp"
@@ -35,6 +40,7 @@ struct RunOptions {
   std::uint64_t seed = 1;
   bool check = true;
   bool tile_map = false;
+  std::vector<std::string> fills;  // --fill NAME=F[,F...]
 };
 
 // The tiles of batch 0, head 0 as a picture, under the forward line: the mask's block sparsity
@@ -58,15 +64,58 @@ void print_tile_map(attnjit_variant* variant, const attnjit_forward_args& host_a
   for (const std::string& line : picture.lines) fmt::print("           {}\n", line);
 }
 
+// --fill NAME=F[,F...]: the rank-1 int32 tensor NAME holds lengths, element j the fraction
+// F[j % n] of kv_len, rounded (per-sequence cache lengths, read as `len[b]`). Keyed by name.
+std::map<std::string, std::vector<double>> parse_fills(const std::vector<std::string>& specs,
+                                                       const attnjit_signature& signature) {
+  std::map<std::string, std::vector<double>> fills;
+  for (const std::string& spec : specs) {
+    const std::size_t equals = spec.find('=');
+    const std::string name = spec.substr(0, equals);
+    const attnjit_tensor_decl* decl = nullptr;
+    for (int i = 0; i < signature.num_tensors; ++i) {
+      if (name == signature.tensors[i].name) decl = &signature.tensors[i];
+    }
+    if (decl == nullptr || decl->rank != 1 || decl->type != ATTNJIT_TENSOR_INT32) {
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+           "--fill {}: '{}' is not a declared rank-1 int32 tensor (--tensor {}:int32[1])", spec,
+           name, name.empty() ? "NAME" : name);
+    }
+    std::vector<double> fractions;
+    std::size_t at = equals == std::string::npos ? spec.size() : equals + 1;
+    while (at < spec.size()) {
+      const std::size_t comma = std::min(spec.find(',', at), spec.size());
+      const std::string text = spec.substr(at, comma - at);
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(value >= 0.0 && value <= 1.0)) {
+        fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+             "--fill {}: '{}' is not a fraction in [0, 1] (e.g. --fill {}=0.75,0.25)", spec, text,
+             name);
+      }
+      fractions.push_back(value);
+      at = comma + 1;
+    }
+    if (fractions.empty()) {
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--fill {}: no fractions (e.g. --fill {}=0.75,0.25)",
+           spec, name);
+    }
+    fills[name] = std::move(fractions);
+  }
+  return fills;
+}
+
 // Host data for each declared tensor: rank-1 int32 tensors hold sorted document ids (four
-// documents), other int32 tensors random ids in [0, 4), float32 tensors uniform [-1, 1).
+// documents) or, with --fill, lengths; other int32 tensors random ids in [0, 4), float32 tensors
+// uniform [-1, 1).
 struct HostTensorData {
   std::vector<std::int32_t> words;
   std::int64_t dims[2] = {1, 1};
 };
 
 std::vector<HostTensorData> make_tensors(const attnjit_signature& signature,
-                                         const testkit::Shape& shape, std::uint64_t seed) {
+                                         const testkit::Shape& shape, std::uint64_t seed,
+                                         const std::map<std::string, std::vector<double>>& fills) {
   std::mt19937 rng(static_cast<std::uint32_t>(seed));
   std::vector<HostTensorData> out;
   for (int i = 0; i < signature.num_tensors; ++i) {
@@ -79,7 +128,13 @@ std::vector<HostTensorData> make_tensors(const attnjit_signature& signature,
       t.dims[1] = std::int64_t{shape.q_len} + shape.kv_len;
     }
     t.words.resize(static_cast<std::size_t>(t.dims[0] * t.dims[1]));
-    if (decl.type == ATTNJIT_TENSOR_INT32) {
+    if (const auto fill = fills.find(decl.name); fill != fills.end()) {
+      const std::vector<double>& fractions = fill->second;
+      for (std::size_t j = 0; j < t.words.size(); ++j) {
+        t.words[j] =
+            static_cast<std::int32_t>(std::llround(fractions[j % fractions.size()] * shape.kv_len));
+      }
+    } else if (decl.type == ATTNJIT_TENSOR_INT32) {
       std::uniform_int_distribution<int> ids(0, 3);
       for (auto& w : t.words) w = ids(rng);
       if (decl.rank == 1) std::sort(t.words.begin(), t.words.end());
@@ -152,7 +207,8 @@ void run(const RunOptions& o) {
   problem_options.layout = o.layout == "blhd" ? ATTNJIT_LAYOUT_BLHD : ATTNJIT_LAYOUT_BHLD;
   problem_options.seed = o.seed;
   testkit::HostProblem problem = testkit::make_problem(shape, problem_options);
-  const std::vector<HostTensorData> tensors = make_tensors(*signature, shape, o.seed);
+  const std::vector<HostTensorData> tensors =
+      make_tensors(*signature, shape, o.seed, parse_fills(o.fills, *signature));
 
   const c::RuntimePtr runtime = create_runtime(o.device == "cpu"    ? ATTNJIT_BACKEND_CPU
                                                : o.device == "cuda" ? ATTNJIT_BACKEND_CUDA
@@ -259,6 +315,9 @@ void add_run_command(CLI::App& app) {
   command->add_flag("!--no-check", o->check, "skip the check against the naive reference");
   command->add_flag("--tile-map", o->tile_map,
                     "draw the tiles of batch 0, head 0: full, empty or partial (block sparsity)");
+  command->add_option("--fill", o->fills,
+                      "NAME=F[,F...]: the rank-1 int32 tensor NAME holds lengths, element j the "
+                      "fraction F[j % n] of --kv-len (per-sequence cache lengths, len[b])");
   command->callback([o] { run(*o); });
 }
 
