@@ -148,6 +148,29 @@ TEST_CASE("reads at indices of one value per tile (per-sequence lengths) classif
   CHECK(full > 0);
 }
 
+TEST_CASE("a one-query decoding step reads its document id at its cache position exactly") {
+  // doc[q_idx + prefix]: the query's id at its position in the cache (prefix = kv_len - q_len),
+  // one element over a one-row query tile; doc[kv_idx] through the summaries.
+  std::vector<int> doc(96);
+  for (int i = 0; i < 96; ++i) doc[static_cast<std::size_t>(i)] = i / 20;
+  const auto mask = parse_mask("doc[q_idx + prefix] == doc[kv_idx]");
+  REQUIRE(expr::summary_requests(mask).size() == 1);
+  VariantArgs args{};
+  args.scalars[2] = 95;  // prefix: the query is the cache's last position, document 4
+  args.tensors[0] = tensor_arg(doc, 96);
+  const expr::HostSummary kv_summary = expr::build_summary(args.tensors[0], 8, 96);
+  args.tensors[0].kv_summary = kv_summary.view();
+  int empty = 0;
+  for (int kv = 0; kv < 96; kv += 8) {
+    const TileBounds tile{0, 0, 0, 1, kv, std::min(kv + 8, 96), 1, 96, 1};
+    CAPTURE(kv);
+    const TileClass expected = brute_force(mask, args, tile).tile_class();
+    CHECK(expr::classify_tile(mask, args, tile) == expected);
+    empty += expected == kTileEmpty;
+  }
+  CHECK(empty == 10);  // keys 0-79 are documents 0-3
+}
+
 TEST_CASE("a read at an index that varies over the tile stays unknown") {
   const std::vector<int> doc(64, 5);
   VariantArgs args{};
