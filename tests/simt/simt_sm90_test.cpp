@@ -153,6 +153,13 @@ TEST_CASE("emulated sm90: per-call parameters and tensors with one kernel", "[si
   doc.shape = shape(1, 1, 1, 257, 257);
   doc.tensors = {document_ids(257, 5, true, 3)};
   cases.push_back(doc);
+  // A prefix per sequence (`prefix[b]`, one element per block): causal in the first, the first
+  // 200 keys for every query in the second; the tiles past both classify empty.
+  KernelCase prefix;
+  prefix.mask = "kv_idx < prefix[b] || q_idx >= kv_idx";
+  prefix.shape = shape(2, 1, 1, 200, 260);
+  prefix.tensors = {TensorInput{"prefix:int32[1]", {0, 200}, {}, {2, 1}}};
+  cases.push_back(prefix);
   check_sm90(cases);
 }
 
