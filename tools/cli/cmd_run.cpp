@@ -40,27 +40,30 @@ struct RunOptions {
   std::uint64_t seed = 1;
   bool check = true;
   bool tile_map = false;
-  std::vector<std::string> fills;  // --fill NAME=F[,F...]
+  int tile_map_batch = 0, tile_map_head = 0;  // whose tiles --tile-map draws
+  std::vector<std::string> fills;             // --fill NAME=F[,F...]
 };
 
-// The tiles of batch 0, head 0 as a picture, under the forward line: the mask's block sparsity
-// as the kernel that ran sees it.
-void print_tile_map(attnjit_variant* variant, const attnjit_forward_args& host_args) {
+// The tiles of one (batch, head) as a picture, under the forward line: the mask's block
+// sparsity as the kernel that ran sees it.
+void print_tile_map(attnjit_variant* variant, const attnjit_forward_args& host_args, int batch,
+                    int head) {
   constexpr int kMaxCells = 64;
   int rows = 0, cols = 0, tile_q = 0, tile_kv = 0;
   c::check(attnjit_variant_tile_map(nullptr, 0, &rows, &cols, &tile_q, &tile_kv, variant,
-                                    &host_args, 0, 0, nullptr));
+                                    &host_args, batch, head, nullptr));
   std::vector<unsigned char> map(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
-  c::check(attnjit_variant_tile_map(map.data(), map.size(), &rows, &cols, nullptr, nullptr,
-                                    variant, &host_args, 0, 0, nullptr));
+  c::check(attnjit_variant_tile_map(map.data(), map.size(), &rows, &cols, nullptr, nullptr, variant,
+                                    &host_args, batch, head, nullptr));
   const TileMapPicture picture = draw_tile_map(map, rows, cols, kMaxCells);
   const std::string cell =
       picture.tiles_per_cell == 1
           ? std::string("a character per tile")
           : fmt::format("a character per {0}x{0} tiles", picture.tiles_per_cell);
-  fmt::print("  tiles    batch 0, head 0: {} x {} tiles of {}x{}, {}: '#' full, '.' empty, "
-             "'+' partial or mixed\n",
-             rows, cols, tile_q, tile_kv, cell);
+  fmt::print(
+      "  tiles    batch {}, head {}: {} x {} tiles of {}x{}, {}: '#' full, '.' empty, "
+      "'+' partial or mixed\n",
+      batch, head, rows, cols, tile_q, tile_kv, cell);
   for (const std::string& line : picture.lines) fmt::print("           {}\n", line);
 }
 
@@ -267,7 +270,7 @@ void run(const RunOptions& o) {
       "pairs kept\n",
       times[times.size() / 2], times.size(), 100.0 * testkit::skipped_fraction(census),
       census.tile_q, census.tile_kv, 100.0 * testkit::kept_fraction(census));
-  if (o.tile_map) print_tile_map(variant.get(), host_args);
+  if (o.tile_map) print_tile_map(variant.get(), host_args, o.tile_map_batch, o.tile_map_head);
 
   const double work = static_cast<double>(shape.batch) * shape.num_heads_q * shape.q_len *
                       static_cast<double>(shape.kv_len) * shape.head_dim;
@@ -314,7 +317,15 @@ void add_run_command(CLI::App& app) {
       ->check(unsigned_64());
   command->add_flag("!--no-check", o->check, "skip the check against the naive reference");
   command->add_flag("--tile-map", o->tile_map,
-                    "draw the tiles of batch 0, head 0: full, empty or partial (block sparsity)");
+                    "draw the tiles of one (batch, head), 0 and 0 unless given: full, empty or "
+                    "partial (block sparsity)");
+  // Note: either implies --tile-map.
+  command->add_option("--tile-map-batch", o->tile_map_batch, "the batch --tile-map draws")
+      ->check(zero_or_more)
+      ->each([o](const std::string&) { o->tile_map = true; });
+  command->add_option("--tile-map-head", o->tile_map_head, "the query head --tile-map draws")
+      ->check(zero_or_more)
+      ->each([o](const std::string&) { o->tile_map = true; });
   command->add_option("--fill", o->fills,
                       "NAME=F[,F...]: the rank-1 int32 tensor NAME holds lengths, element j the "
                       "fraction F[j % n] of --kv-len (per-sequence cache lengths, len[b])");
