@@ -1,5 +1,8 @@
 #include "testkit/example_inputs.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -19,23 +22,18 @@ const nlohmann::json* example_entry(const nlohmann::json& example, const char* s
   return &entries[name];
 }
 
-// The fractions of {"fill": [...]}: a non-empty array of numbers in [0, 1].
+// The numbers of {"fill": [...]}; std::invalid_argument naming the tensor unless an array of
+// numbers (filled_lengths checks their range).
 std::vector<double> fill_fractions(const nlohmann::json& given, const std::string& name) {
   const nlohmann::json& fill = given["fill"];
   std::vector<double> fractions;
-  if (fill.is_array()) {
-    for (const nlohmann::json& value : fill) {
-      if (!value.is_number() || value.get<double>() < 0.0 || value.get<double>() > 1.0) {
-        fractions.clear();
-        break;
-      }
-      fractions.push_back(value.get<double>());
-    }
-  }
-  if (fractions.empty()) {
+  const bool numbers = fill.is_array() && std::all_of(fill.begin(), fill.end(),
+                                                      [](const auto& v) { return v.is_number(); });
+  if (!numbers) {
     throw std::invalid_argument("example tensor '" + name +
-                                "': \"fill\" must be a non-empty array of fractions in [0, 1]");
+                                "': \"fill\" must be an array of fractions in [0, 1]");
   }
+  for (const nlohmann::json& value : fill) fractions.push_back(value.get<double>());
   return fractions;
 }
 
@@ -66,10 +64,12 @@ ExampleInputs example_inputs(const attnjit_manifest_variant& variant, int seq_le
       if (given != nullptr && given->contains("fill")) {
         // Lengths: element j is fill[j % n] of seq_len (a batch of caches filled to those
         // fractions, read as len[b]).
-        const std::vector<double> fill = fill_fractions(*given, decl.name);
-        for (int j = 0; j < seq_len; ++j) {
-          data[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(
-              std::llround(fill[static_cast<std::size_t>(j) % fill.size()] * seq_len));
+        const std::vector<double> fractions = fill_fractions(*given, decl.name);
+        try {
+          data = filled_lengths(fractions, data.size(), seq_len);
+        } catch (const std::invalid_argument& error) {
+          throw std::invalid_argument("example tensor '" + std::string(decl.name) +
+                                      "': \"fill\": " + error.what());
         }
       } else {
         // Document ids in `documents` equal runs (the manifest's example, else 4).
@@ -96,6 +96,21 @@ ExampleInputs example_inputs(const attnjit_manifest_variant& variant, int seq_le
     inputs.tensors.push_back(arg);
   }
   return inputs;
+}
+
+std::vector<std::int32_t> filled_lengths(const std::vector<double>& fractions, std::size_t count,
+                                         int length) {
+  if (fractions.empty()) throw std::invalid_argument("no fractions: give at least one in [0, 1]");
+  for (const double f : fractions) {
+    if (!(f >= 0.0 && f <= 1.0)) {
+      throw std::invalid_argument(fmt::format("{} is not a fraction in [0, 1]", f));
+    }
+  }
+  std::vector<std::int32_t> lengths(count);
+  for (std::size_t j = 0; j < count; ++j) {
+    lengths[j] = static_cast<std::int32_t>(std::llround(fractions[j % fractions.size()] * length));
+  }
+  return lengths;
 }
 
 DeviceTensors upload_tensors(const ExampleInputs& inputs) {

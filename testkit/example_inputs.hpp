@@ -22,6 +22,13 @@ struct ExampleInputs {
 
 ExampleInputs example_inputs(const attnjit_manifest_variant& variant, int seq_len, int heads);
 
+// Per-sequence lengths (caches filled to `fractions`, read as `len[b]`): `count` elements,
+// element j fractions[j % n] of `length`, rounded. The manifest's {"fill": [...]} and `attnjit
+// run --fill`. std::invalid_argument naming the first fraction outside [0, 1], or when there is
+// none.
+std::vector<std::int32_t> filled_lengths(const std::vector<double>& fractions, std::size_t count,
+                                         int length);
+
 // The example's tensors in device memory, and the tensor args that point at them.
 struct DeviceTensors {
   std::vector<DeviceBuffer> buffers;

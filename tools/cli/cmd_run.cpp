@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,6 +22,7 @@
 #include "public_variant.hpp"
 #include "testkit/compare.hpp"
 #include "testkit/device_memory.hpp"
+#include "testkit/example_inputs.hpp"
 #include "testkit/host_problem.hpp"
 #include "testkit/placement.hpp"
 #include "testkit/tile_census.hpp"
@@ -91,17 +92,12 @@ std::map<std::string, std::vector<double>> parse_fills(const std::vector<std::st
       const std::string text = spec.substr(at, comma - at);
       char* end = nullptr;
       const double value = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(value >= 0.0 && value <= 1.0)) {
+      if (text.empty() || *end != '\0') {
         fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
-             "--fill {}: '{}' is not a fraction in [0, 1] (e.g. --fill {}=0.75,0.25)", spec, text,
-             name);
+             "--fill {}: '{}' is not a number (e.g. --fill {}=0.75,0.25)", spec, text, name);
       }
       fractions.push_back(value);
       at = comma + 1;
-    }
-    if (fractions.empty()) {
-      fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--fill {}: no fractions (e.g. --fill {}=0.75,0.25)",
-           spec, name);
     }
     fills[name] = std::move(fractions);
   }
@@ -132,10 +128,11 @@ std::vector<HostTensorData> make_tensors(const attnjit_signature& signature,
     }
     t.words.resize(static_cast<std::size_t>(t.dims[0] * t.dims[1]));
     if (const auto fill = fills.find(decl.name); fill != fills.end()) {
-      const std::vector<double>& fractions = fill->second;
-      for (std::size_t j = 0; j < t.words.size(); ++j) {
-        t.words[j] =
-            static_cast<std::int32_t>(std::llround(fractions[j % fractions.size()] * shape.kv_len));
+      try {
+        t.words = testkit::filled_lengths(fill->second, t.words.size(), shape.kv_len);
+      } catch (const std::invalid_argument& error) {
+        fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--fill {}: {} (e.g. --fill {}=0.75,0.25)", decl.name,
+             error.what(), decl.name);
       }
     } else if (decl.type == ATTNJIT_TENSOR_INT32) {
       std::uniform_int_distribution<int> ids(0, 3);
