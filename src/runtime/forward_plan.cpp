@@ -91,23 +91,14 @@ int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& 
   const long long by_grid = 65535 / std::max<long long>(1, shape.batch * shape.num_heads_q);
   const int limit = static_cast<int>(std::min<long long>({kMaxSplits, kv_tiles, by_grid}));
   if (forced) return std::clamp(*forced, 1, std::max(limit, 1));
-  const long long slots =
-      static_cast<long long>(std::max(multiprocessors, 1)) * std::max(config.blocks_per_sm, 1);
+  const long long sms = std::max(multiprocessors, 1);
+  const long long slots = sms * std::max(config.blocks_per_sm, 1);
   if (5 * blocks >= 4 * slots) return 1;  // at least 80% of one wave already
   const int most = std::min(limit, kv_tiles / kMinSplitTiles);
   if (most < 2) return 1;
-  // The busy fraction of the waves n slices occupy.
-  const auto efficiency = [&](int n) {
-    const long long total = blocks * n;
-    const long long waves = (total + slots - 1) / slots;
-    return static_cast<double>(total) / static_cast<double>(waves * slots);
-  };
-  double best = 0.0;
-  for (int n = 1; n <= most; ++n) best = std::max(best, efficiency(n));
-  for (int n = 1; n <= most; ++n) {
-    if (efficiency(n) >= 0.85 * best) return n;
-  }
-  return 1;
+  // As many slices as give each SM kSplitBlocksPerSm blocks (fewer where fewer are resident).
+  const long long target = sms * std::min(std::max(config.blocks_per_sm, 1), kSplitBlocksPerSm);
+  return static_cast<int>(std::clamp<long long>(target / blocks, 1, most));
 }
 
 bool decode_entry_from_environment() { return auto_or_off("ATTNJIT_DECODE_ENTRY"); }

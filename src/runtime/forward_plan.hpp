@@ -42,8 +42,16 @@ LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig
 // partial outputs with a second kernel (FwdParams::num_splits, split_combine.cuh).
 constexpr int kMaxSplits = 128;
 // A slice keeps at least this many key tiles, so that its fixed cost (the Q tile, the pipeline's
-// fill, the fp32 partial store and its share of the merge) stays a small part of its work.
-constexpr int kMinSplitTiles = 4;
+// fill, the fp32 partial store and its share of the merge) is shared by more than one tile.
+// Note: 4 until 2026-11-27, when on an H200 (B=1, 32:8 heads, D=128, 4K keys) 32 slices of 2
+// tiles beat the 13 slices of 5 that 4 allowed by 2.5 us (noop) and 6.7 us (causal) of 16-23:
+// a block's tiles are a chain of copies, each about a memory latency (docs/PERFORMANCE.md,
+// "Twenty-fifth session").
+constexpr int kMinSplitTiles = 2;
+// The slices aim at this many blocks per SM, not at every resident slot: on the H200 above, 32
+// slices (256 blocks, two an SM) beat 37 (296 blocks, two or three an SM) at 16K keys by 1.6 us,
+// since an SM that holds three blocks of one step finishes last.
+constexpr int kSplitBlocksPerSm = 2;
 
 // ATTNJIT_SPLIT_KV: unset, empty or "auto": the heuristic below; "off" or 1: never split; N > 1:
 // N slices whenever the kernel can split (clamped to the key tiles). Error(invalid_argument)
@@ -52,9 +60,10 @@ std::optional<int> split_kv_from_environment();
 
 // How many slices the call's keys get on a GPU of `multiprocessors` SMs: 1 unless the kernel is
 // of the sm80 family (not persistent) with has_decoding_features(head_dim), and the unsplit grid
-// fills under 80% of one wave of resident blocks. Then the smallest count whose waves are at least 85% as busy as the best
-// count's (FlashAttention-2's rule for split-KV), within kMaxSplits, kMinSplitTiles tiles per
-// slice and the grid's y limit. `forced` (split_kv_from_environment) replaces the heuristic.
+// fills under 80% of one wave of resident blocks. Then as many slices as give every SM
+// kSplitBlocksPerSm of the call's blocks (or its residency, if lower), within kMaxSplits,
+// kMinSplitTiles tiles per slice and the grid's y limit. `forced` (split_kv_from_environment)
+// replaces the heuristic.
 int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& config,
                       int multiprocessors, std::optional<int> forced = std::nullopt);
 

@@ -167,10 +167,10 @@ TEST_CASE("split-KV: decoding calls split their keys, calls that fill the GPU do
   const auto sm80 = codegen::choose_kernel_config(90, DType::bf16, 128);  // 128 x 64 tiles
   REQUIRE(sm80.block_m == 128);
   REQUIRE(sm80.block_n == 64);
-  // One query, 8 x 4 heads, 64K keys: 32 blocks on 132 SMs. Four slices fill one wave (128
-  // blocks, 97% busy); fewer leave SMs idle, and no count is 15% busier.
+  // One query, 8 x 4 heads, 64K keys: 32 blocks of the one-block-per-SM kernel on 132 SMs. Four
+  // slices give each SM its block (128 blocks); five would put two on some.
   CHECK(choose_num_splits({8, 4, 4, 1, 65536, 128}, sm80, 132) == 4);
-  // One (batch, head): as many slices as fit one wave at 85% of the best.
+  // One (batch, head): a slice an SM, up to kMaxSplits.
   const int lone = choose_num_splits({1, 1, 1, 1, 65536, 128}, sm80, 132);
   CHECK(lone >= 100);
   CHECK(lone <= kMaxSplits);
@@ -179,8 +179,20 @@ TEST_CASE("split-KV: decoding calls split their keys, calls that fill the GPU do
   // 105 blocks on 132 SMs is 80% of a wave: no split.
   CHECK(choose_num_splits({1, 106, 106, 1, 65536, 128}, sm80, 132) == 1);
   // Short keys: a slice keeps at least kMinSplitTiles tiles.
-  CHECK(choose_num_splits({1, 1, 1, 1, 7 * 64, 128}, sm80, 132) == 1);
-  CHECK(choose_num_splits({1, 1, 1, 1, 8 * 64, 128}, sm80, 132) == 2);
+  static_assert(kMinSplitTiles == 2);
+  CHECK(choose_num_splits({1, 1, 1, 1, 3 * 64, 128}, sm80, 132) == 1);
+  CHECK(choose_num_splits({1, 1, 1, 1, 4 * 64, 128}, sm80, 132) == 2);
+  CHECK(choose_num_splits({1, 1, 1, 1, 9 * 64, 128}, sm80, 132) == 4);
+  // The decoding entry (three blocks resident per SM) aims at two an SM: B=1, 32:8 heads packed
+  // to 8 blocks of 4 rows, 4K keys (64 tiles): 32 slices of 2 tiles (256 blocks on 132 SMs); 16K
+  // keys: 33 slices (264 blocks), which plan_split evens out to 32 of 8 tiles.
+  const auto decoding = codegen::decode_config(sm80);
+  REQUIRE(decoding.blocks_per_sm == 3);
+  CHECK(choose_num_splits({1, 8, 8, 4, 4096, 128}, decoding, 132) == 32);
+  CHECK(choose_num_splits({1, 8, 8, 4, 16384, 128}, decoding, 132) == 33);
+  CHECK(plan_split({1, 8, 8, 4, 16384, 128}, decoding, 33, 0).num_splits == 32);
+  // B=8: 64 blocks, 4 slices (256 blocks).
+  CHECK(choose_num_splits({8, 8, 8, 4, 16384, 128}, decoding, 132) == 4);
   // The sm90 kernel never splits (decoding calls run on the sm80 kernel instead), nor does the
   // head-dim-32 kernel (no decoding features: has_decoding_features).
   CHECK(choose_num_splits({1, 1, 1, 1, 65536, 128}, codegen::sm90_kernel_config(128), 132) == 1);

@@ -292,6 +292,10 @@ def parse_args(argv):
                              "8:2)")
     decode.add_argument("--split-kv", action="append", type=parse_split,
                         help="also an 'attnjit split=N' row with ATTNJIT_SPLIT_KV=N (repeatable)")
+    decode.add_argument("--decode-tune", action="append", metavar="SPEC",
+                        help="also an 'attnjit tune=SPEC' row, the variant created with "
+                             "ATTNJIT_TUNE=SPEC (repeatable; e.g. decode_stages=3: the decoding "
+                             "entry's tiles, and with them its residency and the split)")
     decode.add_argument("--decode-rows", action="append", metavar="LABEL",
                         help="measure only the rows of this label, its spaces written as '-' "
                              "(repeatable; e.g. attnjit, attnjit-no-PDL, sdpa): a short A/B "
@@ -303,6 +307,7 @@ def parse_args(argv):
     decode_only = [flag for flag, value in (
         ("--decode-q-len", args.decode_q_len), ("--decode-batch", args.decode_batch),
         ("--decode-heads", args.decode_heads), ("--split-kv", args.split_kv),
+        ("--decode-tune", args.decode_tune),
         ("--decode-rows", args.decode_rows), ("--plan", args.plan or None)) if value is not None]
     if not args.decode and decode_only:
         parser.error(f"{', '.join(decode_only)}: only with --decode")
@@ -595,6 +600,8 @@ def decode_shapes(opts):
 # carveout for all of a call's kernels).
 DECODE_SWITCHES = ("ATTNJIT_DECODE_ENTRY", "ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA", "ATTNJIT_PDL",
                    "ATTNJIT_CARVEOUT")
+# A row's own ATTNJIT_TUNE (--decode-tune), in place of --tune, in its switches under this key.
+TUNE_ROW = "ATTNJIT_TUNE"
 NEITHER = {name: "off" for name in DECODE_SWITCHES
            if name not in ("ATTNJIT_PDL", "ATTNJIT_CARVEOUT")}
 
@@ -619,6 +626,7 @@ def decode_impls(name, opts, baseline):
              ("attnjit before", "jit", NEITHER)]
     impls += [(f"attnjit split={n}", "jit", {"ATTNJIT_SPLIT_KV": str(n)})
               for n in opts.split_kv or []]
+    impls += [(f"attnjit tune={spec}", "jit", {TUNE_ROW: spec}) for spec in opts.decode_tune or []]
     if baseline:
         impls += [("base", "base", {}), ("base before", "base", NEITHER)]
     impls.append(("flex", "flex", {}))
@@ -632,9 +640,10 @@ def decode_impls(name, opts, baseline):
 @contextlib.contextmanager
 def decode_switches(values):
     """The decoding switches as `values` says inside (unset where it says nothing: the library's
-    choice), whatever they are outside."""
+    choice), whatever they are outside. A row's tuning (TUNE_ROW) is not one of them: it is read
+    when the variant is created (attnjit_row)."""
     saved = {name: os.environ.pop(name, None) for name in DECODE_SWITCHES}
-    os.environ.update(values)
+    os.environ.update({name: value for name, value in values.items() if name in DECODE_SWITCHES})
     try:
         yield
     finally:
@@ -723,6 +732,7 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
         if key not in prepared_by_jit:
             family, tune = ((opts.family, opts.tune) if which == "jit"
                             else (opts.baseline_family, opts.baseline_tune))
+            tune = switches.get(TUNE_ROW, tune)
             # The family, the tuning and the decoding switches are read when the variant is
             # created (older libraries read the switches per call: they are set for both).
             with environment("ATTNJIT_KERNEL_FAMILY", family), environment("ATTNJIT_TUNE", tune), \
