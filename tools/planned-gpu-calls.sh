@@ -4,16 +4,13 @@
 # then the calls back to back on the warm machine). What each measures, and what it was predicted
 # to show: docs/PERFORMANCE.md, "The next GPU session".
 #
-#   tools/planned-gpu-calls.sh bundle          # here: .gpu-bundle with every sweep's kernels
-#                                              # prewarmed (gpu-bundle.sh; about 8 minutes) and
-#                                              # D13's base library (a few minutes more)
-#   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (budget 420 s): test_gpu and
-#                                              # the sanitizers on both families, then S11, S11b
-#                                              # and S12
-#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (budget 380 s): D13 (the
-#                                              # decoding A/Bs), item 14 (gpu-check's anatomy
-#                                              # stage: decoding steps under ncu), then S8, S1,
-#                                              # S11c
+#   tools/planned-gpu-calls.sh bundle          # here: .gpu-bundle with S3's and S4's kernels
+#                                              # prewarmed (gpu-bundle.sh; about 8 minutes)
+#   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (about 400 s): the cache
+#                                              # reuse check, test_gpu and the sanitizers on
+#                                              # both families, then S3 and S4
+#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (budget 370 s): D=256
+#                                              # against Flex, decoding at 64K keys, B=1 and 8
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
 # Run the calls with run(carry=[".gpu-bundle"], timeout_s=450 and 400): the budgets leave each
@@ -21,30 +18,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Item 11: the short-rows rule at 16K and 2K (the rule, the standard kernel for every call, the
-# short-rows kernel for every call), without the watchdog that makes the short-rows kernels spill.
-# mixed: the kernels as sm90's, with the carveout rule before the twenty-first session (the
-# one-block kernels state no preference; ATTNJIT_CARVEOUT=off), a prefill check of that change.
-S11='--watchdog-ms 0 --head-dim 64 --variant sliding_window --variant causal --schedule sm90=sm90 --schedule standard=sm90:sm90_handoff=1 --schedule short=sm90:sm90_blocks_per_sm=2,sm90_handoff=1 --schedule sm90b=sm90 --schedule mixed=sm90 --schedule-env mixed:ATTNJIT_CARVEOUT=off'
-S11b='--watchdog-ms 0 --head-dim 64 --length 2048 --variant causal --variant prefix_lm --variant sliding_window --variant noop --schedule sm90=sm90 --schedule standard=sm90:sm90_handoff=1 --schedule short=sm90:sm90_blocks_per_sm=2,sm90_handoff=1 --schedule sm90b=sm90'
-# Item 12: the sm80 kernel's K/V copies (nineteenth session) against their earlier addresses.
-S12='--head-dim 64 --head-dim 128 --variant noop --variant causal --variant sliding_window --schedule sm80=sm80 --schedule safe=sm80:sm80_safe_sources=1 --schedule sm80b=sm80 --schedule safe2=sm80:sm80_safe_sources=1 --schedule sm80-mixed=sm80 --schedule-env sm80-mixed:ATTNJIT_CARVEOUT=off'
-# Item 8: masked 192-row tiles at D=64.
-S8='--watchdog-ms 0 --head-dim 64 --variant causal --variant prefix_lm --variant sliding_window --variant document --schedule sm90=sm90 --schedule m192n96=sm90:sm90_block_m=192,sm90_block_n=96,sm90_handoff=1,sm90_fold_m192=1 --schedule m192n112=sm90:sm90_block_m=192,sm90_block_n=112,sm90_handoff=1,sm90_fold_m192=1 --schedule m192=sm90:sm90_block_m=192,sm90_handoff=1 --schedule m192f=sm90:sm90_block_m=192,sm90_handoff=1,sm90_fold_m192=1 --schedule sm90b=sm90 --schedule m192n96b=sm90:sm90_block_m=192,sm90_block_n=96,sm90_handoff=1,sm90_fold_m192=1'
-# Item 1: ALiBi's row shift on both kernels.
-S1='--variant alibi --head-dim 64 --head-dim 128 --schedule sm90=sm90 --schedule unshifted=sm90:score_row_shift=0 --schedule sm90b=sm90 --schedule unshifted2=sm90:score_row_shift=0 --schedule sm80=sm80 --schedule sm80-unshifted=sm80:score_row_shift=0'
-# Item 11: the sm80 kernel's own two blocks per SM on short and long rows.
-S11c='--head-dim 64 --head-dim 128 --variant sliding_window --variant document --variant causal --schedule sm80=sm80 --schedule sm80-m64x2=sm80:sm80_block_m=64,sm80_warps=4,sm80_blocks_per_sm=2'
-
-# Items 13 and 15: decoding steps at B=1 (split) for 4K and 16K keys: the split-KV merge launched
-# programmatically (twentieth session) against ATTNJIT_PDL=off, one carveout for a call's kernels
-# (twenty-first session) against ATTNJIT_CARVEOUT=off, the block-per-row merge against the
-# twentieth session's library (base: b66c038, built into the bundle's bisect/ by `bundle`; its
-# kernels compile there, about 10 s a variant), and SDPA beside them; no Flex (its compile).
-BASE=b66c038
-# Item 16: the slices per head, forced (ATTNJIT_SPLIT_KV) against the heuristic's 14 (4K) and 42
-# (16K): whether a block's chain of key tiles is the fixed cost (docs/PERFORMANCE.md).
-D13="--decode-batch 1 --head-dim 128 --length 4096 --length 16384 --decode-rows attnjit --decode-rows attnjit-no-PDL --decode-rows attnjit-mixed-carveouts --decode-rows base --decode-rows sdpa --split-kv 32 --split-kv 64 --split-kv 128 --decode-rows attnjit-split=32 --decode-rows attnjit-split=64 --decode-rows attnjit-split=128 --baseline-lib .gpu-bundle/bisect/$BASE/libattnjit.so"
+# Planned in the twenty-fifth session (the earlier items ran then: docs/PERFORMANCE.md,
+# "Twenty-fifth session").
+# Item 3: the handoff against none on causal and prefix-LM, twice each in one process.
+S3='--head-dim 64 --head-dim 128 --variant causal --variant prefix_lm --schedule a=sm90 --schedule off=sm90:sm90_handoff=0 --schedule b=sm90 --schedule off2=sm90:sm90_handoff=0'
+# Item 4: D=64's short rows (the masked variants' gap to 1.3x Flex): two blocks per SM and
+# 64-row blocks against the shipped choice.
+S4='--watchdog-ms 0 --head-dim 64 --variant document64 --variant document_random --variant prefix_lm --variant sliding_window --variant document --schedule sm90=sm90 --schedule 2persm=sm90:sm90_blocks_per_sm=2 --schedule m64x2=sm90:sm90_block_m=64,sm90_blocks_per_sm=2'
+# D=256 against Flex (not timed since the fifteenth session), and decoding at 64K keys and B=8.
+C256='--head-dim 256 --variant noop --variant causal --variant sliding_window --variant document'
+D14='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 65536 --decode-rows attnjit --decode-rows sdpa --decode-rows flex'
 
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2
@@ -63,18 +46,20 @@ gpu_check() {  # BUDGET OUTDIR STAGES COMPARE_ARGS SWEEP...
 
 case "${1:-}" in
   bundle)
-    tools/gpu-bundle.sh --sweep "$S11" --sweep "$S11b" --sweep "$S12" --sweep "$S8" \
-      --sweep "$S1" --sweep "$S11c"
-    tools/bench/build_at_commits.sh .gpu-bundle/bisect "$BASE"
+    tools/gpu-bundle.sh --sweep "$S3" --sweep "$S4"
     du -sh .gpu-bundle ;;
   call1)
     [[ $# -eq 2 ]] || usage
-    gpu_check 420 "$2" test,sanitize,sweep "" "$S11" "$S11b" "$S12" ;;
+    # The cache entries prepare compiles, read back by a second process ("Twenty-fifth session").
+    timeout 120 python3 tools/bench/cache_reuse_check.py --lib .gpu-bundle/lib/libattnjit.so.0.1.0 \
+      | tee "$2/cache-reuse.txt" || true
+    gpu_check 300 "$2" test,sanitize,sweep "" "$S3" "$S4" ;;
   call2)
     [[ $# -eq 2 ]] || usage
-    gpu_check 380 "$2" decode,anatomy,sweep "$D13" "$S8" "$S1" "$S11c" ;;
+    mkdir -p "$2/compare" "$2/decode"
+    gpu_check 230 "$2/compare" compare "$C256"
+    gpu_check 140 "$2/decode" decode "$D14" ;;
   print)
-    printf 'S11=%s\nS11b=%s\nS12=%s\nS8=%s\nS1=%s\nS11c=%s\nD13=%s\n' "$S11" "$S11b" "$S12" \
-      "$S8" "$S1" "$S11c" "$D13" ;;
+    printf 'S3=%s\nS4=%s\nC256=%s\nD14=%s\n' "$S3" "$S4" "$C256" "$D14" ;;
   *) usage ;;
 esac

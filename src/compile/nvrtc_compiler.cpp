@@ -6,7 +6,9 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <optional>
+#include <shared_mutex>
 
 #include "common/log.hpp"
 
@@ -279,7 +281,16 @@ std::map<std::string, ResourceUsage, std::less<>> parse_ptxas_report(std::string
   return report;
 }
 
-CompiledProgram compile_program(const std::string& source, std::string_view arch, bool ptx) {
+CompiledProgram compile_program(const std::string& source, std::string_view arch, bool ptx,
+                                bool alone) {
+  static std::shared_mutex compiles;
+  std::shared_lock side_by_side(compiles, std::defer_lock);
+  std::unique_lock by_itself(compiles, std::defer_lock);
+  if (alone) {
+    by_itself.lock();
+  } else {
+    side_by_side.lock();
+  }
   const bool include_toolkit = templates_include_system_header() || includes_system_header(source);
   CompiledProgram compiled;
   compiled.is_ptx = ptx;

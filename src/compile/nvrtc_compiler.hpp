@@ -85,6 +85,10 @@ struct CompiledProgram {
 // Compiles `source` (named kProgramName) with every embedded template available as an
 // in-memory header. Throws CompileError whose message holds the log and which keeps the source,
 // so line numbers can be looked up in it (inspect --emit source prints the same text).
-CompiledProgram compile_program(const std::string& source, std::string_view arch, bool ptx);
+// `alone`: no other compile of this process runs meanwhile (it waits for those running, and
+// they for it); otherwise compiles run side by side (Variant::prepare's two kernels, prewarm's
+// workers).
+CompiledProgram compile_program(const std::string& source, std::string_view arch, bool ptx,
+                                bool alone = false);
 
 }  // namespace attnjit::nvrtc

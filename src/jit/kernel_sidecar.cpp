@@ -153,6 +153,15 @@ std::map<std::string, ResourceUsage, std::less<>> entry_resources_from_json(
   return entries;
 }
 
+std::string missing_report_entry(const std::map<std::string, ResourceUsage, std::less<>>& report,
+                                 const codegen::KernelConfig& config) {
+  if (!report.count(codegen::kForwardEntry)) return codegen::kForwardEntry;
+  if (config.decode_block_n > 0 && !report.count(codegen::kDecodeEntry)) {
+    return codegen::kDecodeEntry;
+  }
+  return {};
+}
+
 std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::json& variant,
                                  const codegen::KernelConfig& config, bool ptx) {
   const nlohmann::json stored_variant = sidecar.value("variant", nlohmann::json());
@@ -175,13 +184,12 @@ std::string check_kernel_sidecar(const nlohmann::json& sidecar, const nlohmann::
     if (!sidecar.contains("resources")) return "sidecar lacks 'resources'";
     const auto entries = entry_resources_from_json(sidecar);
     // A cubin's report names the entries its launches need; PTX has no report.
-    if (!ptx) {
-      if (!entries.count(codegen::kForwardEntry)) {
-        return fmt::format("sidecar's 'resources' lacks '{}'", codegen::kForwardEntry);
-      }
-      if (config.decode_block_n > 0 && !entries.count(codegen::kDecodeEntry)) {
-        return fmt::format("sidecar's 'resources' lacks '{}'", codegen::kDecodeEntry);
-      }
+    if (const std::string missing = ptx ? std::string() : missing_report_entry(entries, config);
+        !missing.empty()) {
+      std::vector<std::string> listed;
+      for (const auto& [entry, usage] : entries) listed.push_back(entry);
+      return fmt::format("sidecar's 'resources' lacks '{}' (it lists [{}])", missing,
+                         fmt::join(listed, ", "));
     }
   } catch (const Error& e) {
     return e.what();

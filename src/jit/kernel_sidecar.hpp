@@ -33,6 +33,12 @@ std::map<std::string, ResourceUsage, std::less<>> entry_resources_from_json(
 inline constexpr const char* kVariantIdentityFields[] = {
     "mask_canonical", "score_canonical", "params", "tensors", "dtype", "head_dim"};
 
+// The first entry of a module of `config` that `report` (a cubin's ptxas report, by entry name)
+// does not describe, or "": the forward entry, and the decoding entry where the config has one.
+// Both the cache's check of a stored kernel and the compiler's check of a fresh report use it.
+std::string missing_report_entry(const std::map<std::string, ResourceUsage, std::less<>>& report,
+                                 const codegen::KernelConfig& config);
+
 // Why a stored kernel's sidecar (checked by the store already) does not fit the request, or "":
 // every identity field the requested `variant` has must be equal in the sidecar's, its config
 // must be `config`, and its "resources" must be well-formed and, for a cubin (not `ptx`), name

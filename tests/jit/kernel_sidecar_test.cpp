@@ -68,8 +68,29 @@ TEST_CASE("a stored kernel fits a request with its variant's identity and config
   nlohmann::json unnamed = sidecar();
   unnamed["resources"] = nlohmann::json::object();
   CHECK(check_kernel_sidecar(unnamed, variant(), config(), false) ==
-        "sidecar's 'resources' lacks 'attnjit_fwd'");
+        "sidecar's 'resources' lacks 'attnjit_fwd' (it lists [])");
   CHECK(check_kernel_sidecar(unnamed, variant(), config(), true).empty());
+  // The refusal names what the report did list, which is what tells a lost report (nothing, or
+  // another module's entries) from an old one.
+  nlohmann::json summary_only = sidecar();
+  summary_only["resources"] = {{"attnjit_tensor_summary", to_json(ResourceUsage{})}};
+  CHECK(check_kernel_sidecar(summary_only, variant(), config(), false) ==
+        "sidecar's 'resources' lacks 'attnjit_fwd' (it lists [attnjit_tensor_summary])");
+}
+
+TEST_CASE("a fresh report's missing entries are the ones the cache would refuse",
+          "[jit][sidecar]") {
+  std::map<std::string, ResourceUsage, std::less<>> report;
+  CHECK(missing_report_entry(report, config()) == "attnjit_fwd");
+  report["attnjit_tensor_summary"] = {};
+  CHECK(missing_report_entry(report, config()) == "attnjit_fwd");
+  report["attnjit_fwd"] = {};
+  CHECK(missing_report_entry(report, config()).empty());
+  codegen::KernelConfig with_decode = config();
+  with_decode.decode_block_n = 64;
+  CHECK(missing_report_entry(report, with_decode) == "attnjit_fwd_decode");
+  report["attnjit_fwd_decode"] = {};
+  CHECK(missing_report_entry(report, with_decode).empty());
 }
 
 TEST_CASE("configurations and resources round-trip through JSON", "[jit][sidecar]") {
