@@ -51,7 +51,10 @@ case "${1:-}" in
   call1)
     [[ $# -eq 2 ]] || usage
     # The cache entries prepare compiles, read back by a second process ("Twenty-fifth session").
-    timeout 120 python3 tools/bench/cache_reuse_check.py --lib .gpu-bundle/lib/libattnjit.so.0.1.0 \
+    # Note: the bundle's fmt/spdlog/xxhash sit beside the library (the GPU machine has none);
+    # gpu-check finds them through --deps, this step through LD_LIBRARY_PATH.
+    LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 120 \
+      python3 tools/bench/cache_reuse_check.py --lib .gpu-bundle/lib/libattnjit.so.0.1.0 \
       | tee "$2/cache-reuse.txt" || true
     gpu_check 300 "$2" test,sanitize,sweep "" "$S3" "$S4" ;;
   call2)
