@@ -6,9 +6,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
+#include <utility>
 
 #include "common/log.hpp"
 
@@ -158,14 +157,28 @@ std::string device_arch(int sm) {
   return sm == 90 ? std::string("sm_90a") : "sm_" + std::to_string(sm);
 }
 
-const std::string& nvrtc_version() {
-  static const std::string version = [] {
+namespace {
+
+std::pair<int, int> nvrtc_version_numbers() {
+  static const std::pair<int, int> version = [] {
     int major = 0, minor = 0;
     check(nvrtcVersion(&major, &minor), "nvrtcVersion");
+    return std::pair{major, minor};
+  }();
+  return version;
+}
+
+}  // namespace
+
+const std::string& nvrtc_version() {
+  static const std::string version = [] {
+    const auto [major, minor] = nvrtc_version_numbers();
     return fmt::format("{}.{}", major, minor);
   }();
   return version;
 }
+
+bool nvrtc_has_no_cache_option() { return nvrtc_version_numbers() >= std::pair{12, 9}; }
 
 bool includes_system_header(std::string_view text) {
   const auto skip_blanks = [&](std::size_t pos) {
@@ -236,6 +249,14 @@ std::vector<std::string> compile_options(std::string_view arch, bool ptx, bool i
   } else {
     options.push_back("--gpu-architecture=" + valid);
     options.push_back("-Xptxas=-v");  // the resource report, parsed by parse_ptxas_report
+    // Note: NVRTC 12.9 and later keep compiled cubins in the driver's compute cache
+    // (~/.nv/ComputeCache; only where libcuda loads, so never on a machine without a GPU) and
+    // on a hit skip ptxas, whose report is then missing from the log. On an H200 a kernel that
+    // an earlier process had compiled with another attnjit cache was stored without its
+    // report, and every later process refused the entry and compiled it again (2026-11-27).
+    // attnjit's own cache stands in for the driver's, so the report always comes from ptxas.
+    // Not in the key: the option changes nothing in the cubin.
+    if (!for_key && nvrtc_has_no_cache_option()) options.push_back("--no-cache");
   }
   if (include_toolkit) {
     options.push_back("--include-path=" +
@@ -281,16 +302,7 @@ std::map<std::string, ResourceUsage, std::less<>> parse_ptxas_report(std::string
   return report;
 }
 
-CompiledProgram compile_program(const std::string& source, std::string_view arch, bool ptx,
-                                bool alone) {
-  static std::shared_mutex compiles;
-  std::shared_lock side_by_side(compiles, std::defer_lock);
-  std::unique_lock by_itself(compiles, std::defer_lock);
-  if (alone) {
-    by_itself.lock();
-  } else {
-    side_by_side.lock();
-  }
+CompiledProgram compile_program(const std::string& source, std::string_view arch, bool ptx) {
   const bool include_toolkit = templates_include_system_header() || includes_system_header(source);
   CompiledProgram compiled;
   compiled.is_ptx = ptx;

@@ -36,9 +36,12 @@ std::string device_arch(int sm);
 
 // "13.0", from nvrtcVersion().
 const std::string& nvrtc_version();
+// Whether this NVRTC takes --no-cache (12.9 and later: those use the driver's compute cache).
+bool nvrtc_has_no_cache_option();
 
 // The options passed to nvrtcCompileProgram, fixed and in a fixed order:
 //   -std=c++17 --gpu-architecture=<sm_XX | compute_XX for PTX> -Xptxas=-v (cubin only)
+//   --no-cache (cubin only, NVRTC 12.9 and later, never in a cache key: see the definition)
 // Note: no --use_fast_math. The templates call the fast intrinsics (exp2f -> ex2.approx) where
 // they want them; user expressions (exp, tanh, division) keep IEEE semantics so the GPU
 // agrees with the CPU reference within the tests' error limits.
@@ -85,10 +88,7 @@ struct CompiledProgram {
 // Compiles `source` (named kProgramName) with every embedded template available as an
 // in-memory header. Throws CompileError whose message holds the log and which keeps the source,
 // so line numbers can be looked up in it (inspect --emit source prints the same text).
-// `alone`: no other compile of this process runs meanwhile (it waits for those running, and
-// they for it); otherwise compiles run side by side (Variant::prepare's two kernels, prewarm's
-// workers).
-CompiledProgram compile_program(const std::string& source, std::string_view arch, bool ptx,
-                                bool alone = false);
+// Compiles may run side by side (Variant::prepare's kernels, prewarm's workers).
+CompiledProgram compile_program(const std::string& source, std::string_view arch, bool ptx);
 
 }  // namespace attnjit::nvrtc

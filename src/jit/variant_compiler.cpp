@@ -122,26 +122,17 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
     log().info("compiling kernel {} for {} (mask '{}', score '{}')", key, arch, spec.mask,
                spec.score);
     nvrtc::CompiledProgram program = nvrtc::compile_program(generated.source, arch, ptx);
-    // Note: on an H200 machine (driver 580 and its CUDA 13.0 NVRTC) a kernel compiled beside
-    // another (Variant::prepare compiles the sm90 and sm80 kernels at once) was stored with a
-    // report that lacked its forward entry, which every later process refused and compiled
-    // again; the same kernel compiled by itself there had its report (2026-11-27). A report
-    // without an entry the module has is therefore taken again from a compile that runs alone.
-    if (std::string missing =
+    // Note: a report without an entry the module has would make every later process refuse
+    // the stored entry (kernel_sidecar) and compile it again. NVRTC's use of the driver's
+    // compute cache did that on an H200 (nvrtc::compile_options' --no-cache now prevents it);
+    // anything else that does it should be seen, not silently paid for in each process.
+    if (const std::string missing =
             ptx ? std::string() : missing_report_entry(program.resources, generated.config);
         !missing.empty()) {
       log().warn(
-          "kernel {} for {}: NVRTC's report ({} bytes of log) does not describe {}; "
-          "compiling it again with no other compile running",
+          "kernel {} for {}: NVRTC's report ({} bytes of log) does not describe {}; stored "
+          "without it, the cache will compile it again in each process",
           key, arch, program.log.size(), missing);
-      program = nvrtc::compile_program(generated.source, arch, ptx, /*alone=*/true);
-      missing = missing_report_entry(program.resources, generated.config);
-      if (!missing.empty()) {
-        log().warn(
-            "kernel {} for {}: NVRTC's report still does not describe {}; stored "
-            "without it, the cache will compile it again in each process",
-            key, arch, missing);
-      }
     }
     CompiledKernel compiled;
     compiled.binary.image = std::move(program.image);

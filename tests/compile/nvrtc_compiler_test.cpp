@@ -117,7 +117,8 @@ TEST_CASE("sm_90a is an arch of its own, and compute capability 9.0 gets it", "[
   CHECK(nvrtc::device_arch(86) == "sm_86");
   CHECK(nvrtc::device_arch(80) == "sm_80");
   CHECK(nvrtc::compile_options("sm_90a", false, false) ==
-        std::vector<std::string>{"-std=c++17", "--gpu-architecture=sm_90a", "-Xptxas=-v"});
+        std::vector<std::string>{"-std=c++17", "--gpu-architecture=sm_90a", "-Xptxas=-v",
+                                 "--no-cache"});
   CHECK(nvrtc::compile_options("sm_90a", true, false) ==
         std::vector<std::string>{"-std=c++17", "--gpu-architecture=compute_90a"});
   const auto compiled = nvrtc::compile_program(kSource, "sm_90a", true);
@@ -137,7 +138,15 @@ TEST_CASE("compile_program emits PTX on request", "[nvrtc]") {
 
 TEST_CASE("compile options are fixed and deterministic", "[nvrtc]") {
   const auto options = nvrtc::compile_options("sm_90", false, false);
-  CHECK(options == std::vector<std::string>{"-std=c++17", "--gpu-architecture=sm_90", "-Xptxas=-v"});
+  CHECK(options == std::vector<std::string>{"-std=c++17", "--gpu-architecture=sm_90", "-Xptxas=-v",
+                                            "--no-cache"});
+  // NVRTC 13 on a GPU machine would otherwise take a cubin it compiled before from the driver's
+  // compute cache, without running ptxas, and the resource report would be missing from the log.
+  // The option changes nothing in the cubin, so a cache key leaves it out (prewarmed caches stay
+  // valid).
+  CHECK(nvrtc::nvrtc_has_no_cache_option());
+  CHECK(nvrtc::compile_options("sm_90", false, false, true) ==
+        std::vector<std::string>{"-std=c++17", "--gpu-architecture=sm_90", "-Xptxas=-v"});
   CHECK(nvrtc::compile_options("sm_90", true, false) ==
         std::vector<std::string>{"-std=c++17", "--gpu-architecture=compute_90"});
   CHECK(nvrtc::compile_options("sm_80", false, true, true).back() == "--include-path=<cuda-toolkit>");

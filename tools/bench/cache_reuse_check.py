@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Whether kernels that attnjit_variant_prepare compiles into a fresh cache are read back by a
 later process without being refused (docs/PERFORMANCE.md, "Twenty-fifth session": on an H200 an
-entry compiled beside another was stored with a report that lacked its forward entry, and every
-later process refused it and compiled it again).
+entry was stored with a report that lacked its forward entry, and every later process refused it
+and compiled it again; "Twenty-sixth session": NVRTC had taken the cubin from the driver's
+compute cache without running ptxas).
 
     python3 tools/bench/cache_reuse_check.py --lib .gpu-bundle/lib/libattnjit.so.0.1.0
 
-Prepares each variant in a child process on a fresh cache (the sm90 and sm80 kernels compile at
-once there on sm_90a), then again in a second child, and reports every sidecar's entries and
-every "refusing entry" or "compiling it again" warning. Exit status 1 when any entry was refused.
-Needs a GPU (prepare loads the kernels) and nothing else: no torch.
+Prepares each variant in a child process on a throwaway cache (so that the driver's compute
+cache, where libcuda loads, holds its cubins, as it did on the H200 after an earlier program),
+then on a fresh cache (the sm90 and sm80 kernels compile at once there on sm_90a), then again in
+a third child on that cache, and reports every sidecar's entries and every warning of a refused
+entry or of a report that lacks an entry. Exit status 1 when there is any. Needs a GPU (prepare
+loads the kernels) or the fake device, and nothing else: no torch.
 """
 import argparse
 import glob
@@ -43,23 +46,25 @@ def child(lib, cache_dir, mask, head_dim):
 
 
 def check_variant(lib, cache, name, mask, head_dim):
-    """Prepares the variant twice on `cache`, each time in a child process; prints every warning
-    of a refused entry or a compile taken again, then the stored sidecars' entries. Returns the
-    count of refusals and failed children."""
+    """Prepares the variant on a throwaway cache, then twice on `cache`, each time in a child
+    process; prints every warning of a refused entry or a report without an entry, then the
+    stored sidecars' entries. Returns the count of those warnings and failed children."""
     refused = 0
-    for run in ("first", "second"):
-        result = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--lib", lib, "--child", cache, mask,
-             str(head_dim)], capture_output=True, text=True, timeout=300)
+    for run in ("prime", "first", "second"):
+        with tempfile.TemporaryDirectory(prefix="attnjit-prime-") as throwaway:
+            result = subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--lib", lib, "--child",
+                 throwaway if run == "prime" else cache, mask, str(head_dim)],
+                capture_output=True, text=True, timeout=300)
         warnings = [line for line in (result.stdout + result.stderr).splitlines()
-                    if "refusing entry" in line or "compiling it again" in line]
+                    if "refusing entry" in line or "does not describe" in line]
         if result.returncode != 0:
             print(f"{name} d{head_dim} {run}: failed ({result.returncode}): "
                   f"{result.stderr.strip()[-300:]}")
             refused += 1
         for line in warnings:
             print(f"{name} d{head_dim} {run}: {line.strip()}")
-        refused += sum("refusing entry" in line for line in warnings)
+        refused += len(warnings)
     for sidecar in sorted(glob.glob(os.path.join(cache, "v1", "*", "*", "*.json"))):
         with open(sidecar) as f:
             stored = json.load(f)
