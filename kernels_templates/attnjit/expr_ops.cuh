@@ -111,6 +111,22 @@ ATTNJIT_HD float ceil_f(float x) { return std::ceil(x); }
 ATTNJIT_HD float pow_f(float x, float y) { return std::pow(x, y); }
 #endif
 ATTNJIT_HD float clamp_f(float x, float lo, float hi) { return min_f(max_f(x, lo), hi); }
+
+// `x`, as a value the device compiler cannot see through: the factored score's factor
+// (codegen/factor_score.hpp), so that a score written with literals (`30 * tanh(score / 30)`)
+// compiles to the kernel its parameter form (`cap * tanh(score / cap)`) does. With the factor
+// known at compile time the kernel's fold test was decided there, and the code ptxas then
+// scheduled for the sm90 kernel's 128 x 176 tiles at head dim 128 spilled 196 bytes, where the
+// parameter form, the one kernel_resources_test checks, spills none.
+// Note: a multiply by a 1 in constant memory, which neither NVVM (the variable may be written
+// from the host) nor ptxas (a c[][] operand) folds; a mov in inline asm does not do: ptxas
+// propagates its immediate.
+#if ATTNJIT_DEVICE_COMPILE && defined(__CUDA_ARCH__)
+__constant__ float runtime_one = 1.0f;
+ATTNJIT_HD float runtime_f(float x) { return x * runtime_one; }
+#else
+ATTNJIT_HD float runtime_f(float x) { return x; }
+#endif
 ATTNJIT_HD float sigmoid_f(float x) { return 1.0f / (1.0f + exp_f(-x)); }
 
 // Fast forms for score expressions (lower_expr.hpp, ElementOptions::fast_math): one MUFU

@@ -1,8 +1,10 @@
 #include "codegen/factor_score.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,16 @@ std::string operand(const std::string& code) {
   return code;
 }
 
+// Whether lowered code names nothing: numbers (with a float suffix or an exponent), operators
+// and parentheses only.
+bool is_literal_code(const std::string& code) {
+  static const std::regex number(R"((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?f?)");
+  const std::string rest = std::regex_replace(code, number, "0");
+  return std::none_of(rest.begin(), rest.end(), [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
 class Factorer {
  public:
   Factorer(const expr::Signature& signature, const ScoreHoisting& hoisting)
@@ -67,6 +79,7 @@ class Factorer {
       result_.factor = fmt::format("{} * {}", kLog2e, or_one(product.factor));
       result_.core = or_one(product.core);
     }
+    result_.factor_is_literal = is_literal_code(result_.factor);
     return std::move(result_);
   }
 

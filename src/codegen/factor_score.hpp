@@ -50,6 +50,9 @@ struct ScoreConstant {
 struct FactoredScore {
   std::vector<ScoreConstant> constants;
   std::string factor;  // block-level code, log2(e) included
+  // Whether `factor` is made of literals alone (soft-capping written `30 * tanh(score / 30)`):
+  // its code then goes through ops::runtime_f (expr_ops.cuh, which says why).
+  bool factor_is_literal = false;
   std::string core;    // element code over `qk` (the raw Q K^T product) and the hoisted values
   // The nodes whose inputs (parameters, tensors, indices) the constants' code and the core's
   // code read outside hoisted values, for their declarations (declare_element_inputs).

@@ -248,8 +248,12 @@ std::string factored_score_text(const FactoredScore& factored, const expr::Signa
   for (const ScoreConstant& constant : factored.constants) {
     body += fmt::format("  score_constants.{} = {};\n", constant.member, constant.code);
   }
-  body += fmt::format("  score_constants.factor = {};\n  return score_constants;\n",
-                      factored.factor);
+  // Note: a factor of literals alone goes through runtime_f (expr_ops.cuh says why), so that it
+  // compiles as its parameter form does; every other factor's code is as it was.
+  body += fmt::format(
+      "  score_constants.factor = {};\n  return score_constants;\n",
+      factored.factor_is_literal ? fmt::format("attnjit::ops::runtime_f({})", factored.factor)
+                                 : factored.factor);
   s += indent_member_body(body) + "  }\n\n";
   s += fmt::format(
       "  ATTNJIT_DEVICE static float score_core(const ScoreConstants& score_constants,\n"

@@ -130,8 +130,32 @@ TEST_CASE("a score under a function or a comparison is passed in as factor times
   // The condition reads the scaled score; the per-row divisor is a hoisted reciprocal.
   CHECK(contains(core, "(scale * qk)") == false);
   CHECK(contains(core, "score_constants.c"));
-  CHECK(contains(function_text(hooks, "score_constants"), "score_constants.factor = 1.4426950408889634f * 1.0f;"));
+  // A factor of literals alone is passed through runtime_f (expr_ops.cuh).
+  CHECK(contains(function_text(hooks, "score_constants"),
+                 "score_constants.factor = attnjit::ops::runtime_f(1.4426950408889634f * 1.0f);"));
   CHECK_FALSE(contains(core, "score "));  // no unscaled score is left
+}
+
+// With the factor known at compile time, ptxas scheduled the sm90 kernel's 128 x 176 tiles at
+// head dim 128 so that `30 * tanh(score / 30)` spilled 196 bytes where `cap * tanh(score / cap)`
+// spilled none (kernel_resources_test checks the compiled kernel); a literal factor now reaches
+// the kernel as a run-time value, a parameter's or the scale's as it always did.
+TEST_CASE("a soft-cap written with literals keeps its factor a run-time value") {
+  const std::string literal = function_text(
+      lower_element_hooks(parse_mask(""), parse_score("30 * tanh(score / 30)")), "score_constants");
+  CHECK(contains(literal, "score_constants.c0 = (scale / 30.0f);"));
+  CHECK(contains(literal,
+                 "score_constants.factor = attnjit::ops::runtime_f(1.4426950408889634f * 30.0f);"));
+  const std::string exponent = function_text(
+      lower_element_hooks(parse_mask(""), parse_score("5e1 * tanh(score / 5e1)")),
+      "score_constants");
+  CHECK(contains(exponent, "attnjit::ops::runtime_f("));
+  for (const char* score : {"cap * tanh(score / cap)", "score * 2.0", "score + float(kv_idx)"}) {
+    INFO(score);
+    CHECK_FALSE(contains(
+        function_text(lower_element_hooks(parse_mask(""), parse_score(score)), "score_constants"),
+        "runtime_f"));
+  }
 }
 
 TEST_CASE("with the row shift ALiBi's element is qk, its distance per row and key tile") {
