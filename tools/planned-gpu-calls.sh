@@ -9,11 +9,13 @@
 #   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (about 400 s): the cache
 #                                              # reuse check, test_gpu and the sanitizers on
 #                                              # both families, then S3 and S4
-#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (budget 370 s): D=256
-#                                              # against Flex, decoding at 64K keys, B=1 and 8
+#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 90 s of timelines,
+#                                              # then budgets of 320 s): the blocks' timelines,
+#                                              # D=256 against Flex, decoding at 64K keys, B=1
+#                                              # and 8
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
-# Run the calls with run(carry=[".gpu-bundle"], timeout_s=450 and 400): the budgets leave each
+# Run the calls with run(carry=[".gpu-bundle"], timeout_s=450 and 420): the budgets leave each
 # call's last step its time and the machine start (about 35 s) inside the 15 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,10 @@ S3='--head-dim 64 --head-dim 128 --variant causal --variant prefix_lm --schedule
 S4='--watchdog-ms 0 --head-dim 64 --variant document64 --variant document_random --variant prefix_lm --variant sliding_window --variant document --schedule sm90=sm90 --schedule 2persm=sm90:sm90_blocks_per_sm=2 --schedule m64x2=sm90:sm90_block_m=64,sm90_blocks_per_sm=2'
 # D=256 against Flex (not timed since the fifteenth session), and decoding at 64K keys and B=8.
 C256='--head-dim 256 --variant noop --variant causal --variant sliding_window --variant document'
+# The timeline cases (profile_variant.py VARIANT LENGTH HEAD_DIM): the short rows at both head
+# dims beside noop, and noop at 2K (16 kept tiles a row, as the 8 documents at 16K).
+TIMELINE_CASES=("document 16K 64" "sliding_window 16K 64" "causal 16K 64" "noop 16K 64"
+                "noop 2K 64" "document 16K 128" "sliding_window 16K 128" "noop 16K 128")
 D14='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 65536 --decode-rows attnjit --decode-rows sdpa --decode-rows flex'
 
 usage() {
@@ -61,10 +67,24 @@ case "${1:-}" in
     gpu_check 300 "$2" test,sanitize,sweep "" "$S3" "$S4" ;;
   call2)
     [[ $# -eq 2 ]] || usage
-    mkdir -p "$2/compare" "$2/decode"
-    gpu_check 230 "$2/compare" compare "$C256"
-    gpu_check 140 "$2/decode" decode "$D14" ;;
+    mkdir -p "$2/compare" "$2/decode" "$2/timeline"
+    # Where a block's time goes (the short rows' per-block cost; "Twenty-sixth session"): each
+    # case once with the timeline kernel (about 10 s each), then its report; the records come
+    # back gzipped.
+    for case in "${TIMELINE_CASES[@]}"; do
+      name=${case// /-}
+      env ATTNJIT_LIB="$PWD/.gpu-bundle/lib/libattnjit.so.0.1.0" ATTNJIT_TUNE=sm90_timeline=1 \
+        ATTNJIT_TIMELINE="$2/timeline/$name.json" \
+        LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 40 \
+        python3 tools/bench/profile_variant.py $case 3 || true
+      [[ -f "$2/timeline/$name.json" ]] || continue
+      python3 tools/bench/timeline_report.py "$2/timeline/$name.json" | tee "$2/timeline/$name.txt"
+      gzip -f "$2/timeline/$name.json"
+    done
+    gpu_check 200 "$2/compare" compare "$C256"
+    gpu_check 120 "$2/decode" decode "$D14" ;;
   print)
-    printf 'S3=%s\nS4=%s\nC256=%s\nD14=%s\n' "$S3" "$S4" "$C256" "$D14" ;;
+    printf 'S3=%s\nS4=%s\nC256=%s\nD14=%s\n' "$S3" "$S4" "$C256" "$D14"
+    printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

@@ -56,6 +56,7 @@
 #include "attnjit/sm90_barrier.cuh"
 #include "attnjit/sm90_fwd_config.cuh"
 #include "attnjit/sm90_fwd_params.cuh"
+#include "attnjit/sm90_timeline.cuh"
 #include "attnjit/sm90_tma.cuh"
 #include "attnjit/sm90_wgmma.cuh"
 
@@ -136,6 +137,9 @@ struct AttentionForwardSm90 {
   // Two blocks per SM (kSm90FeatureTwoBlocksPerSm): the launch promises ptxas 2 resident blocks
   // (__launch_bounds__(384, 2)), and the consumers get what the smaller pool allows.
   static constexpr bool kTwoBlocksPerSm = (FEATURES & kSm90FeatureTwoBlocksPerSm) != 0u;
+  // Phase stamps into the host's timeline records (sm90_timeline.cuh); plain blocks only.
+  static constexpr bool kTimeline = (FEATURES & kSm90FeatureTimeline) != 0u;
+  static_assert(!(kTimeline && kPersistent), "the timeline records one work item per block");
   static_assert(!kTwoBlocksPerSm || (kConsumerWarpgroups <= 2 && !kPersistent),
                 "two blocks per SM: one or two consumer warpgroups, plain blocks");
   // One consumer warpgroup (BLOCK_M 64): plain blocks with P in registers (the host refuses the
@@ -248,6 +252,9 @@ struct AttentionForwardSm90 {
   };
 
   ATTNJIT_DEVICE void run() {
+    if constexpr (kTimeline) {
+      if (threadIdx.x == 0) start_timeline();
+    }
     // Launched after the call's tensor summaries, the kernel may start while they still run
     // (grid_dependency.cuh); every thread waits for them before anything else. Nothing of ours
     // follows this kernel, so it lets no later launch start early.
@@ -278,6 +285,9 @@ struct AttentionForwardSm90 {
       fence_mbarrier_init();
     }
     __syncthreads();
+    if constexpr (kTimeline) {
+      if (threadIdx.x == 0) stamp(kStampSetupDone);
+    }
 
     const int warpgroup = static_cast<int>(threadIdx.x) / 128;
     if (warpgroup == 0) {
@@ -351,6 +361,42 @@ struct AttentionForwardSm90 {
     }
   };
 
+  // ---- The timeline (sm90_timeline.cuh): one record per block, written by single threads.
+  ATTNJIT_DEVICE Sm90TimelineRecord* timeline_record() const {
+    if (params.timeline == nullptr) return nullptr;
+    return params.timeline +
+           (static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x));
+  }
+  ATTNJIT_DEVICE void stamp(Sm90TimelineStamp which) const {
+    if (Sm90TimelineRecord* record = timeline_record()) record->clock[which] = timeline_clock();
+  }
+  ATTNJIT_DEVICE void start_timeline() const {
+    if (Sm90TimelineRecord* record = timeline_record()) {
+      record->clock[kStampBlockStart] = timeline_clock();
+      record->start_ns = timeline_ns();
+      record->smid = timeline_smid();
+      record->written = 1;
+    }
+  }
+  ATTNJIT_DEVICE void finish_producer_timeline(unsigned tiles) const {
+    if (Sm90TimelineRecord* record = timeline_record()) {
+      record->clock[kStampLastVIssued] = timeline_clock();
+      record->tiles = tiles;
+      record->q_tile = static_cast<unsigned>(math.q0 / BLOCK_M);
+      record->batch = static_cast<unsigned>(math.b);
+      record->head = static_cast<unsigned>(math.h);
+    }
+  }
+  ATTNJIT_DEVICE void finish_consumer_timeline(int consumer) const {
+    Sm90TimelineRecord* record = timeline_record();
+    if (record == nullptr) return;
+    if (consumer == 0) record->clock[kStampOutputDone] = timeline_clock();
+    if (consumer == kConsumerWarpgroups - 1) {
+      record->clock[kStampLastConsumerDone] = timeline_clock();
+      record->end_ns = timeline_ns();
+    }
+  }
+
   // ---- Producer: warp 0 of warpgroup 0.
   ATTNJIT_DEVICE void produce() {
     const int leader = elect_one_lane();
@@ -386,9 +432,13 @@ struct AttentionForwardSm90 {
     KeptTiles kept;
     int tile_class = kTileEmpty;
     int tile = kept.next(math, 0, lane, tile_class);
+    if constexpr (kTimeline) {
+      if (leader) stamp(kStampFirstKIssued);
+    }
     if (tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring, tile_class);
     if (k_before_q) load_q(leader, item);
     if (kHandoff && tile >= math.num_kv_tiles) post_no_more_tiles(leader, k_ring);
+    unsigned tiles = 0;  // for the timeline only (unused otherwise)
     while (tile < math.num_kv_tiles) {
       const int next = kept.next(math, tile + 1, lane, tile_class);
       if (next < math.num_kv_tiles) {
@@ -398,6 +448,10 @@ struct AttentionForwardSm90 {
       }
       load_stage<true>(leader, tile, v_ring);
       tile = next;
+      ++tiles;
+    }
+    if constexpr (kTimeline) {
+      if (leader) finish_producer_timeline(tiles);
     }
   }
 
@@ -554,6 +608,9 @@ struct AttentionForwardSm90 {
 
     const unsigned q_rows = q_smem + consumer * kConsumerRowBytes;
     mbarrier_wait(q_barrier(), static_cast<unsigned>(item & 1), "Q full");
+    if constexpr (kTimeline) {
+      if (consumer == 0 && thread == 0) stamp(kStampQReady);
+    }
     KeptTiles kept;
     const GemmTurns turns(consumer);
     int tile_class = kTileEmpty;
@@ -579,6 +636,9 @@ struct AttentionForwardSm90 {
       }
     }
     if (consumer == 0) turns.begin();  // the last consumer's arrival after its last turn
+    if constexpr (kTimeline) {
+      if (consumer == 0 && threadIdx.x % 128 == 0) stamp(kStampLoopDone);
+    }
 
     // Note: Q is released only after the turns above are over. The next item's Q wait of the
     // last consumer then follows consumer 0's last bar.sync of this item, so its first
@@ -601,6 +661,9 @@ struct AttentionForwardSm90 {
     const int out_warp =
         kTwoBlocksPerSm ? static_cast<int>(opaque(threadIdx.x)) / 32 - 4 : warp;
     math.store_output(acc_o, softmax, out_warp, lane);
+    if constexpr (kTimeline) {
+      if (threadIdx.x % 128 == 0) finish_consumer_timeline(consumer);
+    }
     if constexpr (kPersistent && !kOutputApart) {
       // The staging's st.shared / ld.shared come before the next Q's TMA writes (async proxy).
       fence_proxy_async_shared();
@@ -771,6 +834,9 @@ struct AttentionForwardSm90 {
     Scores acc_s;
     POperand p = p_operand(warp / 4);
     mbarrier_wait(stage_barrier(kFullK, ring.stage), ring.parity(), "K full");
+    if constexpr (kTimeline) {
+      if (warp == 0 && lane == 0) stamp(kStampFirstKReady);
+    }
     score_turn(acc_s, ring.stage, q_rows, turns);
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     typename RowMath::RowShifts shift{};

@@ -46,6 +46,8 @@ constexpr unsigned kSm90FeatureFoldM192 = 256u;
 // 240, so that a block's start and end (Q's load, the first K, the epilogue) run under the other
 // block's tiles, as the SM80 kernel's and Triton's several blocks per SM do for short rows.
 constexpr unsigned kSm90FeatureTwoBlocksPerSm = 512u;
+// Phase stamps into the host's per-block timeline records (sm90_timeline.cuh; plain blocks).
+constexpr unsigned kSm90FeatureTimeline = 1024u;
 
 // TMA with the 128-byte swizzle writes 1024-byte swizzle atoms, and wgmma descriptors address
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so

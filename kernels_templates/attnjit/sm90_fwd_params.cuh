@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/sm90_timeline.cuh"
 #include "attnjit/sm90_tma.cuh"
 
 namespace attnjit {
@@ -17,6 +18,9 @@ struct Sm90FwdParams {
   TensorMap q_map;
   TensorMap k_map;
   TensorMap v_map;
+  // One record per block for a kernel compiled with the timeline (sm90_timeline.cuh), when the
+  // host asked for one ($ATTNJIT_TIMELINE); otherwise null, and never read.
+  Sm90TimelineRecord* timeline;
 };
 
 }  // namespace attnjit

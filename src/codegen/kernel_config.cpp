@@ -300,6 +300,12 @@ KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool m
   config.fold_m192 = config.block_m == kSm90WideBlockM &&
                      tuning.sm90_fold_m192.value_or(!masked && !special_score);
   config.watchdog_ms = tuning.sm90_watchdog_ms.value_or(0);
+  config.timeline = tuning.sm90_timeline.value_or(false);
+  if (config.timeline && config.persistent) {
+    throw_error(Status::invalid_argument,
+                "ATTNJIT_TUNE: sm90_timeline=1 records one work item per block, so it needs plain "
+                "blocks, not sm90_persistent=1");
+  }
   if (config.p_in_smem && config.block_n % 64 != 0) {
     throw_error(Status::invalid_argument,
                 "ATTNJIT_TUNE: sm90_p_smem=1 needs sm90_block_n a multiple of 64 (P is stored in "

@@ -92,6 +92,8 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     } else if (key == "sm90_watchdog_ms") {
       // Note: ten minutes is the longest a kernel could usefully wait (a device call's limit).
       tuning.sm90_watchdog_ms = int_value(key, value, 0, 600000);
+    } else if (key == "sm90_timeline") {
+      tuning.sm90_timeline = bool_value(key, value);
     } else if (key == "score_row_shift") {
       tuning.score_row_shift = bool_value(key, value);
     } else {
@@ -100,7 +102,7 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
                   "sm80_stages, sm80_blocks_per_sm, sm80_safe_sources, decode_block_n, "
                   "decode_stages, sm90_block_m, sm90_block_n, sm90_stages, sm90_overlap, "
                   "sm90_persistent, sm90_p_smem, sm90_handoff, sm90_poly_exp2, sm90_fold_m192, "
-                  "sm90_blocks_per_sm, sm90_watchdog_ms, score_row_shift",
+                  "sm90_blocks_per_sm, sm90_watchdog_ms, sm90_timeline, score_row_shift",
                   key);
     }
   }

@@ -49,6 +49,10 @@
 //                                          of kv_idx (ALiBi) leave the element's code, added
 //                                          once per row and key tile (codegen/factor_score.hpp;
 //                                          1, the default; not yet timed on a GPU)
+//   sm90_timeline  0 | 1                   plain sm90 blocks stamp their phases (SM cycles) into
+//                                          records the host writes to $ATTNJIT_TIMELINE after
+//                                          each call (sm90_timeline.cuh; a measuring aid that
+//                                          leaves the schedule as it is, like the watchdog)
 //   sm90_watchdog_ms 0 .. 600000           an mbarrier wait longer than this many ms records
 //                                          which wait and faults the kernel (0: off, the
 //                                          default; a hang becomes an error naming the wait;
@@ -80,6 +84,7 @@ struct KernelTuning {
   std::optional<bool> sm90_fold_m192;
   std::optional<int> sm90_blocks_per_sm;
   std::optional<int> sm90_watchdog_ms;
+  std::optional<bool> sm90_timeline;
   std::optional<bool> score_row_shift;
 };
 
@@ -89,9 +94,10 @@ KernelTuning parse_kernel_tuning(std::string_view text);
 
 // ATTNJIT_TUNE read now (not cached: a benchmark may change it between calls).
 KernelTuning kernel_tuning_from_environment();
-// Whether `tuning` sets anything but the watchdog (sm90_watchdog_ms, a debugging aid that leaves
-// the schedule as it is), and whether ATTNJIT_TUNE does: then the kernel it describes serves
-// every call of a variant (no short-rows kernel beside it, codegen/short_rows.hpp).
+// Whether `tuning` sets anything but the watchdog or the timeline (sm90_watchdog_ms,
+// sm90_timeline: aids that leave the schedule as it is), and whether ATTNJIT_TUNE does: then the
+// kernel it describes serves every call of a variant (no short-rows kernel beside it,
+// codegen/short_rows.hpp).
 // Note: a key added to KernelTuning must be added to changes_schedule too
 // (kernel_tuning_test checks every key).
 bool changes_schedule(const KernelTuning& tuning);

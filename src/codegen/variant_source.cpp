@@ -80,18 +80,17 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
         config.decode_smem_bytes, config.decode_blocks_per_sm);
   }
   if (sm90) {
-    s += fmt::format("// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}{}{}{}\n",
-                     config.overlap ? "on" : "off", config.persistent ? "on" : "off",
-                     config.p_in_smem ? ", P in shared memory" : "",
-                     config.tile_handoff ? ", tile handoff" : "",
-                     config.poly_exp2 > 0
-                         ? fmt::format(", {} of 8 exponentials on the FMA pipe", config.poly_exp2)
-                         : "",
-                     config.fold_m192 ? ", scale folded into the exponent" : "",
-                     config.blocks_per_sm == 2 ? ", two blocks per SM" : "",
-                     config.watchdog_ms > 0
-                         ? fmt::format(", mbarrier watchdog {} ms", config.watchdog_ms)
-                         : "");
+    s += fmt::format(
+        "// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}{}{}{}{}\n",
+        config.overlap ? "on" : "off", config.persistent ? "on" : "off",
+        config.p_in_smem ? ", P in shared memory" : "", config.tile_handoff ? ", tile handoff" : "",
+        config.poly_exp2 > 0
+            ? fmt::format(", {} of 8 exponentials on the FMA pipe", config.poly_exp2)
+            : "",
+        config.fold_m192 ? ", scale folded into the exponent" : "",
+        config.blocks_per_sm == 2 ? ", two blocks per SM" : "",
+        config.watchdog_ms > 0 ? fmt::format(", mbarrier watchdog {} ms", config.watchdog_ms) : "",
+        config.timeline ? ", timeline stamps" : "");
     // Note: defined only when on, before sm90_barrier.cuh is included, so that the default
     // kernels' source (hence their cache keys) stays what it was before the watchdog existed.
     if (config.watchdog_ms > 0) {
@@ -138,6 +137,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
     }
     if (config.fold_m192) features += " | attnjit::kSm90FeatureFoldM192";
     if (config.blocks_per_sm == 2) features += " | attnjit::kSm90FeatureTwoBlocksPerSm";
+    if (config.timeline) features += " | attnjit::kSm90FeatureTimeline";
     s += fmt::format(
         "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}, {}>(params);\n",
         elem_type(dtype), head_dim, config.block_m, config.block_n, config.num_stages, features);

@@ -37,6 +37,9 @@ struct KernelConfig {
   bool fold_m192 = false;
   // sm90 kernel only: an mbarrier wait longer than this prints its label and traps (0: off).
   int watchdog_ms = 0;
+  // sm90 kernel only, plain blocks: phase stamps into per-block timeline records
+  // (sm90_timeline.cuh).
+  bool timeline = false;
   // Both kernels: the score's row shift where it has one (codegen/factor_score.hpp).
   bool score_row_shift = false;
   // sm80 kernel only: ATTNJIT_TUNE's sm80_safe_sources (copy.cuh, load_tile_async).

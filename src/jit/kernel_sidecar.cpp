@@ -43,14 +43,14 @@ bool bool_field(const nlohmann::json& json, const char* key) {
 
 bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) {
   return a.family == b.family && a.block_m == b.block_m && a.block_n == b.block_n &&
-         a.num_warps == b.num_warps &&
-         a.num_stages == b.num_stages && a.smem_bytes == b.smem_bytes &&
-         a.overlap == b.overlap && a.persistent == b.persistent && a.p_in_smem == b.p_in_smem &&
-         a.tile_handoff == b.tile_handoff && a.poly_exp2 == b.poly_exp2 &&
-         a.fold_m192 == b.fold_m192 &&
+         a.num_warps == b.num_warps && a.num_stages == b.num_stages &&
+         a.smem_bytes == b.smem_bytes && a.overlap == b.overlap && a.persistent == b.persistent &&
+         a.p_in_smem == b.p_in_smem && a.tile_handoff == b.tile_handoff &&
+         a.poly_exp2 == b.poly_exp2 && a.fold_m192 == b.fold_m192 &&
          (a.family != codegen::KernelFamily::sm90 || a.blocks_per_sm == b.blocks_per_sm) &&
-         a.watchdog_ms == b.watchdog_ms && a.decode_block_n == b.decode_block_n &&
-         a.decode_stages == b.decode_stages && a.decode_blocks_per_sm == b.decode_blocks_per_sm &&
+         a.watchdog_ms == b.watchdog_ms && a.timeline == b.timeline &&
+         a.decode_block_n == b.decode_block_n && a.decode_stages == b.decode_stages &&
+         a.decode_blocks_per_sm == b.decode_blocks_per_sm &&
          a.decode_smem_bytes == b.decode_smem_bytes;
 }
 
@@ -64,6 +64,7 @@ nlohmann::json to_json(const codegen::KernelConfig& config) {
                          {"persistent", config.persistent}, {"p_in_smem", config.p_in_smem}};
   // Note: only when on, so that the default kernels' sidecars are what they were.
   if (config.watchdog_ms > 0) json["watchdog_ms"] = config.watchdog_ms;
+  if (config.timeline) json["timeline"] = true;
   if (config.tile_handoff) json["tile_handoff"] = true;
   if (config.poly_exp2 > 0) json["poly_exp2"] = config.poly_exp2;
   if (config.fold_m192) json["fold_m192"] = true;
@@ -110,6 +111,7 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   config.persistent = bool_field(json, "persistent");
   config.p_in_smem = bool_field(json, "p_in_smem");
   config.watchdog_ms = json.contains("watchdog_ms") ? int_field(json, "watchdog_ms", 0) : 0;
+  config.timeline = bool_field(json, "timeline");
   config.tile_handoff = bool_field(json, "tile_handoff");
   config.poly_exp2 = json.contains("poly_exp2") ? int_field(json, "poly_exp2", 0) : 0;
   config.fold_m192 = bool_field(json, "fold_m192");

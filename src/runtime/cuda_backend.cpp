@@ -1,12 +1,14 @@
 #include "runtime/cuda_backend.hpp"
 
 #include <cuda.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 
 #include "attnjit/fwd_params.cuh"
@@ -18,6 +20,7 @@
 #include "expr/block_analysis.hpp"
 #include "runtime/cuda_context.hpp"
 #include "runtime/forward_plan.hpp"
+#include "runtime/sm90_timeline.hpp"
 #include "runtime/tensor_map_encoding.hpp"
 
 namespace attnjit::cuda {
@@ -459,8 +462,19 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   const LaunchGrid& grid = plan.grid;
   if (config.family == codegen::KernelFamily::sm90) {
     Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
+    std::optional<Sm90Timeline> timeline;
+    if (config.timeline) {
+      timeline.emplace(grid, stream);
+      sm90.timeline = timeline->records();
+    }
     void* launch_params[] = {&sm90};  // one by-value struct argument, as for the sm80 kernel
     launch(codegen::kForwardEntry, loaded.forward, grid, stream, launch_params, overlap_forward);
+    if (timeline) {
+      timeline->write(fmt::format(
+          "sm90 d{} {}x{}, {} stages, overlap {}, handoff {}, {} block(s) per SM", shape.head_dim,
+          config.block_m, config.block_n, config.num_stages, config.overlap ? "on" : "off",
+          config.tile_handoff ? "on" : "off", config.blocks_per_sm));
+    }
     return;
   }
   void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params

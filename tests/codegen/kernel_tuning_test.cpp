@@ -491,6 +491,19 @@ TEST_CASE("sm90_p_smem=1 puts P in shared memory: its space, its template bit, i
   CHECK(plain.source.find("PInSmem") == std::string::npos);
 }
 
+TEST_CASE("sm90_timeline is a flag of plain sm90 blocks that only the timeline kernels define",
+          "[codegen][tuning]") {
+  CHECK_FALSE(parse_kernel_tuning("").sm90_timeline.has_value());
+  CHECK(parse_kernel_tuning("sm90_timeline=1").sm90_timeline == true);
+  CHECK(parse_kernel_tuning("sm90_timeline=0").sm90_timeline == false);
+  CHECK_THROWS_AS(parse_kernel_tuning("sm90_timeline=2"), Error);
+  CHECK(codegen::sm90_kernel_config(64, parse_kernel_tuning("sm90_timeline=1")).timeline);
+  CHECK_FALSE(codegen::sm90_kernel_config(64, {}).timeline);
+  CHECK_THROWS_WITH(
+      codegen::sm90_kernel_config(128, parse_kernel_tuning("sm90_timeline=1,sm90_persistent=1")),
+      Catch::Contains("plain blocks"));
+}
+
 TEST_CASE("sm90_watchdog_ms parses as milliseconds up to ten minutes, 0 meaning off",
           "[codegen][tuning]") {
   CHECK_FALSE(parse_kernel_tuning("").sm90_watchdog_ms.has_value());
@@ -594,9 +607,10 @@ TEST_CASE("sm80_safe_sources: the sm80 kernel's earlier zero-fill addresses, onl
 }
 
 // Every key the parser knows (as its error for an unknown one lists them) changes the schedule,
-// so that a tuning turns the short-rows rule off, except the watchdog, a debugging aid that both
-// kernels take. A key added without changes_schedule knowing it fails here.
-TEST_CASE("every ATTNJIT_TUNE key but the watchdog changes the schedule", "[codegen][tuning]") {
+// so that a tuning turns the short-rows rule off, except the watchdog and the timeline, aids that
+// both kernels take. A key added without changes_schedule knowing it fails here.
+TEST_CASE("every ATTNJIT_TUNE key but the watchdog and the timeline changes the schedule",
+          "[codegen][tuning]") {
   std::string listed;
   try {
     parse_kernel_tuning("no_such_key=1");
@@ -626,7 +640,8 @@ TEST_CASE("every ATTNJIT_TUNE key but the watchdog changes the schedule", "[code
       }
     }
     REQUIRE(tuning.has_value());
-    CHECK(codegen::changes_schedule(*tuning) == (key != "sm90_watchdog_ms"));
+    CHECK(codegen::changes_schedule(*tuning) ==
+          (key != "sm90_watchdog_ms" && key != "sm90_timeline"));
   }
-  CHECK(keys == 20);
+  CHECK(keys == 21);
 }

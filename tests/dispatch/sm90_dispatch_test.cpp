@@ -5,11 +5,16 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnjit/attnjit.h"
+#include "attnjit/sm90_timeline.cuh"
 #include "attnjit/sm90_watchdog_record.cuh"
 #include "codegen/kernel_tuning.hpp"
 #include "codegen/short_rows.hpp"
@@ -357,4 +362,67 @@ TEST_CASE("fake device: a prepared variant's calls load no module", "[dispatch][
 
   attnjit_variant_destroy(variant);
   device().use(nullptr, 0);
+}
+
+// The timeline (ATTNJIT_TUNE=sm90_timeline=1, sm90_timeline.cuh, runtime/sm90_timeline.cpp): the
+// kernel still computes the reference, and the file $ATTNJIT_TIMELINE names holds one record per
+// block, each naming its work item, the key tiles its producer loaded (a causal query tile i keeps
+// tiles 0 .. i) and its stamps in the order the block's threads reached them (the emulator's clock
+// is one counter for every thread).
+TEST_CASE("fake device: a timeline kernel writes one record per block, its stamps in order",
+          "[dispatch][sm90][timeline]") {
+  if (cuda::current_device().sm != 90) return;
+  const std::filesystem::path dir = work_dir("sm90-timeline-cache");
+  const std::string path = (dir / "timeline.json").string();
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_timeline=1");
+  const test::ScopedEnv cache("ATTNJIT_CACHE_DIR", dir.c_str());
+  const test::ScopedEnv file("ATTNJIT_TIMELINE", path.c_str());
+  KernelCase causal;
+  causal.mask = "q_idx >= kv_idx";
+  causal.shape = shape(1, 2, 1, 300, 300);  // head dim 64: three 128-row query tiles a head
+  check_through_backend({causal});
+
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  const nlohmann::json timeline = nlohmann::json::parse(in);
+  CHECK(timeline["stamps"].size() == static_cast<std::size_t>(kSm90TimelineStamps));
+  CHECK(timeline["stamps"][kStampFirstKReady] == "first_k_ready");
+  CHECK_THAT(timeline["kernel"].get<std::string>(), Catch::Contains("sm90 d64 128x128"));
+  const auto& records = timeline["records"];
+  REQUIRE(records.size() == 6u);
+  std::set<std::pair<int, int>> items;
+  for (const auto& record : records) {
+    INFO(record.dump());
+    CHECK(record["written"] == 1);
+    CHECK(record["batch"] == 0);
+    items.emplace(record["head"].get<int>(), record["q_tile"].get<int>());
+    CHECK(record["tiles"] == record["q_tile"].get<int>() + 1);
+    CHECK(record["end_ns"].get<long long>() > record["start_ns"].get<long long>());
+    const std::vector<long long> clock = record["clock"].get<std::vector<long long>>();
+    REQUIRE(clock.size() == static_cast<std::size_t>(kSm90TimelineStamps));
+    for (const long long stamp : clock) CHECK(stamp > 0);  // every stamp reached
+    CHECK(clock[kStampBlockStart] < clock[kStampSetupDone]);
+    CHECK(clock[kStampSetupDone] < clock[kStampFirstKIssued]);
+    CHECK(clock[kStampFirstKIssued] < clock[kStampLastVIssued]);
+    CHECK(clock[kStampSetupDone] < clock[kStampQReady]);
+    CHECK(clock[kStampFirstKIssued] < clock[kStampFirstKReady]);
+    CHECK(clock[kStampQReady] < clock[kStampLoopDone]);
+    CHECK(clock[kStampFirstKReady] < clock[kStampLoopDone]);
+    CHECK(clock[kStampLoopDone] < clock[kStampOutputDone]);
+    CHECK(clock[kStampQReady] < clock[kStampLastConsumerDone]);
+  }
+  CHECK(items.size() == 6u);  // every (head, query tile) once
+}
+
+// Without a file to write, a timeline kernel runs as any other and keeps nothing.
+TEST_CASE("fake device: a timeline kernel without ATTNJIT_TIMELINE computes the reference",
+          "[dispatch][sm90][timeline]") {
+  if (cuda::current_device().sm != 90) return;
+  const std::filesystem::path dir = work_dir("sm90-timeline-nofile-cache");
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_timeline=1");
+  const test::ScopedEnv cache("ATTNJIT_CACHE_DIR", dir.c_str());
+  const test::ScopedEnv file("ATTNJIT_TIMELINE", nullptr);
+  check_through_backend({watchdog_case()});
 }

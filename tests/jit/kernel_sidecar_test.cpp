@@ -213,6 +213,23 @@ TEST_CASE("the sm90 mbarrier watchdog is part of a stored kernel's configuration
   CHECK_THROWS_WITH(config_from_json(odd), Catch::Contains("'watchdog_ms' is not an int >= 0"));
 }
 
+TEST_CASE("the sm90 timeline is part of a stored kernel's configuration only when on",
+          "[jit][sidecar]") {
+  codegen::KernelConfig stamped = config();
+  stamped.family = codegen::KernelFamily::sm90;
+  stamped.timeline = true;
+  CHECK(config_from_json(to_json(stamped)).timeline);
+  // A kernel that stamps its phases never serves a request for the plain one, nor the reverse.
+  codegen::KernelConfig plain = stamped;
+  plain.timeline = false;
+  const nlohmann::json stored = {
+      {"variant", variant()}, {"config", to_json(stamped)}, {"resources", forward_report()}};
+  CHECK_THAT(check_kernel_sidecar(stored, variant(), plain, false),
+             Catch::Contains("is not the variant's"));
+  CHECK_FALSE(to_json(plain).contains("timeline"));
+  CHECK_FALSE(config_from_json(to_json(plain)).timeline);
+}
+
 TEST_CASE("the decoding entry's tiles are part of a stored kernel's configuration",
           "[jit][sidecar]") {
   codegen::KernelConfig with_decode = config();

@@ -4,8 +4,10 @@
 // sm90 kernel on sm_90a, whose PTX must use wgmma and TMA, in its default and its persistent
 // schedule; with three consumer warpgroups (block_m 192) the measured spills are listed. One
 // TEST_CASE per head dim so that CTest runs them in parallel.
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <initializer_list>
 #include <optional>
@@ -15,13 +17,12 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "attnjit/fwd_config.cuh"
 #include "codegen/residency.hpp"
 #include "codegen/short_rows.hpp"
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
+#include "expr/expression.hpp"
 #include "standard_variants.hpp"
 
 namespace codegen = attnjit::codegen;
@@ -491,6 +492,31 @@ TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 1
 TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 256",
           "[kernels][nvrtc][sm90]") {
   check_sm90_head_dim(256);
+}
+
+// Soft-capping as users often write it, with the cap a literal: with its factor known at compile
+// time, the default 128 x 176 kernel at head dim 128 spilled 196 bytes where the parameter form
+// (the standard variant) spills none; lower_hooks passes such a factor through ops::runtime_f.
+TEST_CASE("a soft-cap written with literals compiles without spills, head dim 128",
+          "[kernels][nvrtc][sm90]") {
+  const attnjit::expr::Signature none;
+  const attnjit::test::StandardVariant literal{
+      "softcap 30 as literals",
+      attnjit::expr::parse_expression(attnjit::expr::ExprKind::mask, "true", none),
+      attnjit::expr::parse_expression(attnjit::expr::ExprKind::score, "30 * tanh(score / 30)",
+                                      none)};
+  CHECK(check_sm90_kernel(literal, attnjit::DType::bf16, 128, {}));
+}
+
+// The timeline's stamps (ATTNJIT_TUNE=sm90_timeline=1, sm90_timeline.cuh) in the kernels they are
+// for, the default plain blocks and the short-rows kernel: a measuring kernel that spills would
+// measure its spills.
+TEST_CASE("sm90 kernels with the timeline compile without spills", "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_timeline = true;
+  check_sm90_spill_free(64, tuning, {"noop", "causal", "sliding_window", "document"});
+  check_sm90_spill_free(128, tuning, {"noop", "sliding_window", "document", "softcap"});
+  check_sm90_spill_free(64, codegen::short_rows_tuning(tuning), {"sliding_window"});
 }
 
 TEST_CASE("persistent sm90 kernels compile without spills, head dim 64", "[kernels][nvrtc][sm90]") {

@@ -5,6 +5,7 @@
 // source compiles unchanged.
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -261,6 +262,16 @@ inline void note_prerequisite_read(const char* what) {
         what);
   }
 }
+
+// ---- The sm90 kernel's timeline stamps (sm90_timeline.cuh): one counter for the process that
+// every read advances, so that stamps taken one after another in emulated time are ordered as
+// they were taken and never 0 (the record's "not reached"); one emulated SM.
+inline unsigned long long timeline_clock() {
+  static std::atomic<unsigned long long> ticks{0};
+  return ++ticks;
+}
+inline unsigned long long timeline_ns() { return timeline_clock(); }
+inline unsigned timeline_smid() { return 0; }
 
 inline void store_global_f32(float* global, float value) {
   simt::check_not_in_flight(value, "st.global.f32");
