@@ -21,7 +21,8 @@ enum Sm90TimelineStamp : int {
   kStampFirstKIssued,      // producer: the first kept tile found (after Q's load), its K load next
   kStampLastVIssued,       // producer: the last kept tile's V load issued
   kStampQReady,            // consumer 0: Q has landed
-  kStampFirstKReady,       // consumer 0: the first kept tile's K has landed (overlap only)
+  kStampFirstKReady,       // consumer 0: the first kept tile's K has landed (overlap only: in
+                           // the other kernels a stamp in the loop made ptxas spill)
   kStampLoopDone,          // consumer 0: its last tile's P V is complete
   kStampOutputDone,        // consumer 0: its rows (and LSE) are stored
   kStampLastConsumerDone,  // the last consumer: its rows are stored
