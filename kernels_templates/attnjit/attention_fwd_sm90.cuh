@@ -438,7 +438,7 @@ struct AttentionForwardSm90 {
     if (tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring, tile_class);
     if (k_before_q) load_q(leader, item);
     if (kHandoff && tile >= math.num_kv_tiles) post_no_more_tiles(leader, k_ring);
-    unsigned tiles = 0;  // for the timeline only (unused otherwise)
+    unsigned tiles = 0;  // kept tiles loaded: the timeline's count
     while (tile < math.num_kv_tiles) {
       const int next = kept.next(math, tile + 1, lane, tile_class);
       if (next < math.num_kv_tiles) {
@@ -448,7 +448,7 @@ struct AttentionForwardSm90 {
       }
       load_stage<true>(leader, tile, v_ring);
       tile = next;
-      ++tiles;
+      if constexpr (kTimeline) ++tiles;
     }
     if constexpr (kTimeline) {
       if (leader) finish_producer_timeline(tiles);

@@ -1,11 +1,10 @@
 #include "runtime/sm90_timeline.hpp"
 
-#include <fmt/format.h>
-
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "common/log.hpp"
@@ -24,15 +23,27 @@ void warn_once(std::atomic<bool>& warned, const std::string& message) {
   if (!warned.exchange(true)) log().warn("{}", message);
 }
 
-std::string record_json(long long block, const Sm90TimelineRecord& r) {
-  std::string clock;
-  for (int i = 0; i < kSm90TimelineStamps; ++i) {
-    clock += fmt::format("{}{}", i == 0 ? "" : ", ", r.clock[i]);
+// Through a temporary beside `path`, so a reader never sees half a file. A file that cannot be
+// written costs a warning: the call it describes has succeeded.
+void write_text(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
+  std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  std::error_code error;
+  if (file) std::filesystem::rename(temporary, path, error);
+  if (!file || error) {
+    std::filesystem::remove(temporary, error);
+    log().warn("timeline: could not write {} ({}); the call's results are not affected", path,
+               file ? error.message() : std::string("cannot write ") + temporary);
   }
-  return fmt::format(
-      "{{\"block\": {}, \"written\": {}, \"smid\": {}, \"q_tile\": {}, \"batch\": {}, "
-      "\"head\": {}, \"tiles\": {}, \"start_ns\": {}, \"end_ns\": {}, \"clock\": [{}]}}",
-      block, r.written, r.smid, r.q_tile, r.batch, r.head, r.tiles, r.start_ns, r.end_ns, clock);
+}
+
+nlohmann::json record_json(long long block, const Sm90TimelineRecord& r) {
+  return {{"block", block},     {"written", r.written},   {"smid", r.smid},
+          {"q_tile", r.q_tile}, {"batch", r.batch},       {"head", r.head},
+          {"tiles", r.tiles},   {"start_ns", r.start_ns}, {"end_ns", r.end_ns},
+          {"clock", r.clock}};
 }
 
 }  // namespace
@@ -73,31 +84,14 @@ void Sm90Timeline::write(const std::string& kernel) const {
   std::vector<Sm90TimelineRecord> records(static_cast<std::size_t>(blocks));
   buffer_->download(std::as_writable_bytes(std::span(records)));
 
-  std::string stamps;
-  for (int i = 0; i < kSm90TimelineStamps; ++i) {
-    stamps += fmt::format("{}\"{}\"", i == 0 ? "" : ", ", kStampNames[i]);
-  }
-  std::string text = fmt::format(
-      "{{\"kernel\": \"{}\", \"grid\": [{}, {}], \"threads\": {},\n \"clock\": \"SM cycles "
-      "(%clock64; comparable within one SM)\",\n \"stamps\": [{}],\n \"records\": [\n",
-      kernel, grid_.grid_x, grid_.grid_y, grid_.threads, stamps);
+  nlohmann::json timeline{
+      {"kernel", kernel},         {"grid", {grid_.grid_x, grid_.grid_y}},
+      {"threads", grid_.threads}, {"clock", "SM cycles (%clock64; comparable within one SM)"},
+      {"stamps", kStampNames},    {"records", nlohmann::json::array()}};
   for (long long block = 0; block < blocks; ++block) {
-    text += "  " + record_json(block, records[static_cast<std::size_t>(block)]);
-    text += block + 1 < blocks ? ",\n" : "\n";
+    timeline["records"].push_back(record_json(block, records[static_cast<std::size_t>(block)]));
   }
-  text += "]}\n";
-
-  const std::string temporary = path_ + ".tmp";
-  std::FILE* file = std::fopen(temporary.c_str(), "w");
-  const bool written =
-      file != nullptr && std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const bool closed = file != nullptr && std::fclose(file) == 0;
-  std::error_code error;
-  if (written && closed) std::filesystem::rename(temporary, path_, error);
-  if (!written || !closed || error) {
-    log().warn("timeline: could not write {} ({}); the call's results are not affected", path_,
-               error ? error.message() : "write failed");
-  }
+  write_text(path_, timeline.dump() + "\n");
 }
 
 }  // namespace attnjit::cuda

@@ -1,10 +1,9 @@
 // Helpers for the cache tests: scratch directories, whole-file reads and writes that do not go
-// through the cache's own code, a child process with a deadline, and capture of the library's
-// log messages.
+// through the cache's own code, a child process with a deadline, and (support/log_capture.hpp)
+// capture of the library's log messages.
 #pragma once
 
 #include <signal.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/log.hpp"
+#include "support/log_capture.hpp"
 #include "support/scoped_env.hpp"
 
 namespace attnjit::test {
@@ -88,35 +87,6 @@ inline std::optional<int> exit_code_within(const std::function<int()>& body,
   }
   return WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt;
 }
-
-// Captures the library's log messages at `level` and above while alive.
-class LogCapture {
- public:
-  explicit LogCapture(spdlog::level::level_enum level = spdlog::level::warn)
-      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
-    sink_->set_pattern("%v");
-    log().sinks().push_back(sink_);
-    previous_ = log().level();
-    log().set_level(level);
-  }
-  ~LogCapture() {
-    auto& sinks = log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    log().set_level(previous_);
-  }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::vector<std::string> messages() const { return sink_->last_formatted(); }
-  std::size_t count(const std::string& needle) const {
-    std::size_t n = 0;
-    for (const auto& message : messages()) n += message.find(needle) != std::string::npos;
-    return n;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  spdlog::level::level_enum previous_;
-};
 
 // Sets the process umask for the life of the object.
 class ScopedUmask {

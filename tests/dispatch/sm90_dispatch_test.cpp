@@ -31,6 +31,7 @@
 #include "simt_module.hpp"
 #include "support/capture_error.hpp"
 #include "support/case_tables.hpp"
+#include "support/log_capture.hpp"
 #include "support/scoped_env.hpp"
 
 using namespace attnjit;
@@ -364,6 +365,24 @@ TEST_CASE("fake device: a prepared variant's calls load no module", "[dispatch][
   device().use(nullptr, 0);
 }
 
+// The timeline tests' settings: the sm90 family with the timeline on, a cache of their own, and
+// a causal call whose query tile i keeps key tiles 0 .. i (head dim 64: three 128-row query tiles
+// a head).
+struct TimelineSetting {
+  explicit TimelineSetting(const char* name) : dir(work_dir(name)) {}
+  std::filesystem::path dir;
+  test::ScopedEnv family{"ATTNJIT_KERNEL_FAMILY", "sm90"};
+  test::ScopedEnv tuning{"ATTNJIT_TUNE", "sm90_timeline=1"};
+  test::ScopedEnv cache{"ATTNJIT_CACHE_DIR", dir.c_str()};
+
+  static KernelCase causal() {
+    KernelCase c;
+    c.mask = "q_idx >= kv_idx";
+    c.shape = shape(1, 2, 1, 300, 300);
+    return c;
+  }
+};
+
 // The timeline (ATTNJIT_TUNE=sm90_timeline=1, sm90_timeline.cuh, runtime/sm90_timeline.cpp): the
 // kernel still computes the reference, and the file $ATTNJIT_TIMELINE names holds one record per
 // block, each naming its work item, the key tiles its producer loaded (a causal query tile i keeps
@@ -372,16 +391,10 @@ TEST_CASE("fake device: a prepared variant's calls load no module", "[dispatch][
 TEST_CASE("fake device: a timeline kernel writes one record per block, its stamps in order",
           "[dispatch][sm90][timeline]") {
   if (cuda::current_device().sm != 90) return;
-  const std::filesystem::path dir = work_dir("sm90-timeline-cache");
-  const std::string path = (dir / "timeline.json").string();
-  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
-  const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_timeline=1");
-  const test::ScopedEnv cache("ATTNJIT_CACHE_DIR", dir.c_str());
+  const TimelineSetting setting("sm90-timeline-cache");
+  const std::string path = (setting.dir / "timeline.json").string();
   const test::ScopedEnv file("ATTNJIT_TIMELINE", path.c_str());
-  KernelCase causal;
-  causal.mask = "q_idx >= kv_idx";
-  causal.shape = shape(1, 2, 1, 300, 300);  // head dim 64: three 128-row query tiles a head
-  check_through_backend({causal});
+  check_through_backend({TimelineSetting::causal()});
 
   std::ifstream in(path);
   REQUIRE(in.good());
@@ -415,14 +428,58 @@ TEST_CASE("fake device: a timeline kernel writes one record per block, its stamp
   CHECK(items.size() == 6u);  // every (head, query tile) once
 }
 
+// The timeline is a measuring aid: where it cannot keep its records, the call still succeeds and
+// the user is told why there is no file. A path in a missing directory warns at each call and
+// leaves no temporary behind; a call captured into a CUDA graph (the records need the stream
+// finished) warns once a process, records nothing in its replays, and leaves the plain call's
+// file as it was.
+TEST_CASE("fake device: a timeline call it cannot record keeps its results and says why",
+          "[dispatch][sm90][timeline]") {
+  if (cuda::current_device().sm != 90) return;
+  const TimelineSetting setting("sm90-timeline-unkept-cache");
+  const std::filesystem::path& dir = setting.dir;
+  const KernelCase causal = TimelineSetting::causal();
+  const auto module = emulated_module({causal});
+  device().use(module.get(), 0);
+  const auto passes = [](const KernelCase& c) {
+    const CaseResult result = gpu_test::run_case(c);
+    INFO(result.describe() << "; emulator: " << device().error());
+    return result.passed();
+  };
+
+  SECTION("a file in a missing directory") {
+    const std::filesystem::path missing = dir / "missing";
+    const std::string path = (missing / "timeline.json").string();
+    const test::ScopedEnv file("ATTNJIT_TIMELINE", path.c_str());
+    const test::LogCapture log;
+    CHECK(passes(causal));
+    CHECK(passes(causal));
+    CHECK(log.count("timeline: could not write " + path) == 2);
+    CHECK_FALSE(std::filesystem::exists(missing));
+  }
+  SECTION("a call captured into a graph") {
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "timeline.json").string();
+    const test::ScopedEnv file("ATTNJIT_TIMELINE", path.c_str());
+    const test::LogCapture log;
+    KernelCase captured = causal;
+    captured.graph = KernelCase::Graph::after_plain_call;
+    CHECK(passes(captured));
+    CHECK(log.count("being captured into a CUDA graph") == 1);
+    // The plain call's records, whole: the capture neither wrote nor truncated the file.
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    CHECK(nlohmann::json::parse(in)["records"].size() == 6u);
+    CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  }
+  device().use(nullptr, 0);
+}
+
 // Without a file to write, a timeline kernel runs as any other and keeps nothing.
 TEST_CASE("fake device: a timeline kernel without ATTNJIT_TIMELINE computes the reference",
           "[dispatch][sm90][timeline]") {
   if (cuda::current_device().sm != 90) return;
-  const std::filesystem::path dir = work_dir("sm90-timeline-nofile-cache");
-  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
-  const test::ScopedEnv tuning("ATTNJIT_TUNE", "sm90_timeline=1");
-  const test::ScopedEnv cache("ATTNJIT_CACHE_DIR", dir.c_str());
+  const TimelineSetting setting("sm90-timeline-nofile-cache");
   const test::ScopedEnv file("ATTNJIT_TIMELINE", nullptr);
   check_through_backend({watchdog_case()});
 }
