@@ -4,14 +4,20 @@
 # then the calls back to back on the warm machine). What each measures, and what it was predicted
 # to show: docs/PERFORMANCE.md, "The next GPU session".
 #
-#   tools/planned-gpu-calls.sh bundle          # here: .gpu-bundle with S3's and S4's kernels
+#   tools/planned-gpu-calls.sh bundle          # here: .gpu-bundle with S3-S6's kernels
 #                                              # prewarmed (gpu-bundle.sh; about 8 minutes)
 #   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (about 400 s): the cache
 #                                              # reuse check, test_gpu and the sanitizers on
-#                                              # both families, then S3 and S4
+#                                              # both families, then S3 to S6
 #   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 90 s of timelines,
 #                                              # then budgets of 320 s): the blocks' timelines,
-#                                              # D=256 against Flex, decoding at 64K keys, B=1
+#                                              # Planned in the twenty-seventh session: heavy scores (compare_flex.py's HEAVY_SCORE_VARIANTS)
+# served with the base tiles where the wide default tiles spill heavily, against those wide
+# tiles asked for explicitly; soft-capping (no fallback: both schedules are one kernel) is the
+# control. Last in call 1, so they take only what S3 and S4 leave of the budget.
+S5='--head-dim 128 --variant silu_score --variant distance_decay --variant softcap --schedule served=sm90 --schedule wide=sm90:sm90_block_n=176'
+S6='--head-dim 64 --variant silu_score --variant distance_decay --variant softcap --schedule served=sm90 --schedule wide=sm90:sm90_block_m=192'
+# D=256 against Flex, decoding at 64K keys, B=1
 #                                              # and 8
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
@@ -27,6 +33,12 @@ S3='--head-dim 64 --head-dim 128 --variant causal --variant prefix_lm --schedule
 # Item 4: D=64's short rows (the masked variants' gap to 1.3x Flex): two blocks per SM and
 # 64-row blocks against the shipped choice.
 S4='--watchdog-ms 0 --head-dim 64 --variant document64 --variant document_random --variant prefix_lm --variant sliding_window --variant document --schedule sm90=sm90 --schedule 2persm=sm90:sm90_blocks_per_sm=2 --schedule m64x2=sm90:sm90_block_m=64,sm90_blocks_per_sm=2'
+# Planned in the twenty-seventh session: heavy scores (compare_flex.py's HEAVY_SCORE_VARIANTS)
+# served with the base tiles where the wide default tiles spill heavily, against those wide
+# tiles asked for explicitly; soft-capping (no fallback: both schedules are one kernel) is the
+# control. Last in call 1, so they take only what S3 and S4 leave of the budget.
+S5='--head-dim 128 --variant silu_score --variant distance_decay --variant softcap --schedule served=sm90 --schedule wide=sm90:sm90_block_n=176'
+S6='--head-dim 64 --variant silu_score --variant distance_decay --variant softcap --schedule served=sm90 --schedule wide=sm90:sm90_block_m=192'
 # D=256 against Flex (not timed since the fifteenth session), and decoding at 64K keys and B=8.
 C256='--head-dim 256 --variant noop --variant causal --variant sliding_window --variant document'
 # The timeline cases (profile_variant.py VARIANT LENGTH HEAD_DIM): the short rows at both head
@@ -52,7 +64,7 @@ gpu_check() {  # BUDGET OUTDIR STAGES COMPARE_ARGS SWEEP...
 
 case "${1:-}" in
   bundle)
-    tools/gpu-bundle.sh --sweep "$S3" --sweep "$S4"
+    tools/gpu-bundle.sh --sweep "$S3" --sweep "$S4" --sweep "$S5" --sweep "$S6"
     du -sh .gpu-bundle ;;
   call1)
     [[ $# -eq 2 ]] || usage
@@ -64,7 +76,7 @@ case "${1:-}" in
     LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 180 \
       python3 tools/bench/cache_reuse_check.py --lib .gpu-bundle/lib/libattnjit.so.0.1.0 \
       | tee "$2/cache-reuse.txt" || true
-    gpu_check 300 "$2" test,sanitize,sweep "" "$S3" "$S4" ;;
+    gpu_check 300 "$2" test,sanitize,sweep "" "$S3" "$S4" "$S5" "$S6" ;;
   call2)
     [[ $# -eq 2 ]] || usage
     mkdir -p "$2/compare" "$2/decode" "$2/timeline"
@@ -84,7 +96,8 @@ case "${1:-}" in
     gpu_check 200 "$2/compare" compare "$C256"
     gpu_check 120 "$2/decode" decode "$D14" ;;
   print)
-    printf 'S3=%s\nS4=%s\nC256=%s\nD14=%s\n' "$S3" "$S4" "$C256" "$D14"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\n' "$S3" "$S4" "$S5" "$S6" "$C256" \
+      "$D14"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

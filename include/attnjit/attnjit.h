@@ -213,8 +213,11 @@ typedef enum attnjit_kernel_origin {
 } attnjit_kernel_origin;
 
 /* What attnjit_variant_inspect produces beyond the configuration, key and path (which are
- * always filled). Each part that compiles goes through the runtime's kernel cache. */
-#define ATTNJIT_INSPECT_SOURCE 1u    /* the generated CUDA source (no compile) */
+ * always filled). Each part that compiles goes through the runtime's kernel cache. All of it
+ * describes the kernel a call is served: on sm_90a a variant without a mask gets wider tiles
+ * unless its kernel would spill heavily there (a heavy score), when it gets a masked variant's;
+ * knowing which compiles (or loads) the wide kernel, whatever the parts. */
+#define ATTNJIT_INSPECT_SOURCE 1u    /* the generated CUDA source (no compile but the above) */
 #define ATTNJIT_INSPECT_RESOURCES 2u /* compile (or load) the cubin: registers, spills, ... */
 #define ATTNJIT_INSPECT_PTX 4u       /* compile (or load) the PTX */
 #define ATTNJIT_INSPECT_ALL 7u

@@ -88,8 +88,10 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   auto result = std::make_unique<InspectedVariant>();
   attnjit_variant_info& info = *result;
   result->arch = arch;
+  // Note: the source a call is served from, which for an sm90 kernel of wide default tiles
+  // takes that kernel's compile (or cache entry) to know (served_variant_source).
   const attnjit::codegen::GeneratedKernel generated =
-      attnjit::generate_variant_source(spec, arch);
+      attnjit::served_variant_source(spec, arch, cache);
   const attnjit::ParsedVariant parsed = attnjit::parse_variant(spec);
   result->canonical_mask = parsed.mask.canonical();
   info.mask_reads_tensors = parsed.mask.reads_tensors() ? 1 : 0;
@@ -134,7 +136,8 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
     result->ptx.emplace(ptx.image.data(), ptx.image.size());
   }
   // After the compiles, so that `cached` says whether the cubin is on disk now.
-  const attnjit::VariantCacheEntry entry = attnjit::variant_cache_entry(spec, arch, cache);
+  const attnjit::VariantCacheEntry entry =
+      attnjit::variant_cache_entry(spec, generated, arch, cache);
   result->key = entry.key;
   result->path = entry.binary.string();
   std::error_code ec;

@@ -226,6 +226,17 @@ Sm90Tiles sm90_default_tiles(int head_dim, bool masked) {
 
 }  // namespace
 
+std::optional<KernelTuning> sm90_base_tiles_tuning(const KernelConfig& config, int head_dim,
+                                                   const KernelTuning& tuning) {
+  if (config.family != KernelFamily::sm90 || changes_schedule(tuning)) return std::nullopt;
+  const Sm90Tiles base = sm90_default_tiles(head_dim, /*masked=*/true);
+  if (config.block_m == base.block_m && config.block_n == base.block_n) return std::nullopt;
+  KernelTuning narrower = tuning;
+  narrower.sm90_block_m = base.block_m;
+  narrower.sm90_block_n = base.block_n;
+  return narrower;
+}
+
 KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning, bool masked,
                                 bool special_score) {
   if (head_dim % 64 != 0 || head_dim > 256) {

@@ -3,6 +3,7 @@
 // kernels_templates/ for one dtype, head dim and tile configuration.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "codegen/kernel_family.hpp"
@@ -69,6 +70,13 @@ bool is_supported_head_dim(int head_dim);  // 32, 64, 96, 128, 256
 // applied; Error(invalid_argument) when they do not fit.
 KernelConfig sm90_kernel_config(int head_dim, const KernelTuning& tuning = {}, bool masked = true,
                                 bool special_score = false);
+// The tuning that gives an sm90 kernel of `config` (made with `tuning`) the base tiles, a masked
+// variant's (128 x 128; 128 x 64 at head dim 256), in place of the wider tiles a variant without
+// a mask gets by default (192 x 128, 128 x 176, 128 x 80), `tuning`'s other settings kept;
+// nullopt where `config` is not an sm90 kernel's, has those tiles already, or `tuning` chose the
+// schedule (changes_schedule). The JIT serves it where the wide tiles spill (variant_compiler).
+std::optional<KernelTuning> sm90_base_tiles_tuning(const KernelConfig& config, int head_dim,
+                                                   const KernelTuning& tuning);
 // Whether the sm90 kernel overlaps a warpgroup's softmax with its own GEMMs when ATTNJIT_TUNE
 // does not say (sm90_overlap): at the head dims where that was measured faster (all of them).
 bool sm90_overlap_by_default(int head_dim);

@@ -1,9 +1,10 @@
 #include "jit/variant_compiler.hpp"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/log.hpp"
 #include "compile/nvrtc_compiler.hpp"
@@ -94,28 +95,10 @@ KernelRequest make_request(const VariantSpec& spec, const ParsedVariant& parsed,
   return request;
 }
 
-// The kernel of a request that missed the in-process map: from the disk cache or NVRTC.
-VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& parsed,
-                              const std::string& arch, KernelCache& cache, bool ptx,
-                              codegen::FamilyRequest family, codegen::Schedule schedule,
-                              std::string request_text) {
-  auto generated =
-      schedule == codegen::Schedule::short_rows
-          ? codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
-                                            arch_target(arch), codegen::FamilyRequest::sm90,
-                                            codegen::short_rows_tuning(
-                                                codegen::kernel_tuning_from_environment()))
-          : codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
-                                            arch_target(arch), family);
-  const bool sm90_forced = family == codegen::FamilyRequest::sm90 ||
-                           (family == codegen::FamilyRequest::environment &&
-                            codegen::family_request_from_environment() ==
-                                codegen::FamilyRequest::sm90);
-  if (sm90_forced && generated.config.family != codegen::KernelFamily::sm90) {
-    log().debug("kernel family sm90 requested for {} ({}-d{}), but the sm90 kernel needs sm_90a "
-                "and does not implement this variant there yet: using the sm80 kernel",
-                arch, dtype_short_name(spec.dtype), spec.head_dim);
-  }
+// A kernel's own source, from the disk cache or NVRTC (stored then).
+VariantKernel fetch(const VariantSpec& spec, const ParsedVariant& parsed,
+                    const codegen::GeneratedKernel& generated, const std::string& arch,
+                    KernelCache& cache, bool ptx) {
   const KernelRequest request = make_request(spec, parsed, generated, arch, ptx);
   const std::string& key = request.key;
   const CacheLookup found = cache.get_or_compile(request, [&] {
@@ -137,22 +120,111 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
     CompiledKernel compiled;
     compiled.binary.image = std::move(program.image);
     compiled.binary.entry_resources = program.resources;
-    // Every entry, the summary and the merge too: each runs on some call.
-    for (const auto& [entry, usage] : program.resources) {
-      if (usage.spill_store_bytes > 0 || usage.spill_load_bytes > 0) {
-        // Note: a spilling kernel is still correct; the user should know why it is slow.
-        log().warn("kernel {} ({}) for {} spills ({} bytes stored, {} loaded, {} registers): "
-                   "expect lower speed; a simpler score expression or a smaller head dim avoids "
-                   "it",
-                   key, entry, arch, usage.spill_store_bytes, usage.spill_load_bytes,
-                   usage.registers);
-      }
-    }
     compiled.details = {{"options", program.options}, {"nvrtc_version", nvrtc::nvrtc_version()}};
     return compiled;
   });
-  cache.remember_request(std::move(request_text), found.binary);
   return {found.binary, found.origin};
+}
+
+// Spilled bytes (stored and loaded) from which a kernel keeps part of its per-element working
+// set in local memory. Below it ptxas spills a few values held across the tile loop, reloaded
+// once a tile (the sm90 kernel of `score * sigmoid(score)` at head dim 128: 12 / 40 bytes, 11
+// LDL, none in the per-element code); above it the score's temporaries go out and back per
+// element (`score / (1 + exp(-score))`: 328 / 316 bytes), through an L1 that the kernel's shared
+// memory leaves small. Note: a judgement from SASS, not yet timed (docs/PERFORMANCE.md,
+// "Twenty-seventh session").
+constexpr int kHeavySpillBytes = 64;
+
+bool spills_heavily(const ResourceUsage& usage) {
+  return usage.spill_store_bytes + usage.spill_load_bytes >= kHeavySpillBytes;
+}
+
+// The source a request is served from, and the kernel where choosing it fetched that already.
+// The standard schedule's default tiles are wider without a mask (codegen::sm90_base_tiles_
+// tuning), measured faster for the standard scores, but a score heavier than those can make
+// their kernel spill heavily (hundreds of bytes at head dims 64 and 128: a division by an
+// exponential, tanh times sigmoid, an exponential of the distance); then the base tiles, which
+// those scores fit (kernel_resources_test), serve it. The wide kernel's cubin decides, for a PTX
+// request too, so that both name the same kernel; it stays in the cache, where a later process
+// reads its report to decide again without compiling.
+struct ServedSource {
+  codegen::GeneratedKernel generated;
+  std::optional<VariantKernel> fetched;
+  std::string narrowed;  // why the base tiles serve it, for the log; empty when they do not
+};
+
+ServedSource choose_source(const VariantSpec& spec, const ParsedVariant& parsed,
+                           const std::string& arch, KernelCache& cache, bool ptx,
+                           codegen::FamilyRequest family, codegen::Schedule schedule) {
+  const codegen::KernelTuning tuning = codegen::kernel_tuning_from_environment();
+  const auto generate = [&](const codegen::KernelTuning& with) {
+    return codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
+                                           arch_target(arch), family, with);
+  };
+  if (schedule == codegen::Schedule::short_rows) {
+    return {codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
+                                            arch_target(arch), codegen::FamilyRequest::sm90,
+                                            codegen::short_rows_tuning(tuning)),
+            std::nullopt,
+            {}};
+  }
+  ServedSource served{generate(tuning), std::nullopt, {}};
+  const std::optional<codegen::KernelTuning> narrower =
+      codegen::sm90_base_tiles_tuning(served.generated.config, spec.head_dim, tuning);
+  if (!narrower) return served;
+  VariantKernel wide = fetch(spec, parsed, served.generated, arch, cache, /*ptx=*/false);
+  const ResourceUsage& usage = wide.binary->forward_resources();
+  if (!spills_heavily(usage)) {
+    if (!ptx) served.fetched = std::move(wide);
+    return served;
+  }
+  const codegen::KernelConfig wide_config = served.generated.config;
+  served.generated = generate(*narrower);
+  served.narrowed = fmt::format(
+      "kernel {} for {} spills {} bytes at {} x {} tiles (mask '{}', score '{}'): serving {} x {} "
+      "tiles",
+      wide.binary->key, arch, usage.spill_store_bytes + usage.spill_load_bytes, wide_config.block_m,
+      wide_config.block_n, spec.mask, spec.score, served.generated.config.block_m,
+      served.generated.config.block_n);
+  return served;
+}
+
+// The kernel of a request that missed the in-process map: from the disk cache or NVRTC.
+VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& parsed,
+                              const std::string& arch, KernelCache& cache, bool ptx,
+                              codegen::FamilyRequest family, codegen::Schedule schedule,
+                              std::string request_text) {
+  ServedSource served = choose_source(spec, parsed, arch, cache, ptx, family, schedule);
+  const codegen::GeneratedKernel& generated = served.generated;
+  const bool sm90_forced =
+      family == codegen::FamilyRequest::sm90 ||
+      (family == codegen::FamilyRequest::environment &&
+       codegen::family_request_from_environment() == codegen::FamilyRequest::sm90);
+  if (sm90_forced && generated.config.family != codegen::KernelFamily::sm90) {
+    log().debug(
+        "kernel family sm90 requested for {} ({}-d{}), but the sm90 kernel needs sm_90a "
+        "and does not implement this variant there yet: using the sm80 kernel",
+        arch, dtype_short_name(spec.dtype), spec.head_dim);
+  }
+  if (!served.narrowed.empty()) log().info("{}", served.narrowed);
+  VariantKernel kernel = served.fetched ? std::move(*served.fetched)
+                                        : fetch(spec, parsed, generated, arch, cache, ptx);
+  if (kernel.origin == KernelOrigin::compiled) {
+    // Every entry, the summary and the merge too: each runs on some call.
+    for (const auto& [entry, usage] : kernel.binary->entry_resources) {
+      if (usage.spill_store_bytes > 0 || usage.spill_load_bytes > 0) {
+        // Note: a spilling kernel is still correct; the user should know why it is slow.
+        log().warn(
+            "kernel {} ({}) for {} spills ({} bytes stored, {} loaded, {} registers): "
+            "expect lower speed; a simpler score expression or a smaller head dim avoids "
+            "it",
+            kernel.binary->key, entry, arch, usage.spill_store_bytes, usage.spill_load_bytes,
+            usage.registers);
+      }
+    }
+  }
+  cache.remember_request(std::move(request_text), kernel.binary);
+  return kernel;
 }
 
 }  // namespace
@@ -192,11 +264,21 @@ std::string variant_cache_key(const VariantSpec& spec, const std::string& arch, 
 
 VariantCacheEntry variant_cache_entry(const VariantSpec& spec, const std::string& arch,
                                       const KernelCache& cache, bool ptx) {
-  const ParsedVariant parsed = parse_variant(spec);
-  const auto generated = codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype,
-                                                         spec.head_dim, arch_target(arch));
-  const KernelRequest request = make_request(spec, parsed, generated, arch, ptx);
+  return variant_cache_entry(spec, generate_variant_source(spec, arch), arch, cache, ptx);
+}
+
+VariantCacheEntry variant_cache_entry(const VariantSpec& spec,
+                                      const codegen::GeneratedKernel& generated,
+                                      const std::string& arch, const KernelCache& cache, bool ptx) {
+  const KernelRequest request = make_request(spec, parse_variant(spec), generated, arch, ptx);
   return {request.key, cache.store().binary_path(cache.entry_id(request))};
+}
+
+codegen::GeneratedKernel served_variant_source(const VariantSpec& spec, const std::string& arch,
+                                               KernelCache& cache) {
+  return choose_source(spec, parse_variant(spec), arch, cache, /*ptx=*/false,
+                       codegen::FamilyRequest::environment, codegen::Schedule::standard)
+      .generated;
 }
 
 VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,

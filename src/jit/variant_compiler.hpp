@@ -73,7 +73,8 @@ codegen::Target arch_target(const std::string& arch);
 
 // The generated source of a variant for one arch ("sm_80" ... "sm_90a"): parse_expression of
 // mask and score, then codegen::generate_kernel_source with the family ATTNJIT_KERNEL_FAMILY
-// selects. Throws Error(parse) / Error(unsupported).
+// selects. Throws Error(parse) / Error(unsupported). Note: the default tiles' source; a request
+// is served from another where those spill heavily (served_variant_source).
 codegen::GeneratedKernel generate_variant_source(const VariantSpec& spec, const std::string& arch);
 
 // The cache key of the variant's kernel: generates the source and hashes it with the templates,
@@ -89,8 +90,22 @@ struct VariantCacheEntry {
 VariantCacheEntry variant_cache_entry(const VariantSpec& spec, const std::string& arch,
                                       const KernelCache& cache, bool ptx = false);
 
+// The same for a given source (served_variant_source's, say).
+VariantCacheEntry variant_cache_entry(const VariantSpec& spec,
+                                      const codegen::GeneratedKernel& generated,
+                                      const std::string& arch, const KernelCache& cache,
+                                      bool ptx = false);
+
+// The source acquire_variant serves `spec` from on `arch` (its standard kernel): the default
+// tiles', or, for an sm90 kernel whose default (wide) tiles spill heavily, the base tiles'
+// (codegen::sm90_base_tiles_tuning). Deciding that takes the wide kernel's report, from `cache`
+// (compiled and stored on a miss); other variants need no compile.
+codegen::GeneratedKernel served_variant_source(const VariantSpec& spec, const std::string& arch,
+                                               KernelCache& cache);
+
 // The kernel of `spec` for `arch` ("sm_80" ... "sm_90a"), from the cache's memory, its disk, or
-// NVRTC, in that order; compiled kernels are stored. A compile failure throws
+// NVRTC, in that order; compiled kernels are stored. An sm90 kernel whose default tiles spill
+// heavily is served with the base tiles (served_variant_source). A compile failure throws
 // nvrtc::CompileError (Error(compile)) holding the log and the generated source.
 KernelBinary compile_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,
                              bool ptx = false);

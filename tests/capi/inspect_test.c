@@ -362,6 +362,37 @@ static void test_tuning(void) {
   unsetenv("ATTNJIT_KERNEL_FAMILY");
 }
 
+/* A heavy score without a mask on sm_90a: the wide default tiles (128 x 176 at head dim 128)
+ * spill heavily, so the kernel a call gets, and the one inspect describes, has 128 x 128; a
+ * standard score keeps 176. */
+static void test_heavy_score_tiles(void) {
+  attnjit_variant_desc desc;
+  attnjit_variant_desc_init(&desc);
+  desc.head_dim = 128;
+  desc.score = "score / (1 + exp(-score))";
+  attnjit_variant* heavy = NULL;
+  CHECK(attnjit_variant_create(&heavy, runtime, &desc) == ATTNJIT_OK);
+  if (heavy == NULL) return;
+  attnjit_variant_info* info = inspect_on(heavy, "sm_90a");
+  if (info != NULL) {
+    CHECK(info->block_m == 128 && info->block_n == 128);
+    CHECK(contains(info->source, "attention_forward_sm90<"));
+    CHECK(contains(info->cache_path, info->cache_key));
+    attnjit_variant_info_destroy(info);
+  }
+  attnjit_variant_destroy(heavy);
+  desc.score = "score * 0.5";
+  attnjit_variant* light = NULL;
+  CHECK(attnjit_variant_create(&light, runtime, &desc) == ATTNJIT_OK);
+  if (light == NULL) return;
+  info = inspect_on(light, "sm_90a");
+  if (info != NULL) {
+    CHECK(info->block_m == 128 && info->block_n == 176);
+    attnjit_variant_info_destroy(info);
+  }
+  attnjit_variant_destroy(light);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s CACHE_DIR\n", argv[0]);
@@ -380,6 +411,7 @@ int main(int argc, char** argv) {
   test_kernel_family();
   test_short_rows_kernel();
   test_tuning();
+  test_heavy_score_tiles();
   attnjit_variant_destroy(variant);
   attnjit_runtime_destroy(runtime);
   return check_summary();

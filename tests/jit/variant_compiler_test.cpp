@@ -1,7 +1,6 @@
 #include "jit/variant_compiler.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "../cache/store_test_entries.hpp"
@@ -9,6 +8,7 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "jit/kernel_cache.hpp"
 #include "jit/manifest.hpp"
+#include "support/scoped_env.hpp"
 
 using namespace attnjit;
 using attnjit::test::slurp;
@@ -197,4 +197,110 @@ TEST_CASE("a change of ATTNJIT_TUNE within the process is a new request, not the
   CHECK(persistent.binary->config.persistent);
   CHECK(again.origin == KernelOrigin::memory);
   CHECK(sm90().binary == plain.binary);
+}
+
+// A score heavier than the standard ones can make the sm90 kernel's wide default tiles (128 x 176
+// at head dim 128 without a mask) spill hundreds of bytes; such a variant is served with the base
+// tiles, which it fits, by every path that names its kernel: a request (cubin or PTX), a later
+// process reading the cache, the source inspect shows. The wide kernel stays stored, so that a
+// later process decides from its report without compiling. Explicit tiles are served as asked,
+// and a standard score keeps the wide tiles.
+TEST_CASE("an sm90 kernel whose wide default tiles spill heavily is served with the base tiles",
+          "[jit][sm90]") {
+  TempDir dir;
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", nullptr);
+  VariantSpec spec;
+  spec.score = "score / (1 + exp(-score))";
+  spec.head_dim = 128;
+  const std::string arch = "sm_90a";
+  std::string served_key;
+  {
+    KernelCache cache(dir.path());
+    const VariantKernel kernel = acquire_variant(spec, arch, cache);
+    CHECK(kernel.origin == KernelOrigin::compiled);
+    const codegen::KernelConfig& config = kernel.binary->config;
+    CHECK(config.family == codegen::KernelFamily::sm90);
+    CHECK(config.block_m == 128);
+    CHECK(config.block_n == 128);
+    CHECK(kernel.binary->forward_resources().spill_store_bytes == 0);
+    CHECK(kernel.binary->forward_resources().spill_load_bytes == 0);
+    served_key = kernel.binary->key;
+
+    // The default tiles' kernel: stored, wide, spilling.
+    const VariantCacheEntry wide = variant_cache_entry(spec, arch, cache);
+    CHECK(wide.key != served_key);
+    CHECK(std::filesystem::exists(wide.binary));
+    CHECK(generate_variant_source(spec, arch).config.block_n == 176);
+    const auto sidecar =
+        nlohmann::json::parse(slurp(std::filesystem::path(wide.binary).replace_extension(".json")));
+    CHECK(sidecar["resources"][codegen::kForwardEntry]["spill_store_bytes"].get<int>() >= 64);
+
+    const codegen::GeneratedKernel served = served_variant_source(spec, arch, cache);
+    CHECK(served.config.block_n == 128);
+    CHECK(variant_cache_entry(spec, served, arch, cache).key == served_key);
+    CHECK(acquire_variant(spec, arch, cache, /*ptx=*/true).binary->config.block_n == 128);
+  }
+  KernelCache fresh(dir.path());
+  const VariantKernel again = acquire_variant(spec, arch, fresh);
+  CHECK(again.origin == KernelOrigin::disk);
+  CHECK(again.binary->key == served_key);
+
+  const test::ScopedEnv wide_tiles("ATTNJIT_TUNE", "sm90_block_n=176");
+  const VariantKernel asked = acquire_variant(spec, arch, fresh);
+  CHECK(asked.binary->config.block_n == 176);
+  CHECK(asked.binary->forward_resources().spill_store_bytes > 0);
+}
+
+TEST_CASE("a standard score keeps the sm90 kernel's wide default tiles", "[jit][sm90]") {
+  TempDir dir;
+  KernelCache cache(dir.path());
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", nullptr);
+  VariantSpec spec;
+  spec.score = "cap * tanh(score / cap)";
+  spec.signature.params.push_back(expr::parse_param_decl("cap:float"));
+  spec.head_dim = 128;
+  const VariantKernel kernel = acquire_variant(spec, "sm_90a", cache);
+  CHECK(kernel.binary->config.block_n == 176);
+  CHECK(served_variant_source(spec, "sm_90a", cache).config.block_n == 176);
+}
+
+namespace {
+
+// Scores heavier than the standard ones, each of whose sm90 kernel spilled 200-650 bytes at the
+// wide default tiles of head dim 64 or 128 (NVRTC 13.0): served, none spills heavily.
+void check_heavy_scores_served_without_heavy_spills(int head_dim) {
+  TempDir dir;
+  KernelCache cache(dir.path());
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", nullptr);
+  const std::pair<const char*, std::vector<const char*>> scores[] = {
+      {"score / (1 + exp(-score))", {}},
+      {"cap * tanh(score / cap) * sigmoid(score)", {"cap:float"}},
+      {"cap * tanh(score / cap) + slope * (kv_idx - q_idx)", {"cap:float", "slope:float"}},
+      {"score + exp(-abs(q_idx - kv_idx) / tau)", {"tau:float"}}};
+  for (const auto& [score, params] : scores) {
+    VariantSpec spec;
+    spec.score = score;
+    for (const char* param : params) {
+      spec.signature.params.push_back(expr::parse_param_decl(param));
+    }
+    spec.head_dim = head_dim;
+    const VariantKernel kernel = acquire_variant(spec, "sm_90a", cache);
+    const ResourceUsage& usage = kernel.binary->forward_resources();
+    INFO(score << " at head dim " << head_dim << ": " << kernel.binary->config.block_m << " x "
+               << kernel.binary->config.block_n << ", " << usage.spill_store_bytes << " / "
+               << usage.spill_load_bytes << " bytes spilled");
+    CHECK(usage.spill_store_bytes + usage.spill_load_bytes < 64);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("heavy scores are served without heavy spills, head dim 64", "[jit][sm90]") {
+  check_heavy_scores_served_without_heavy_spills(64);
+}
+TEST_CASE("heavy scores are served without heavy spills, head dim 128", "[jit][sm90]") {
+  check_heavy_scores_served_without_heavy_spills(128);
+}
+TEST_CASE("heavy scores are served without heavy spills, head dim 256", "[jit][sm90]") {
+  check_heavy_scores_served_without_heavy_spills(256);
 }

@@ -57,6 +57,10 @@ DOCUMENT_LAYOUTS = {"document": (8, False), "document64": (64, False),
 STANDARD_VARIANTS = ("noop", "causal", "sliding_window", "prefix_lm", "document", "alibi",
                      "softcap")
 SCALING_VARIANTS = ("sliding_window", "document")
+# Scores heavier than the standard ones, whose sm90 kernels spill heavily at the wide default
+# tiles and are served with the base tiles (jit/variant_compiler.cpp); run only when named.
+DECAY = 100.0
+HEAVY_SCORE_VARIANTS = ("silu_score", "distance_decay")
 
 
 def document_ids(length, device, documents, random_sizes, seed=0):
@@ -76,7 +80,7 @@ def document_ids(length, device, documents, random_sizes, seed=0):
 
 def unmasked_pairs(name, length, doc_ids=None):
     """Exact kept (query, key) pairs of one head, q_len == kv_len == length, O(L)."""
-    if name in ("noop", "alibi", "softcap"):
+    if name in ("noop", "alibi", "softcap") + HEAVY_SCORE_VARIANTS:
         return length * length
     if name == "causal":
         return length * (length + 1) // 2
@@ -107,6 +111,14 @@ def variants():
     def softcap_mod(score, b, h, q, kv):
         import torch
         return SOFTCAP * torch.tanh(score / SOFTCAP)
+
+    def silu_mod(score, b, h, q, kv):
+        import torch
+        return score / (1.0 + torch.exp(-score))
+
+    def decay_mod(score, b, h, q, kv):
+        import torch
+        return score + torch.exp(-(q - kv).abs().to(torch.float32) / DECAY)
 
     return {
         "noop": dict(mask="", score="", params=[], tensors=[], scalars=[],
@@ -140,6 +152,14 @@ def variants():
             params=[("cap", ATTNJIT_PARAM_FLOAT, SOFTCAP)], tensors=[],
             scalars=[(ATTNJIT_PARAM_FLOAT, SOFTCAP)],
             flex=lambda ctx: (None, softcap_mod), sdpa=None),
+        "silu_score": dict(
+            mask="", score="score / (1 + exp(-score))", params=[], tensors=[], scalars=[],
+            flex=lambda ctx: (None, silu_mod), sdpa=None),
+        "distance_decay": dict(
+            mask="", score="score + exp(-abs(q_idx - kv_idx) / tau)",
+            params=[("tau", ATTNJIT_PARAM_FLOAT, DECAY)], tensors=[],
+            scalars=[(ATTNJIT_PARAM_FLOAT, DECAY)],
+            flex=lambda ctx: (None, decay_mod), sdpa=None),
     }
 
 
