@@ -306,6 +306,11 @@ typedef struct attnjit_variant_info {
       summary_spill_load_bytes;
   int has_merge_entry;
   int merge_registers, merge_stack_frame_bytes, merge_spill_store_bytes, merge_spill_load_bytes;
+  /* On sm_90a a variant without a mask gets wider tiles than a masked one, unless its kernel
+   * spills heavily there (64 bytes or more, stored plus loaded: a heavy score); then block_m and
+   * block_n above are the masked tiles, and these the wide ones and their kernel's spilled
+   * bytes. All 0 when the default tiles serve. */
+  int wide_block_m, wide_block_n, wide_spill_bytes;
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);

@@ -90,8 +90,11 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   result->arch = arch;
   // Note: the source a call is served from, which for an sm90 kernel of wide default tiles
   // takes that kernel's compile (or cache entry) to know (served_variant_source).
-  const attnjit::codegen::GeneratedKernel generated =
-      attnjit::served_variant_source(spec, arch, cache);
+  const attnjit::ServedVariantSource served = attnjit::served_variant_source(spec, arch, cache);
+  const attnjit::codegen::GeneratedKernel& generated = served.generated;
+  info.wide_block_m = served.wide_block_m;
+  info.wide_block_n = served.wide_block_n;
+  info.wide_spill_bytes = served.wide_spill_bytes;
   const attnjit::ParsedVariant parsed = attnjit::parse_variant(spec);
   result->canonical_mask = parsed.mask.canonical();
   info.mask_reads_tensors = parsed.mask.reads_tensors() ? 1 : 0;

@@ -148,9 +148,8 @@ bool spills_heavily(const ResourceUsage& usage) {
 // request too, so that both name the same kernel; it stays in the cache, where a later process
 // reads its report to decide again without compiling.
 struct ServedSource {
-  codegen::GeneratedKernel generated;
+  ServedVariantSource source;
   std::optional<VariantKernel> fetched;
-  std::string narrowed;  // why the base tiles serve it, for the log; empty when they do not
 };
 
 ServedSource choose_source(const VariantSpec& spec, const ParsedVariant& parsed,
@@ -162,30 +161,28 @@ ServedSource choose_source(const VariantSpec& spec, const ParsedVariant& parsed,
                                            arch_target(arch), family, with);
   };
   if (schedule == codegen::Schedule::short_rows) {
-    return {codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
-                                            arch_target(arch), codegen::FamilyRequest::sm90,
-                                            codegen::short_rows_tuning(tuning)),
-            std::nullopt,
-            {}};
+    ServedSource served;
+    served.source.generated = codegen::generate_kernel_source(
+        parsed.mask, parsed.score, spec.dtype, spec.head_dim, arch_target(arch),
+        codegen::FamilyRequest::sm90, codegen::short_rows_tuning(tuning));
+    return served;
   }
-  ServedSource served{generate(tuning), std::nullopt, {}};
+  ServedSource served;
+  ServedVariantSource& source = served.source;
+  source.generated = generate(tuning);
   const std::optional<codegen::KernelTuning> narrower =
-      codegen::sm90_base_tiles_tuning(served.generated.config, spec.head_dim, tuning);
+      codegen::sm90_base_tiles_tuning(source.generated.config, spec.head_dim, tuning);
   if (!narrower) return served;
-  VariantKernel wide = fetch(spec, parsed, served.generated, arch, cache, /*ptx=*/false);
+  VariantKernel wide = fetch(spec, parsed, source.generated, arch, cache, /*ptx=*/false);
   const ResourceUsage& usage = wide.binary->forward_resources();
   if (!spills_heavily(usage)) {
     if (!ptx) served.fetched = std::move(wide);
     return served;
   }
-  const codegen::KernelConfig wide_config = served.generated.config;
-  served.generated = generate(*narrower);
-  served.narrowed = fmt::format(
-      "kernel {} for {} spills {} bytes at {} x {} tiles (mask '{}', score '{}'): serving {} x {} "
-      "tiles",
-      wide.binary->key, arch, usage.spill_store_bytes + usage.spill_load_bytes, wide_config.block_m,
-      wide_config.block_n, spec.mask, spec.score, served.generated.config.block_m,
-      served.generated.config.block_n);
+  source.wide_block_m = source.generated.config.block_m;
+  source.wide_block_n = source.generated.config.block_n;
+  source.wide_spill_bytes = usage.spill_store_bytes + usage.spill_load_bytes;
+  source.generated = generate(*narrower);
   return served;
 }
 
@@ -195,7 +192,8 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
                               codegen::FamilyRequest family, codegen::Schedule schedule,
                               std::string request_text) {
   ServedSource served = choose_source(spec, parsed, arch, cache, ptx, family, schedule);
-  const codegen::GeneratedKernel& generated = served.generated;
+  const ServedVariantSource& source = served.source;
+  const codegen::GeneratedKernel& generated = source.generated;
   const bool sm90_forced =
       family == codegen::FamilyRequest::sm90 ||
       (family == codegen::FamilyRequest::environment &&
@@ -206,7 +204,13 @@ VariantKernel load_or_compile(const VariantSpec& spec, const ParsedVariant& pars
         "and does not implement this variant there yet: using the sm80 kernel",
         arch, dtype_short_name(spec.dtype), spec.head_dim);
   }
-  if (!served.narrowed.empty()) log().info("{}", served.narrowed);
+  if (source.wide_spill_bytes > 0) {
+    log().info(
+        "the kernel for {} at {} x {} tiles spills {} bytes (mask '{}', score '{}'): "
+        "serving {} x {} tiles",
+        arch, source.wide_block_m, source.wide_block_n, source.wide_spill_bytes, spec.mask,
+        spec.score, generated.config.block_m, generated.config.block_n);
+  }
   VariantKernel kernel = served.fetched ? std::move(*served.fetched)
                                         : fetch(spec, parsed, generated, arch, cache, ptx);
   if (kernel.origin == KernelOrigin::compiled) {
@@ -274,11 +278,11 @@ VariantCacheEntry variant_cache_entry(const VariantSpec& spec,
   return {request.key, cache.store().binary_path(cache.entry_id(request))};
 }
 
-codegen::GeneratedKernel served_variant_source(const VariantSpec& spec, const std::string& arch,
-                                               KernelCache& cache) {
+ServedVariantSource served_variant_source(const VariantSpec& spec, const std::string& arch,
+                                          KernelCache& cache) {
   return choose_source(spec, parse_variant(spec), arch, cache, /*ptx=*/false,
                        codegen::FamilyRequest::environment, codegen::Schedule::standard)
-      .generated;
+      .source;
 }
 
 VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, KernelCache& cache,

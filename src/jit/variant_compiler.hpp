@@ -100,8 +100,16 @@ VariantCacheEntry variant_cache_entry(const VariantSpec& spec,
 // tiles', or, for an sm90 kernel whose default (wide) tiles spill heavily, the base tiles'
 // (codegen::sm90_base_tiles_tuning). Deciding that takes the wide kernel's report, from `cache`
 // (compiled and stored on a miss); other variants need no compile.
-codegen::GeneratedKernel served_variant_source(const VariantSpec& spec, const std::string& arch,
-                                               KernelCache& cache);
+struct ServedVariantSource {
+  codegen::GeneratedKernel generated;
+  // Where the base tiles serve: the wide tiles and their kernel's spilled bytes (stored plus
+  // loaded); zeros otherwise.
+  int wide_block_m = 0;
+  int wide_block_n = 0;
+  int wide_spill_bytes = 0;
+};
+ServedVariantSource served_variant_source(const VariantSpec& spec, const std::string& arch,
+                                          KernelCache& cache);
 
 // The kernel of `spec` for `arch` ("sm_80" ... "sm_90a"), from the cache's memory, its disk, or
 // NVRTC, in that order; compiled kernels are stored. An sm90 kernel whose default tiles spill

@@ -376,6 +376,8 @@ static void test_heavy_score_tiles(void) {
   attnjit_variant_info* info = inspect_on(heavy, "sm_90a");
   if (info != NULL) {
     CHECK(info->block_m == 128 && info->block_n == 128);
+    CHECK(info->wide_block_m == 128 && info->wide_block_n == 176);
+    CHECK(info->wide_spill_bytes >= 64);
     CHECK(contains(info->source, "attention_forward_sm90<"));
     CHECK(contains(info->cache_path, info->cache_key));
     attnjit_variant_info_destroy(info);
@@ -388,6 +390,7 @@ static void test_heavy_score_tiles(void) {
   info = inspect_on(light, "sm_90a");
   if (info != NULL) {
     CHECK(info->block_m == 128 && info->block_n == 176);
+    CHECK(info->wide_block_m == 0 && info->wide_block_n == 0 && info->wide_spill_bytes == 0);
     attnjit_variant_info_destroy(info);
   }
   attnjit_variant_destroy(light);

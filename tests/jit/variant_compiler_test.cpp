@@ -235,9 +235,12 @@ TEST_CASE("an sm90 kernel whose wide default tiles spill heavily is served with 
         nlohmann::json::parse(slurp(std::filesystem::path(wide.binary).replace_extension(".json")));
     CHECK(sidecar["resources"][codegen::kForwardEntry]["spill_store_bytes"].get<int>() >= 64);
 
-    const codegen::GeneratedKernel served = served_variant_source(spec, arch, cache);
-    CHECK(served.config.block_n == 128);
-    CHECK(variant_cache_entry(spec, served, arch, cache).key == served_key);
+    const ServedVariantSource served = served_variant_source(spec, arch, cache);
+    CHECK(served.generated.config.block_n == 128);
+    CHECK(served.wide_block_m == 128);
+    CHECK(served.wide_block_n == 176);
+    CHECK(served.wide_spill_bytes >= 64);
+    CHECK(variant_cache_entry(spec, served.generated, arch, cache).key == served_key);
     CHECK(acquire_variant(spec, arch, cache, /*ptx=*/true).binary->config.block_n == 128);
   }
   KernelCache fresh(dir.path());
@@ -261,7 +264,10 @@ TEST_CASE("a standard score keeps the sm90 kernel's wide default tiles", "[jit][
   spec.head_dim = 128;
   const VariantKernel kernel = acquire_variant(spec, "sm_90a", cache);
   CHECK(kernel.binary->config.block_n == 176);
-  CHECK(served_variant_source(spec, "sm_90a", cache).config.block_n == 176);
+  const ServedVariantSource served = served_variant_source(spec, "sm_90a", cache);
+  CHECK(served.generated.config.block_n == 176);
+  CHECK(served.wide_spill_bytes == 0);
+  CHECK(served.wide_block_n == 0);
 }
 
 namespace {

@@ -100,6 +100,12 @@ void print_resources(const attnjit_variant_info& info) {
   fmt::print("config        block_m={} block_n={} num_warps={} num_stages={} blocks_per_sm={}\n",
              info.block_m, info.block_n, info.num_warps, info.num_stages, info.blocks_per_sm);
   print_residency("residency    ", info.resident_blocks_per_sm, info.blocks_per_sm, info.arch);
+  if (info.wide_spill_bytes > 0) {
+    fmt::print(
+        "              a masked variant's tiles: at the default {} x {} this score's kernel "
+        "spills {} bytes\n",
+        info.wide_block_m, info.wide_block_n, info.wide_spill_bytes);
+  }
   if (std::string_view(info.kernel_family) == "sm90") {
     fmt::print("schedule      intra-warpgroup overlap {}, persistent grid {}, P from {}\n",
                info.sm90_overlap ? "on" : "off", info.sm90_persistent ? "on" : "off",
