@@ -135,8 +135,8 @@ VariantKernel fetch(const VariantSpec& spec, const ParsedVariant& parsed,
 // "Twenty-seventh session").
 constexpr int kHeavySpillBytes = 64;
 
-bool spills_heavily(const ResourceUsage& usage) {
-  return usage.spill_store_bytes + usage.spill_load_bytes >= kHeavySpillBytes;
+int spilled_bytes(const ResourceUsage& usage) {
+  return usage.spill_store_bytes + usage.spill_load_bytes;
 }
 
 // The source a request is served from, and the kernel where choosing it fetched that already.
@@ -144,9 +144,9 @@ bool spills_heavily(const ResourceUsage& usage) {
 // tuning), measured faster for the standard scores, but a score heavier than those can make
 // their kernel spill heavily (hundreds of bytes at head dims 64 and 128: a division by an
 // exponential, tanh times sigmoid, an exponential of the distance); then the base tiles, which
-// those scores fit (kernel_resources_test), serve it. The wide kernel's cubin decides, for a PTX
-// request too, so that both name the same kernel; it stays in the cache, where a later process
-// reads its report to decide again without compiling.
+// those scores fit (tests/jit), serve it. The cubins' reports decide, for a PTX request too, so
+// that both name the same kernel; the wide one stays in the cache, where a later process reads
+// its report to decide again without compiling.
 struct ServedSource {
   ServedVariantSource source;
   std::optional<VariantKernel> fetched;
@@ -174,15 +174,24 @@ ServedSource choose_source(const VariantSpec& spec, const ParsedVariant& parsed,
       codegen::sm90_base_tiles_tuning(source.generated.config, spec.head_dim, tuning);
   if (!narrower) return served;
   VariantKernel wide = fetch(spec, parsed, source.generated, arch, cache, /*ptx=*/false);
-  const ResourceUsage& usage = wide.binary->forward_resources();
-  if (!spills_heavily(usage)) {
+  const int wide_spills = spilled_bytes(wide.binary->forward_resources());
+  if (wide_spills < kHeavySpillBytes) {
+    if (!ptx) served.fetched = std::move(wide);
+    return served;
+  }
+  // Note: the masked tiles only where their kernel spills less (every heavy score measured
+  // here spills none there); otherwise the wide tiles' fewer, larger steps stay.
+  codegen::GeneratedKernel base = generate(*narrower);
+  VariantKernel narrow = fetch(spec, parsed, base, arch, cache, /*ptx=*/false);
+  if (spilled_bytes(narrow.binary->forward_resources()) >= wide_spills) {
     if (!ptx) served.fetched = std::move(wide);
     return served;
   }
   source.wide_block_m = source.generated.config.block_m;
   source.wide_block_n = source.generated.config.block_n;
-  source.wide_spill_bytes = usage.spill_store_bytes + usage.spill_load_bytes;
-  source.generated = generate(*narrower);
+  source.wide_spill_bytes = wide_spills;
+  source.generated = std::move(base);
+  if (!ptx) served.fetched = std::move(narrow);
   return served;
 }
 

@@ -98,8 +98,9 @@ VariantCacheEntry variant_cache_entry(const VariantSpec& spec,
 
 // The source acquire_variant serves `spec` from on `arch` (its standard kernel): the default
 // tiles', or, for an sm90 kernel whose default (wide) tiles spill heavily, the base tiles'
-// (codegen::sm90_base_tiles_tuning). Deciding that takes the wide kernel's report, from `cache`
-// (compiled and stored on a miss); other variants need no compile.
+// (codegen::sm90_base_tiles_tuning) where their kernel spills less. Deciding that takes the
+// kernels' reports, from `cache` (compiled and stored on a miss); other variants need no
+// compile.
 struct ServedVariantSource {
   codegen::GeneratedKernel generated;
   // Where the base tiles serve: the wide tiles and their kernel's spilled bytes (stored plus

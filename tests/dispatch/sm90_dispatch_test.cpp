@@ -23,6 +23,8 @@
 #include "dispatch_support.hpp"
 #include "driver/watchdog_record.hpp"
 #include "gpu_harness.hpp"
+#include "jit/kernel_cache.hpp"
+#include "jit/variant_compiler.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
 #include "runtime/forward_plan.hpp"
@@ -102,6 +104,42 @@ TEST_CASE("fake device: the sm90 kernel with masks, scores and tensor summaries"
   check_through_backend({doc, with(softcap, DType::fp16, Layout::blhd, 128)});
   // Two summaries (doc at q_idx and at kv_idx) and the forward kernel, then one forward.
   CHECK(device().launch_count() - before == 4);
+  unsetenv("ATTNJIT_CACHE_DIR");
+}
+
+// A heavy score without a mask: its kernel at the wide default tiles (128 x 176 at head dim 128)
+// spills heavily, so the JIT serves a masked variant's 128 x 128 (jit/variant_compiler.cpp). The
+// call launches that kernel with its configuration, and the emulated module is built from the
+// source served_variant_source names (what inspect shows): the reference comes out only if the
+// two agree.
+TEST_CASE("fake device: a heavy score served with a masked variant's tiles computes the reference",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
+  const test::ScopedEnv tuning("ATTNJIT_TUNE", nullptr);
+  const auto cache = work_dir("sm90-heavy-score-cache");
+  setenv("ATTNJIT_CACHE_DIR", cache.c_str(), 1);
+  KernelCase silu;
+  silu.score = "score / (1 + exp(-score))";
+  silu.shape = shape(1, 2, 1, 150, 200);
+  const KernelCase c = with(silu, DType::bf16, Layout::bhld, 128);
+  KernelCache reader(cache);
+  const ServedVariantSource served = served_variant_source(PreparedCase(c).spec, "sm_90a", reader);
+  CHECK(served.generated.config.block_m == 128);
+  CHECK(served.generated.config.block_n == 128);
+  CHECK(served.wide_block_n == 176);
+  simt::SimtModule module({served.generated.source}, work_dir("module"));
+  device().use(&module, 0);
+  const int before = device().launch_count();
+  try {
+    const CaseResult result = gpu_test::run_case(c);
+    INFO(c.name() << ": " << result.describe());
+    CHECK(result.passed());
+  } catch (const Error& error) {
+    FAIL_CHECK(error.what() << "; emulator: " << device().error());
+  }
+  CHECK(device().launch_count() - before == 1);
+  device().use(nullptr, 0);
   unsetenv("ATTNJIT_CACHE_DIR");
 }
 
