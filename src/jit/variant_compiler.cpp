@@ -13,6 +13,7 @@
 #include "jit/cache_key.hpp"
 #include "jit/kernel_cache.hpp"
 #include "jit/kernel_sidecar.hpp"
+#include "jit/spill_policy.hpp"
 
 namespace attnjit {
 namespace {
@@ -126,19 +127,6 @@ VariantKernel fetch(const VariantSpec& spec, const ParsedVariant& parsed,
   return {found.binary, found.origin};
 }
 
-// Spilled bytes (stored and loaded) from which a kernel keeps part of its per-element working
-// set in local memory. Below it ptxas spills a few values held across the tile loop, reloaded
-// once a tile (the sm90 kernel of `score * sigmoid(score)` at head dim 128: 12 / 40 bytes, 11
-// LDL, none in the per-element code); above it the score's temporaries go out and back per
-// element (`score / (1 + exp(-score))`: 328 / 316 bytes), through an L1 that the kernel's shared
-// memory leaves small. Note: a judgement from SASS, not yet timed (docs/PERFORMANCE.md,
-// "Twenty-seventh session").
-constexpr int kHeavySpillBytes = 64;
-
-int spilled_bytes(const ResourceUsage& usage) {
-  return usage.spill_store_bytes + usage.spill_load_bytes;
-}
-
 // The source a request is served from, and the kernel where choosing it fetched that already.
 // The standard schedule's default tiles are wider without a mask (codegen::sm90_base_tiles_
 // tuning), measured faster for the standard scores, but a score heavier than those can make
@@ -175,15 +163,13 @@ ServedSource choose_source(const VariantSpec& spec, const ParsedVariant& parsed,
   if (!narrower) return served;
   VariantKernel wide = fetch(spec, parsed, source.generated, arch, cache, /*ptx=*/false);
   const int wide_spills = spilled_bytes(wide.binary->forward_resources());
-  if (wide_spills < kHeavySpillBytes) {
+  if (!spills_heavily(wide_spills)) {
     if (!ptx) served.fetched = std::move(wide);
     return served;
   }
-  // Note: the masked tiles only where their kernel spills less (every heavy score measured
-  // here spills none there); otherwise the wide tiles' fewer, larger steps stay.
   codegen::GeneratedKernel base = generate(*narrower);
   VariantKernel narrow = fetch(spec, parsed, base, arch, cache, /*ptx=*/false);
-  if (spilled_bytes(narrow.binary->forward_resources()) >= wide_spills) {
+  if (!prefer_base_tiles(wide_spills, spilled_bytes(narrow.binary->forward_resources()))) {
     if (!ptx) served.fetched = std::move(wide);
     return served;
   }

@@ -8,6 +8,7 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "jit/kernel_cache.hpp"
 #include "jit/manifest.hpp"
+#include "jit/spill_policy.hpp"
 #include "support/scoped_env.hpp"
 
 using namespace attnjit;
@@ -309,4 +310,19 @@ TEST_CASE("heavy scores are served without heavy spills, head dim 128", "[jit][s
 }
 TEST_CASE("heavy scores are served without heavy spills, head dim 256", "[jit][sm90]") {
   check_heavy_scores_served_without_heavy_spills(256);
+}
+
+// The rule itself, on reports no compile gives on demand: a few bytes stay on the wide tiles; a
+// heavy spill moves to the masked tiles only where their kernel spills less.
+TEST_CASE("the masked tiles serve only a heavily spilling wide kernel, and only if they spill less",
+          "[jit]") {
+  CHECK(spilled_bytes(ResourceUsage{168, 0, 0, 12, 40}) == 52);
+  CHECK_FALSE(prefer_base_tiles(0, 0));
+  CHECK_FALSE(prefer_base_tiles(52, 0));  // score * sigmoid(score), D=128
+  CHECK_FALSE(prefer_base_tiles(kHeavySpillBytes - 1, 0));
+  CHECK(prefer_base_tiles(kHeavySpillBytes, 0));
+  CHECK(prefer_base_tiles(644, 0));  // the SiLU score, D=128
+  CHECK(prefer_base_tiles(644, 16));
+  CHECK_FALSE(prefer_base_tiles(644, 644));  // no better: the wide tiles stay
+  CHECK_FALSE(prefer_base_tiles(200, 400));
 }
