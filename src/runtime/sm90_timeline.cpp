@@ -33,7 +33,9 @@ void write_text(const std::string& path, const std::string& text) {
   std::error_code error;
   if (file) std::filesystem::rename(temporary, path, error);
   if (!file || error) {
-    std::filesystem::remove(temporary, error);
+    // Its own error code: the warning names why the rename failed, not whether the clean-up did.
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
     log().warn("timeline: could not write {} ({}); the call's results are not affected", path,
                file ? error.message() : std::string("cannot write ") + temporary);
   }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -494,6 +495,19 @@ TEST_CASE("fake device: a timeline call it cannot record keeps its results and s
     CHECK(passes(causal));
     CHECK(log.count("timeline: could not write " + path) == 2);
     CHECK_FALSE(std::filesystem::exists(missing));
+  }
+  SECTION("a path that names a directory") {
+    // The temporary is written; the rename onto the directory fails, and the warning names the
+    // rename's reason (not that of removing the temporary, which succeeds).
+    const std::filesystem::path taken = dir / "taken";
+    std::filesystem::create_directories(taken);
+    const test::ScopedEnv file("ATTNJIT_TIMELINE", taken.string().c_str());
+    const test::LogCapture log;
+    CHECK(passes(causal));
+    const std::string reason = std::make_error_code(std::errc::is_a_directory).message();
+    CHECK(log.count("timeline: could not write " + taken.string() + " (" + reason + ")") == 1);
+    CHECK_FALSE(std::filesystem::exists(taken.string() + ".tmp"));
+    CHECK(std::filesystem::is_directory(taken));
   }
   SECTION("a call captured into a graph") {
     std::filesystem::create_directories(dir);
