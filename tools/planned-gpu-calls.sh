@@ -10,15 +10,9 @@
 #                                              # reuse check, test_gpu and the sanitizers on
 #                                              # both families, then S3 to S6
 #   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 90 s of timelines,
-#                                              # then budgets of 320 s): the blocks' timelines,
-#                                              # Planned in the twenty-seventh session: heavy scores (compare_flex.py's HEAVY_SCORE_VARIANTS)
-# served with the base tiles where the wide default tiles spill heavily, against those wide
-# tiles asked for explicitly; soft-capping (no fallback: both schedules are one kernel) is the
-# control. Last in call 1, so they take only what S3 and S4 leave of the budget.
-S5='--head-dim 128 --variant silu_score --variant distance_decay --variant softcap --schedule served=sm90 --schedule wide=sm90:sm90_block_n=176'
-S6='--head-dim 64 --variant silu_score --variant distance_decay --variant softcap --schedule served=sm90 --schedule wide=sm90:sm90_block_m=192'
-# D=256 against Flex, decoding at 64K keys, B=1
-#                                              # and 8
+#                                              # then budgets of 330 s): the blocks' timelines,
+#                                              # D=256 against Flex, decoding at 64K keys, B=1
+#                                              # and 8, speculative steps packed and not
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
 # Run the calls with run(carry=[".gpu-bundle"], timeout_s=450 and 420): the budgets leave each
@@ -46,6 +40,9 @@ C256='--head-dim 256 --variant noop --variant causal --variant sliding_window --
 TIMELINE_CASES=("document 16K 64" "sliding_window 16K 64" "causal 16K 64" "noop 16K 64"
                 "noop 2K 64" "document 16K 128" "sliding_window 16K 128" "noop 16K 128")
 D14='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 65536 --decode-rows attnjit --decode-rows sdpa --decode-rows flex'
+# Planned in the twenty-eighth session: speculative steps (4 queries, 32:8 heads) with the group's
+# heads packed into one decoding block, against the unpacked blocks of before.
+D15='--decode-q-len 4 --decode-batch 1 --decode-batch 8 --head-dim 128 --length 16384 --variant noop --variant causal --decode-rows attnjit --decode-rows attnjit-unpacked --decode-rows sdpa --decode-rows flex'
 
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2
@@ -93,11 +90,13 @@ case "${1:-}" in
       python3 tools/bench/timeline_report.py "$2/timeline/$name.json" | tee "$2/timeline/$name.txt"
       gzip -f "$2/timeline/$name.json"
     done
-    gpu_check 200 "$2/compare" compare "$C256"
-    gpu_check 120 "$2/decode" decode "$D14" ;;
+    mkdir -p "$2/speculative"
+    gpu_check 180 "$2/compare" compare "$C256"
+    gpu_check 90 "$2/decode" decode "$D14"
+    gpu_check 60 "$2/speculative" decode "$D15" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\n' "$S3" "$S4" "$S5" "$S6" "$C256" \
-      "$D14"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\n' "$S3" "$S4" "$S5" "$S6" \
+      "$C256" "$D14" "$D15"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

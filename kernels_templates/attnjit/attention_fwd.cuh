@@ -241,13 +241,38 @@ struct AttentionForward {
   }
 
   // The query index and query length the mask and score hooks see for row q_idx of the launch's
-  // problem: the same, except with packed GQA, where the rows are the query heads of one real
-  // query (index 0 of 1).
+  // problem: the same, except with packed GQA, where row q_idx is query q_idx / pack_gqa of a
+  // query head of the group (FwdParams::pack_gqa): with one query, index 0 of 1.
   // Note: read from the parameters at each use (an operand from the constant bank), not kept in
   // a register through the loop: the head-dim-32 causal kernel spilled at its 128 registers.
   ATTNJIT_DEVICE bool packed() const { return DECODING && params.pack_gqa > 1; }
-  ATTNJIT_DEVICE int hook_q(int q_idx) const { return packed() ? 0 : q_idx; }
-  ATTNJIT_DEVICE int hook_q_len() const { return packed() ? 1 : params.q_len; }
+  // Whether packed steps may have several queries: only in the decoding entry (the host packs
+  // them only where it runs the step), so the forward entry keeps its one-query code.
+  static constexpr bool kPackedQueries = DECODING && SKIP_IDLE_WARPS;
+  // Note: a packed decoding block's rows are below kDecodeBlockM (gqa_pack_group), within
+  // packed_row_query's exact range.
+  ATTNJIT_DEVICE int hook_q(int q_idx) const {
+    if (!packed()) return q_idx;
+    return kPackedQueries ? packed_row_query(q_idx, params.pack_gqa_inverse) : 0;
+  }
+  ATTNJIT_DEVICE int hook_q_len() const {
+    if (!packed()) return params.q_len;
+    return kPackedQueries ? params.pack_q_len : 1;
+  }
+  // Row q_idx's place among its (batch, head)'s rows of the call's own layout, which lse and the
+  // split-KV partials keep: with packed queries, query head q_idx % pack_gqa's query q_idx /
+  // pack_gqa.
+  ATTNJIT_DEVICE int call_row(int q_idx) const {
+    if (!kPackedQueries || !packed()) return q_idx;
+    const int query = packed_row_query(q_idx, params.pack_gqa_inverse);
+    return (q_idx - query * params.pack_gqa) * params.pack_q_len + query;
+  }
+  // Row q_idx's offset in elements from its (batch, head)'s first row of out.
+  ATTNJIT_DEVICE long long output_row_offset(int q_idx) const {
+    if (!kPackedQueries || !packed()) return q_idx * params.o_stride[2];
+    const int query = packed_row_query(q_idx, params.pack_gqa_inverse);
+    return (q_idx - query * params.pack_gqa) * params.o_stride[2] + query * params.pack_o_stride;
+  }
 
   // Work item `linear`'s (batch, head, query tile), head-major with heavy query tiles first (see
   // the header comment). False past the last item. A persistent sm90 block walks several items
@@ -304,7 +329,7 @@ struct AttentionForward {
     bounds.b = b;
     bounds.h = h;
     bounds.q_begin = hook_q(q0);
-    bounds.q_end = packed() ? 1 : q_end;
+    bounds.q_end = packed() ? hook_q(q_end - 1) + 1 : q_end;
     bounds.kv_begin = first * BLOCK_N;
     bounds.kv_end = min(end * BLOCK_N, params.kv_len);
     bounds.q_len = hook_q_len();
@@ -442,9 +467,15 @@ struct AttentionForward {
 
     // ---- Prologue. Commit groups: [Q], then one per pipeline slot, always committed (possibly
     // empty) so that the group count is the same in every thread and every iteration.
-    load_tile_async<BLOCK_M, HEAD_DIM, kThreads, kSafeSources>(q_smem, q_base,
-                                                               params.q_stride[2], q0,
-                                                               params.q_len, thread);
+    if (kPackedQueries && packed() && params.pack_q_len > 1) {
+      load_packed_rows_async<BLOCK_M, HEAD_DIM, kThreads>(
+          q_smem, q_base, params.q_stride[2], params.pack_q_stride, params.pack_gqa,
+          params.pack_gqa_inverse, q0, params.q_len, thread);
+    } else {
+      load_tile_async<BLOCK_M, HEAD_DIM, kThreads, kSafeSources>(q_smem, q_base,
+                                                                 params.q_stride[2], q0,
+                                                                 params.q_len, thread);
+    }
     cp_async_commit();
     // Launched after the call's tensor summaries, the kernel may have started while they still
     // run (grid_dependency.cuh): Q (the caller's, complete before the call's first kernel began)
@@ -878,7 +909,7 @@ struct AttentionForward {
         if (lse_out != nullptr && tig == 0 && q_idx < params.q_len) {
           const float lse =
               masked_row ? neg_infinity() : (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2;
-          store_global_f32(lse_out + row0 * params.q_len + q_idx, lse);
+          store_global_f32(lse_out + row0 * params.q_len + call_row(q_idx), lse);
         }
       }
     }
@@ -911,7 +942,7 @@ struct AttentionForward {
       const int chunk = Layout::o_read_chunk(lane, i);
       const int q_idx = q0 + Layout::warp_row0(warp) + Layout::o_read_row(lane, i);
       if (q_idx < params.q_len) {
-        store_global_16(o_base + q_idx * params.o_stride[2] + chunk * 8,
+        store_global_16(o_base + output_row_offset(q_idx) + chunk * 8,
                         load_shared_16(smem_warp + Layout::o_read(lane, i)));
       }
     }
@@ -948,8 +979,8 @@ struct AttentionForward {
   }
 
   // Split-KV: the warp's normalised rows as fp32 straight from the accumulators, row q_idx at
-  // o_partial + (first_row + q_idx) * HEAD_DIM. A decode call's output is a few rows, so the
-  // 8-byte-per-lane stores (32 contiguous bytes per quad) are not worth staging.
+  // o_partial + (first_row + call_row(q_idx)) * HEAD_DIM. A decode call's output is a few rows,
+  // so the 8-byte-per-lane stores (32 contiguous bytes per quad) are not worth staging.
   ATTNJIT_DEVICE void store_partial(const Accumulators& acc_o, int warp, int lane,
                                     long long first_row) const {
 #pragma unroll
@@ -958,7 +989,7 @@ struct AttentionForward {
       for (int r = 0; r < 2; ++r) {
         const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
         if (q_idx >= params.q_len) continue;
-        float* out = params.o_partial + (first_row + q_idx) * HEAD_DIM;
+        float* out = params.o_partial + (first_row + call_row(q_idx)) * HEAD_DIM;
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) {
           const int col = Layout::acc_col(lane, j, 2 * r);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "attnjit/numeric.cuh"
+#include "attnjit/packed_rows.cuh"
 
 namespace attnjit {
 
@@ -197,6 +198,32 @@ ATTNJIT_DEVICE void load_tile_async(unsigned smem_tile, const unsigned short* ba
         const long long iter_stride = Plan::kRowsPerIter * row_stride;
         src = src0 + (Plan::row_advance(i) / Plan::kRowsPerIter) * iter_stride + column;
       }
+      cp_async_16(dst0 + Plan::dst_advance(i), src, valid);
+    }
+  }
+}
+
+// load_tile_async for the rows of a packed GQA step of several queries (FwdParams::pack_gqa,
+// pack_q_len): tile row r is query head r % group of the block's group at query r / group, so
+// its source is `base` + (r % group) * head_stride + (r / group) * row_stride, which no single
+// row stride gives (`inverse`: packed_row_inverse(group), rows below kPackedRowLimit). Rows at or
+// past `num_rows` are zero-filled from `base`, unread.
+template <int ROWS, int HEAD_DIM, int NUM_THREADS>
+ATTNJIT_DEVICE void load_packed_rows_async(unsigned smem_tile, const unsigned short* base,
+                                           long long head_stride, long long row_stride, int group,
+                                           unsigned inverse, int row0, int num_rows, int thread) {
+  using Plan = TileLoadPlan<ROWS, HEAD_DIM, NUM_THREADS>;
+  const unsigned dst0 = smem_tile + Plan::dst_base(thread);
+#pragma unroll
+  for (int i = 0; i < Plan::kIters; ++i) {
+    if (Plan::active(thread, i)) {
+      const int r = row0 + Plan::row(thread, i);
+      const int query = packed_row_query(r, inverse);
+      const bool valid = r < num_rows;
+      const unsigned short* src =
+          valid ? base + (r - query * group) * head_stride + query * row_stride +
+                      Plan::chunk(thread, i) * 8
+                : base;
       cp_async_16(dst0 + Plan::dst_advance(i), src, valid);
     }
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attnjit/hd.cuh"
+#include "attnjit/packed_rows.cuh"
 #include "attnjit/variant_args.cuh"
 
 namespace attnjit {
@@ -33,12 +34,20 @@ struct FwdParams {
   float* lse_partial;  // [num_splits][batch * num_heads_q * q_len], natural log
   int num_splits;
   int split_tiles;
-  // Packed GQA (decoding: one query per sequence, num_heads_q / num_heads_kv > 1). When > 1, the
-  // host launches the call as num_heads_kv heads of pack_gqa query rows each (the query heads of
-  // a group, through their head stride; out and lse alike), so a block reads each key tile once
-  // for its whole group. The mask and score, which may not use h or num_heads then, see the real
-  // query: q_idx 0 of q_len 1. 1: not packed.
+  // Packed GQA (decoding: a few queries per sequence, num_heads_q / num_heads_kv > 1). When > 1,
+  // the host launches the call as num_heads_kv heads of pack_gqa * pack_q_len query rows each, so
+  // a block reads each key tile once for its whole group: row r is query r / pack_gqa of query
+  // head r % pack_gqa of the group. q_stride[2] and o_stride[2] are then the query heads' stride
+  // and pack_q_stride, pack_o_stride the queries' (with one query, rows are heads: row r at
+  // r * q_stride[2]). The mask and score, which may not use h or num_heads then, see the real
+  // query: q_idx r / pack_gqa of q_len pack_q_len. lse and the split-KV partials keep the call's
+  // own row order (batch, query head, query). Only the decoding entry takes pack_q_len > 1
+  // (gqa_pack_group). 1: not packed.
   int pack_gqa;
+  int pack_q_len;
+  unsigned pack_gqa_inverse;  // packed_row_inverse(pack_gqa): row / pack_gqa as a multiply
+  long long pack_q_stride;
+  long long pack_o_stride;
   VariantArgs args;
 };
 

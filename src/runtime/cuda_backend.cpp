@@ -412,7 +412,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
                           args, device.multiprocessors, choices);
   const SplitPlan& split = plan.split;
   FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
-  params.pack_gqa = plan.decoding.group;
+  attach_packing(plan.decoding.group, shape, buffers, params);
   if (split.num_splits > 1 && loaded.combine == nullptr) {
     throw_error(Status::internal, "a split-KV call needs the {} entry, which the kernel module "
                 "lacks", codegen::kSplitCombineEntry);
@@ -439,8 +439,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   }
   SplitCombineParams combine{};
   if (split.num_splits > 1) {
-    combine = attach_split(split, plan.shape, plan.buffers,
-                           reinterpret_cast<void*>(scratch_base), params);
+    combine = attach_split(split, shape, buffers, reinterpret_cast<void*>(scratch_base), params);
     log().debug("split-KV: {} slices of {} key tiles for {} query tile(s) x {} head(s)",
                 split.num_splits, split.split_tiles, plan.grid.grid_x,
                 plan.shape.batch * plan.shape.num_heads_q);

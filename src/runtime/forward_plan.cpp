@@ -123,7 +123,8 @@ DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelCon
                            bool hooks_use_heads, int multiprocessors,
                            const LaunchChoices& choices) {
   DecodingPlan plan;
-  plan.group = choices.pack_gqa ? gqa_pack_group(shape, config, hooks_use_heads) : 1;
+  plan.group =
+      choices.pack_gqa ? gqa_pack_group(shape, config, hooks_use_heads, choices.decode_entry) : 1;
   AttentionShape launch_shape = shape;
   AttentionBuffers no_buffers;  // Note: only the shape of the packed view is needed here
   pack_gqa(plan.group, launch_shape, no_buffers);
@@ -142,23 +143,36 @@ DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelCon
 bool pack_gqa_from_environment() { return auto_or_off("ATTNJIT_PACK_GQA"); }
 
 int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
-                   bool hooks_use_heads) {
+                   bool hooks_use_heads, bool decode_entry) {
   if (config.family != codegen::KernelFamily::sm80 || !has_decoding_features(shape.head_dim) ||
-      hooks_use_heads || shape.q_len != 1 ||
-      shape.num_heads_kv <= 0 || shape.num_heads_q <= shape.num_heads_kv) {
+      hooks_use_heads || shape.q_len < 1 || shape.num_heads_kv <= 0 ||
+      shape.num_heads_q <= shape.num_heads_kv) {
     return 1;
   }
-  return shape.num_heads_q / shape.num_heads_kv;
+  const int group = shape.num_heads_q / shape.num_heads_kv;
+  if (shape.q_len == 1) return group;
+  const bool one_decoding_block = decode_entry && config.decode_block_n > 0 &&
+                                  static_cast<long long>(group) * shape.q_len <= kDecodeBlockM;
+  return one_decoding_block ? group : 1;
 }
 
 void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers) {
   if (group <= 1) return;
   shape.num_heads_q = shape.num_heads_kv;
-  shape.q_len = group;
+  shape.q_len *= group;
   for (Strides* strides : {&buffers.q_strides, &buffers.out_strides}) {
     strides->row = strides->head;
     strides->head *= group;
   }
+}
+
+void attach_packing(int group, const AttentionShape& shape, const AttentionBuffers& buffers,
+                    FwdParams& params) {
+  params.pack_gqa = std::max(group, 1);
+  params.pack_q_len = group > 1 ? shape.q_len : 1;
+  params.pack_gqa_inverse = packed_row_inverse(params.pack_gqa);
+  params.pack_q_stride = buffers.q_strides.row;
+  params.pack_o_stride = buffers.out_strides.row;
 }
 
 SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& config,
@@ -231,7 +245,9 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
   params.kv_len = shape.kv_len;
   params.scale = effective_scale(shape, buffers);
   params.num_splits = 1;  // attach_split sets a split call's slices
-  params.pack_gqa = 1;    // the caller sets a packed call's group
+  params.pack_gqa = 1;    // attach_packing sets a packed call's group
+  params.pack_q_len = 1;
+  params.pack_gqa_inverse = packed_row_inverse(1);
   params.args = args;
   return params;
 }

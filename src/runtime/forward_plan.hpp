@@ -67,24 +67,36 @@ std::optional<int> split_kv_from_environment();
 int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& config,
                       int multiprocessors, std::optional<int> forced = std::nullopt);
 
-// ---- Packed GQA (decoding). One query per sequence with num_heads_q / num_heads_kv = g > 1:
-// the g query heads of a group become g query rows of one head, so one block reads each key tile
-// once for the whole group and fills g rows of its tile instead of one (FwdParams::pack_gqa).
+// ---- Packed GQA (decoding). A few queries per sequence with num_heads_q / num_heads_kv = g > 1:
+// the g query heads of a group become rows of one head (g rows a query), so one block reads each
+// key tile once for the whole group instead of once per query head (FwdParams::pack_gqa). A
+// speculative step of q queries (2-8 draft tokens) with groups of 4-8 is such a call: unpacked,
+// each of the g heads' blocks reads the group's keys and values again, and fills q of its 32
+// rows.
 
 // ATTNJIT_PACK_GQA: unset, empty or "auto": pack where gqa_pack_group allows; "off": never (for
 // measurements). Error(invalid_argument) for anything else.
 bool pack_gqa_from_environment();
 
 // g when the call packs on a kernel of `config`, 1 otherwise: the sm80 family with
-// has_decoding_features(head_dim), q_len 1, g > 1,
-// and neither expression uses h or num_heads (`hooks_use_heads`), which would differ per row.
+// has_decoding_features(head_dim), g > 1, neither expression using h or num_heads
+// (`hooks_use_heads`), which would differ per row, and either one query or, where the decoding
+// entry runs the step (`decode_entry`, config.decode_block_n), q_len * g <= kDecodeBlockM: one
+// decoding block for the group (only that entry maps a row to its query and head).
 int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
-                   bool hooks_use_heads);
+                   bool hooks_use_heads, bool decode_entry = true);
 
-// The packed launch's view of the call: num_heads_kv heads of `group` rows, the rows of q and
-// out one query head apart (lse's layout is unchanged: row (b, h) of q_len 1 is row h % group of
-// head h / group).
+// The packed launch's view of the call: num_heads_kv heads of group * q_len rows, row r query
+// head r % group's query r / group; the view's row strides of q and out are the query heads'
+// (with one query the rows are exactly the heads; lse's layout is unchanged: row (b, h, i) is
+// row (h % group) + group * i of head h / group). attach_packing gives the kernel the queries'
+// strides.
 void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers);
+
+// The packing fields of `params` for a call of `shape` and `buffers` (the call's own, not the
+// packed view) launched with `group` (1: not packed).
+void attach_packing(int group, const AttentionShape& shape, const AttentionBuffers& buffers,
+                    FwdParams& params);
 
 // A split call's slices and where their partials live in the call's scratch (after the tensor
 // summaries, at `offset` bytes): num_splits * rows LSEs, then num_splits * rows * head_dim
@@ -105,6 +117,8 @@ SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& c
 
 // Points the forward parameters at the slices' partials in `scratch` (device memory of at least
 // plan.offset + plan.bytes bytes) and returns the merge launch's parameters for `buffers`.
+// `shape` and `buffers` are the call's own, not a packed view: the partials keep the call's row
+// order (FwdParams::pack_gqa).
 SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& shape,
                                 const AttentionBuffers& buffers, void* scratch,
                                 FwdParams& params);

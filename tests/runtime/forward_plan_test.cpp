@@ -206,7 +206,14 @@ TEST_CASE("packed GQA: one query per sequence, a group of query heads per block"
   const AttentionShape decode{2, 32, 8, 1, 4096, 128};
   CHECK(gqa_pack_group(decode, sm80, false) == 4);
   CHECK(gqa_pack_group(decode, sm80, true) == 1);  // h or num_heads in an expression
-  CHECK(gqa_pack_group({2, 32, 8, 2, 4096, 128}, sm80, false) == 1);  // two queries
+  // A speculative step: q_len * group rows in one decoding block, and only where that entry
+  // runs the step.
+  CHECK(gqa_pack_group({2, 32, 8, 2, 4096, 128}, sm80, false) == 4);
+  CHECK(gqa_pack_group({2, 32, 8, 8, 4096, 128}, sm80, false) == 4);         // 32 rows
+  CHECK(gqa_pack_group({2, 32, 8, 9, 4096, 128}, sm80, false) == 1);         // 36: two blocks
+  CHECK(gqa_pack_group({2, 64, 8, 5, 4096, 128}, sm80, false) == 1);         // 40
+  CHECK(gqa_pack_group({2, 32, 8, 2, 4096, 128}, sm80, false, false) == 1);  // no decoding entry
+  CHECK(gqa_pack_group({2, 32, 8, 2, 4096, 128}, sm80, true) == 1);
   CHECK(gqa_pack_group({2, 8, 8, 1, 4096, 128}, sm80, false) == 1);   // no grouping
   CHECK(gqa_pack_group(decode, codegen::sm90_kernel_config(128), false) == 1);
   CHECK(gqa_pack_group({2, 32, 8, 1, 4096, 32}, codegen::choose_kernel_config(90, DType::bf16, 32),
@@ -233,6 +240,60 @@ TEST_CASE("packed GQA: one query per sequence, a group of query heads per block"
   // Split-KV then sees 2 x 8 blocks instead of 2 x 32.
   CHECK(choose_num_splits(shape, sm80, 132) == choose_num_splits({2, 8, 8, 1, 4096, 128}, sm80,
                                                                  132));
+  // The kernel's packing fields: the group and the call's own query strides.
+  FwdParams params{};
+  attach_packing(4, decode, buffers, params);
+  CHECK(params.pack_gqa == 4);
+  CHECK(params.pack_q_len == 1);
+  attach_packing(1, decode, buffers, params);
+  CHECK(params.pack_gqa == 1);
+}
+
+TEST_CASE("packed GQA: a row's query is a multiply and a shift, exact where it is used",
+          "[runtime]") {
+  // Every group a packed decoding block can have (up to kDecodeBlockM heads of one query) and
+  // every row below kPackedRowLimit, well past the block's kDecodeBlockM.
+  static_assert(kDecodeBlockM <= kPackedRowLimit);
+  int wrong = 0;
+  for (int group = 1; group <= kDecodeBlockM; ++group) {
+    const unsigned inverse = packed_row_inverse(group);
+    for (int row = 0; row < kPackedRowLimit; ++row) {
+      if (packed_row_query(row, inverse) != row / group) ++wrong;
+    }
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("packed GQA: a speculative step's rows are its queries of each query head", "[runtime]") {
+  // B=2, 32 query heads over 8, 3 queries, [B, L, H, D] queries and [B, H, L, D] outputs.
+  const AttentionShape step{2, 32, 8, 3, 4096, 128};
+  AttentionBuffers buffers;
+  buffers.q_strides = layout_strides(Layout::blhd, 32, 3, 128);
+  buffers.out_strides = layout_strides(Layout::bhld, 32, 3, 128);
+  buffers.k_strides = buffers.v_strides = layout_strides(Layout::bhld, 8, 4096, 128);
+  AttentionShape shape = step;
+  AttentionBuffers view = buffers;
+  pack_gqa(4, shape, view);
+  CHECK(shape.num_heads_q == 8);
+  CHECK(shape.q_len == 12);  // 3 queries of 4 heads
+  CHECK(view.q_strides.row == buffers.q_strides.head);
+  CHECK(view.q_strides.head == 4 * buffers.q_strides.head);
+  CHECK(view.out_strides.row == buffers.out_strides.head);
+  FwdParams params{};
+  attach_packing(4, step, buffers, params);
+  CHECK(params.pack_gqa == 4);
+  CHECK(params.pack_q_len == 3);
+  CHECK(params.pack_gqa_inverse == packed_row_inverse(4));
+  CHECK(params.pack_q_stride == buffers.q_strides.row);    // 32 * 128: the next query
+  CHECK(params.pack_o_stride == buffers.out_strides.row);  // 128
+  // The call's plan: the decoding entry over 8 heads of 12 rows.
+  const auto sm80 = codegen::choose_kernel_config(90, DType::bf16, 128);
+  const DecodingPlan plan = plan_decoding(step, sm80, false, 132, LaunchChoices{});
+  CHECK(plan.group == 4);
+  CHECK(plan.decode_entry);
+  LaunchChoices no_entry;
+  no_entry.decode_entry = false;
+  CHECK(plan_decoding(step, sm80, false, 132, no_entry).group == 1);
 }
 
 TEST_CASE("split-KV: a forced slice count is clamped to the key tiles and the grid", "[runtime]") {

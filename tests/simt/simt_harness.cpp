@@ -93,7 +93,7 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
     attach_summary(launch, scratch.data(), args);
   }
   FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
-  params.pack_gqa = plan.decoding.group;
+  attach_packing(plan.decoding.group, prepared.shape, buffers, params);
   const LaunchGrid& grid = plan.grid;
   const bool overlap_forward = overlap && !plan.summaries.launches.empty();
   if (config.family == codegen::KernelFamily::sm90) {
@@ -103,7 +103,7 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   }
   SplitCombineParams combine{};
   if (plan.split.num_splits > 1) {
-    combine = attach_split(plan.split, plan.shape, plan.buffers, scratch.data(), params);
+    combine = attach_split(plan.split, prepared.shape, buffers, scratch.data(), params);
   }
   block_barriers = module.run_forward(
       plan.decoding.decode_entry ? module.decode_entry(kernel) : module.forward_entry(kernel),

@@ -254,6 +254,29 @@ std::vector<KernelCase> gqa_decoding_cases() {
   KernelCase& mqa = make("true", shape(1, 16, 1, 1, 600), 64);
   mqa.dtype = DType::fp16;
   make("kv_idx < q_idx", shape(1, 8, 2, 1, 300), 64);  // keeps nothing: zeros, -inf
+  // Speculative steps: a few queries, each packed row query r / g of head r % g.
+  // 3 draft queries at the end of a 1000-key cache, 4 heads a group, [B, L, H, D] (a query's
+  // heads one head stride apart, its next query a row stride on), split in 3.
+  KernelCase& draft = make("kv_idx <= q_idx + kv_len - q_len", shape(2, 8, 2, 3, 1000), 128);
+  draft.layout = Layout::blhd;
+  draft.split_kv = 3;
+  // 5 queries with document ids (their summaries over the real queries), fp16, unsplit.
+  KernelCase& draft_doc = make("qdoc[q_idx] == kdoc[kv_idx]", shape(1, 4, 1, 5, 300), 64);
+  TensorInput kdoc = document_ids(300, 4, true, 19);
+  kdoc.decl = "kdoc:int32[1]";
+  TensorInput qdoc{"qdoc:int32[1]", {}, {}, {5, 1}};
+  for (int i = 0; i < 5; ++i) qdoc.ints.push_back(kdoc.ints[295 + i]);
+  draft_doc.tensors = {qdoc, kdoc};
+  draft_doc.dtype = DType::fp16;
+  draft_doc.split_kv = 1;
+  // 4 queries of 8 heads: 32 rows, a full decoding block; a score of the query's distance.
+  KernelCase& full = make("true", shape(1, 16, 2, 4, 500), 64);
+  full.score = "score - 0.02 * float(q_idx + 496 - kv_idx)";
+  full.layout = Layout::blhd;
+  // Query 0 keeps nothing (zeros, -inf in each of its heads' rows), query 1 keeps 100 keys.
+  make("kv_idx < 100 * q_idx", shape(1, 4, 1, 2, 400), 128);
+  // 9 queries of 4 heads: 36 rows, more than one decoding block: not packed.
+  make("kv_idx <= q_idx + 291", shape(1, 4, 1, 9, 300), 64);
   return cases;
 }
 

@@ -57,13 +57,16 @@ std::vector<KernelCase> split_kv_cases();
 // with document ids, and a fully masked row in a split call.
 std::vector<KernelCase> decode_entry_cases();
 
-// Decoding steps with GQA (one query, num_heads_q a multiple of num_heads_kv), which pack a
-// group's query heads as the rows of one block where neither expression uses h or num_heads:
-// the packed group of each, in order, is kGqaDecodingGroups (1: a mask using h, not packed).
-// Causal over a cache (q_idx seen as 0), document ids through summaries, a score of q_idx and
-// kv_idx with 3 forced slices and no LSE, MQA in fp16, and a mask that keeps nothing.
+// Decoding steps with GQA (num_heads_q a multiple of num_heads_kv), which pack a group's query
+// heads as the rows of one block where neither expression uses h or num_heads: the packed
+// group of each, in order, is kGqaDecodingGroups (1: not packed). One query: causal over a
+// cache (q_idx seen as 0), document ids through summaries, a score of q_idx and kv_idx with 3
+// forced slices and no LSE, a mask using h (not packed), MQA in fp16, and a mask that keeps
+// nothing. Several queries (speculative steps, the decoding entry): causal in [B, L, H, D] split
+// in 3, document ids of the queries and keys in fp16, 32 rows with a score of the query, a
+// first query that keeps nothing, and 36 rows (more than one block: not packed).
 std::vector<KernelCase> gqa_decoding_cases();
-inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4};
+inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4, 4, 4, 8, 4, 1};
 
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no
