@@ -249,8 +249,8 @@ struct AttentionForward {
   // Whether packed steps may have several queries: only in the decoding entry (the host packs
   // them only where it runs the step), so the forward entry keeps its one-query code.
   static constexpr bool kPackedQueries = DECODING && SKIP_IDLE_WARPS;
-  // Note: a packed decoding block's rows are below kDecodeBlockM (gqa_pack_group), within
-  // packed_row_query's exact range.
+  // Note: a packed step's rows are below kPackedRowLimit and its group at most 32
+  // (gqa_pack_group): packed_row_query's exact range.
   ATTNJIT_DEVICE int hook_q(int q_idx) const {
     if (!packed()) return q_idx;
     return kPackedQueries ? packed_row_query(q_idx, params.pack_gqa_inverse) : 0;

@@ -26,8 +26,9 @@ struct Tiles {
 
 // The tiles of the kernel that runs the call: the kernel chosen for `arch`, else the one the
 // launch plan of a CUDA runtime's call picks, else the CPU reference's (whose tiles also
-// classify the mask). A call the decoding entry runs (at most kDecodeBlockM rows after packing;
-// on sm_90a through the sm80 module) has that entry's tiles.
+// classify the mask). A call the decoding entry runs (at most kDecodeBlockM rows after packing,
+// or a packed step of several queries; on sm_90a through the sm80 module) has that entry's
+// tiles.
 Tiles tiles_for(attnjit_variant& variant, const char* arch, const attnjit::ForwardCall& call) {
   if (arch == nullptr && variant.runtime.backend() == attnjit::Backend::cuda) {
     const attnjit::CallPlan plan = variant.impl.launch_plan(call);

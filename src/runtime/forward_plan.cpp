@@ -128,8 +128,12 @@ DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelCon
   AttentionShape launch_shape = shape;
   AttentionBuffers no_buffers;  // Note: only the shape of the packed view is needed here
   pack_gqa(plan.group, launch_shape, no_buffers);
+  // Note: a packed step of several queries runs on the decoding entry whatever its rows (its
+  // rows map to queries only there: gqa_pack_group), in as many 32-row blocks as it needs.
+  const bool packed_queries = plan.group > 1 && shape.q_len > 1;
   plan.decode_entry = choices.decode_entry && config.family == codegen::KernelFamily::sm80 &&
-                      config.decode_block_n > 0 && launch_shape.q_len <= kDecodeBlockM;
+                      config.decode_block_n > 0 &&
+                      (launch_shape.q_len <= kDecodeBlockM || packed_queries);
   plan.config = plan.decode_entry ? codegen::decode_config(config) : config;
   // Note: the count plan_split launches (re-balanced so that no slice is empty).
   plan.num_splits =
@@ -151,9 +155,14 @@ int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& con
   }
   const int group = shape.num_heads_q / shape.num_heads_kv;
   if (shape.q_len == 1) return group;
-  const bool one_decoding_block = decode_entry && config.decode_block_n > 0 &&
-                                  static_cast<long long>(group) * shape.q_len <= kDecodeBlockM;
-  return one_decoding_block ? group : 1;
+  // Note: a step the decoding entry would run unpacked (q_len <= kDecodeBlockM: one block per
+  // query head) takes ceil(group * q_len / kDecodeBlockM) <= group blocks per key/value head
+  // packed, never more. packed_row_query is exact for groups up to kDecodeBlockM and rows below
+  // kPackedRowLimit (packed_rows.cuh), which such steps stay within.
+  const bool packs = decode_entry && config.decode_block_n > 0 && shape.q_len <= kDecodeBlockM &&
+                     group <= kDecodeBlockM &&
+                     static_cast<long long>(group) * shape.q_len <= kPackedRowLimit;
+  return packs ? group : 1;
 }
 
 void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers) {

@@ -81,8 +81,9 @@ bool pack_gqa_from_environment();
 // g when the call packs on a kernel of `config`, 1 otherwise: the sm80 family with
 // has_decoding_features(head_dim), g > 1, neither expression using h or num_heads
 // (`hooks_use_heads`), which would differ per row, and either one query or, where the decoding
-// entry runs the step (`decode_entry`, config.decode_block_n), q_len * g <= kDecodeBlockM: one
-// decoding block for the group (only that entry maps a row to its query and head).
+// entry runs the step (`decode_entry`, config.decode_block_n) and would run it unpacked (q_len
+// <= kDecodeBlockM), g <= kDecodeBlockM: the group's g * q_len rows in ceil(g * q_len / 32)
+// decoding blocks instead of g (only that entry maps a row to its query and head).
 int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
                    bool hooks_use_heads, bool decode_entry = true);
 
@@ -124,8 +125,9 @@ SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& sha
                                 FwdParams& params);
 
 // ---- The decoding entry (codegen::kDecodeEntry): a launch of at most kDecodeBlockM query rows
-// (after packing) runs the forward kernel in kDecodeBlockM-row blocks, several per SM, whose warps
-// without a real row skip the math (fwd_config.cuh).
+// (after packing), or a packed step of several queries, runs the forward kernel in
+// kDecodeBlockM-row blocks, several per SM, whose warps without a real row skip the math
+// (fwd_config.cuh).
 
 // ATTNJIT_DECODE_ENTRY: unset, empty or "auto": use it where it applies; "off": never (for
 // measurements). Error(invalid_argument) for anything else.

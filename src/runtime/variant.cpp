@@ -263,7 +263,11 @@ CallPlan Variant::launch_plan(const ForwardCall& call) {
     plan.kernel.why += fmt::format("; the decoding entry ({}-row blocks)",
                                    launch.decoding.config.block_m);
   }
-  if (launch.decoding.group > 1) {
+  if (launch.decoding.group > 1 && shape.q_len > 1) {
+    plan.kernel.why += fmt::format(
+        "; {} query heads x {} queries packed into the rows of {} block(s) per key/value head",
+        launch.decoding.group, shape.q_len, launch.grid.grid_x);
+  } else if (launch.decoding.group > 1) {
     plan.kernel.why += fmt::format("; {} query heads packed into each block's rows",
                                    launch.decoding.group);
   }

@@ -206,12 +206,15 @@ TEST_CASE("packed GQA: one query per sequence, a group of query heads per block"
   const AttentionShape decode{2, 32, 8, 1, 4096, 128};
   CHECK(gqa_pack_group(decode, sm80, false) == 4);
   CHECK(gqa_pack_group(decode, sm80, true) == 1);  // h or num_heads in an expression
-  // A speculative step: q_len * group rows in one decoding block, and only where that entry
+  // A speculative step: its group's q_len * group rows in decoding blocks, where that entry
   // runs the step.
   CHECK(gqa_pack_group({2, 32, 8, 2, 4096, 128}, sm80, false) == 4);
   CHECK(gqa_pack_group({2, 32, 8, 8, 4096, 128}, sm80, false) == 4);         // 32 rows
-  CHECK(gqa_pack_group({2, 32, 8, 9, 4096, 128}, sm80, false) == 1);         // 36: two blocks
-  CHECK(gqa_pack_group({2, 64, 8, 5, 4096, 128}, sm80, false) == 1);         // 40
+  CHECK(gqa_pack_group({2, 32, 8, 9, 4096, 128}, sm80, false) == 4);         // 36: two blocks
+  CHECK(gqa_pack_group({2, 64, 8, 32, 4096, 128}, sm80, false) == 8);        // 256: eight
+  CHECK(gqa_pack_group({2, 32, 8, 33, 4096, 128}, sm80, false) == 1);        // not a decode step
+  CHECK(gqa_pack_group({1, 64, 1, 2, 4096, 128}, sm80, false) == 1);         // a group of 64
+  CHECK(gqa_pack_group({1, 64, 1, 1, 4096, 128}, sm80, false) == 64);        // one query: rows
   CHECK(gqa_pack_group({2, 32, 8, 2, 4096, 128}, sm80, false, false) == 1);  // no decoding entry
   CHECK(gqa_pack_group({2, 32, 8, 2, 4096, 128}, sm80, true) == 1);
   CHECK(gqa_pack_group({2, 8, 8, 1, 4096, 128}, sm80, false) == 1);   // no grouping
@@ -294,6 +297,13 @@ TEST_CASE("packed GQA: a speculative step's rows are its queries of each query h
   LaunchChoices no_entry;
   no_entry.decode_entry = false;
   CHECK(plan_decoding(step, sm80, false, 132, no_entry).group == 1);
+  // 16 queries of 8 heads: 128 rows, four decoding blocks per key/value head where unpacked
+  // there were eight.
+  const AttentionShape tree{1, 64, 8, 16, 4096, 128};
+  const DecodingPlan wide = plan_decoding(tree, sm80, false, 132, LaunchChoices{});
+  CHECK(wide.group == 8);
+  CHECK(wide.decode_entry);
+  CHECK(forward_grid({1, 8, 8, 128, 4096, 128}, wide.config, 132, 1).grid_x == 4);
 }
 
 TEST_CASE("split-KV: a forced slice count is clamped to the key tiles and the grid", "[runtime]") {
@@ -554,8 +564,10 @@ TEST_CASE("a forward launch on the decoding entry: its entry, grid, summaries an
   REQUIRE(launch.decoding.decode_entry);
   CHECK(std::string(launch.entry) == codegen::kDecodeEntry);
   CHECK(launch.grid.threads == 32u * kDecodeWarps);
-  CHECK(launch.grid.grid_x == 1u);  // 20 rows: one 32-row block
-  CHECK(launch.grid.grid_y == static_cast<unsigned>(8 * launch.split.num_splits));
+  // 20 queries of a group of 2, packed: 40 rows, two 32-row blocks per key/value head.
+  CHECK(launch.decoding.group == 2);
+  CHECK(launch.grid.grid_x == 2u);
+  CHECK(launch.grid.grid_y == static_cast<unsigned>(4 * launch.split.num_splits));
   CHECK(launch.grid.smem_bytes == static_cast<unsigned>(sm80.decode_smem_bytes));
   // The summaries are per key tile of the entry that reads them.
   REQUIRE(launch.summaries.launches.size() == 1);

@@ -275,8 +275,11 @@ std::vector<KernelCase> gqa_decoding_cases() {
   full.layout = Layout::blhd;
   // Query 0 keeps nothing (zeros, -inf in each of its heads' rows), query 1 keeps 100 keys.
   make("kv_idx < 100 * q_idx", shape(1, 4, 1, 2, 400), 128);
-  // 9 queries of 4 heads: 36 rows, more than one decoding block: not packed.
-  make("kv_idx <= q_idx + 291", shape(1, 4, 1, 9, 300), 64);
+  // 9 queries of 4 heads: 36 rows, two decoding blocks (the second with 4 rows), split in 2.
+  KernelCase& two_blocks = make("kv_idx <= q_idx + 291", shape(1, 4, 1, 9, 300), 64);
+  two_blocks.split_kv = 2;
+  // 33 queries: more than the decoding entry's 32 rows unpacked, so not packed either.
+  make("kv_idx <= q_idx + 267", shape(1, 2, 1, 33, 300), 64);
   return cases;
 }
 

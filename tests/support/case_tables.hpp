@@ -64,9 +64,10 @@ std::vector<KernelCase> decode_entry_cases();
 // forced slices and no LSE, a mask using h (not packed), MQA in fp16, and a mask that keeps
 // nothing. Several queries (speculative steps, the decoding entry): causal in [B, L, H, D] split
 // in 3, document ids of the queries and keys in fp16, 32 rows with a score of the query, a
-// first query that keeps nothing, and 36 rows (more than one block: not packed).
+// first query that keeps nothing, 36 rows in two blocks split in 2, and 33 queries (more than
+// the decoding entry takes unpacked: not packed).
 std::vector<KernelCase> gqa_decoding_cases();
-inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4, 4, 4, 8, 4, 1};
+inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4, 4, 4, 8, 4, 4, 1};
 
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no
