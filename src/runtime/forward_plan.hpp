@@ -88,10 +88,10 @@ int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& con
                    bool hooks_use_heads, bool decode_entry = true);
 
 // The packed launch's view of the call: num_heads_kv heads of group * q_len rows, row r query
-// head r % group's query r / group; the view's row strides of q and out are the query heads'
-// (with one query the rows are exactly the heads; lse's layout is unchanged: row (b, h, i) is
-// row (h % group) + group * i of head h / group). attach_packing gives the kernel the queries'
-// strides.
+// head r % group's query r / group (so the call's row (b, h, i) is row (h % group) + group * i of
+// head h / group); the view's row strides of q and out are the query heads', and with one query
+// the rows are exactly the heads. With several, attach_packing gives the kernel the queries'
+// strides, and the kernel stores lse and the split-KV partials in the call's own row order.
 void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers);
 
 // The packing fields of `params` for a call of `shape` and `buffers` (the call's own, not the
