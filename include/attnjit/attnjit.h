@@ -166,9 +166,10 @@ typedef struct attnjit_tensor_arg {
   int64_t dims[2];  /* dims[1] ignored for rank-1 tensors; row-major, contiguous */
 } attnjit_tensor_arg;
 
-#define ATTNJIT_FORWARD_ARGS_VERSION 1
+/* 2 adds the paged key/value cache (kv_page_table ...); a struct of version 1 is still accepted. */
+#define ATTNJIT_FORWARD_ARGS_VERSION 2
 typedef struct attnjit_forward_args {
-  int version; /* ATTNJIT_FORWARD_ARGS_VERSION */
+  int version; /* ATTNJIT_FORWARD_ARGS_VERSION, or 1 (without the fields after `stream`) */
   const void* q;
   const void* k;
   const void* v;
@@ -195,6 +196,19 @@ typedef struct attnjit_forward_args {
   const attnjit_tensor_arg* tensors; /* one per declared tensor, in declaration order */
   int num_tensors;
   void* stream; /* CUstream (NULL: the default stream); ignored on the CPU backend */
+  /* Paged key/value cache (version 2; kv_page_table NULL: k and v are dense as above). k and v
+   * point at pools of kv_num_pages pages of kv_page_size rows, laid out as `layout` (or the
+   * explicit strides) says with the pages in place of the batch: [pages, num_heads_kv,
+   * page_size, head_dim] for BHLD, [pages, page_size, num_heads_kv, head_dim] for BLHD (vLLM's
+   * and FlashInfer's NHD). Row j of sequence b is row j % kv_page_size of page
+   * kv_page_table[b * kv_page_table_width + j / kv_page_size]. An entry outside [0, kv_num_pages)
+   * (say -1 in a slot past a sequence's end) reads as zero rows: give such keys a mask (kv_idx <
+   * lens[b]). On the CUDA backend the calls run on the sm80 kernel (on an H100 too) and the table
+   * is device memory; on the CPU backend, host memory. */
+  const int32_t* kv_page_table; /* [batch, kv_page_table_width] */
+  int kv_page_table_width;      /* >= ceil(kv_len / kv_page_size) */
+  int kv_page_size;             /* a power of two: 1, 16, 64, 128 ... */
+  int kv_num_pages;             /* pages in each of the key and value pools */
 } attnjit_forward_args;
 
 ATTNJIT_API void attnjit_forward_args_init(attnjit_forward_args* args);
@@ -547,7 +561,7 @@ typedef struct attnjit_launch_plan {
   attnjit_backend backend;   /* CUDA or CPU; on the CPU only kernel and reason are set */
   const char* kernel_family; /* "sm80" or "sm90"; "" on the CPU */
   const char* kernel;        /* "standard" (the variant's kernel for the arch), "tma_fallback",
-                                "decoding", "short_rows"; "reference" on the CPU */
+                                "decoding", "short_rows", "paged_kv"; "reference" on the CPU */
   const char* entry;         /* the launched entry point: "attnjit_fwd", "attnjit_fwd_decode" */
   char reason[256];          /* why, in words (cut to fit, always NUL-terminated) */
   int block_m, block_n, num_warps, blocks_per_sm; /* the launched entry's tiles */

@@ -48,6 +48,20 @@ struct ScoreRowShiftOf<VARIANT, decltype(void(VARIANT::kScoreRowShift))> {
   static constexpr bool kKeySlope = VARIANT::kScoreRowShift && VARIANT::kScoreKeySlope;
 };
 
+// Whether a variant's kernel reads keys and values through a paged cache's page table
+// (FwdParams::kv_pages): the generated struct of a paged kernel declares kPagedKv (codegen:
+// KernelConfig::paged_kv); the others do not, so their source stayed what it was. A member of the
+// variant, not a macro, so that kernels of both kinds can share one translation unit (the SIMT
+// emulator builds every kernel of a test into one).
+template <typename VARIANT, typename = void>
+struct PagedKvOf {
+  static constexpr bool kPaged = false;
+};
+template <typename VARIANT>
+struct PagedKvOf<VARIANT, decltype(void(VARIANT::kPagedKv))> {
+  static constexpr bool kPaged = VARIANT::kPagedKv;
+};
+
 // Where each lane's data lives: ldmatrix row addresses, mma fragment coordinates and the output
 // staging, as pure integer functions (host-callable, so tests/kernels/fragment_emulation_test.cpp
 // can replay a warp's path against the PTX ISA fragment layouts). Fragment layouts: mma.cuh.
@@ -173,6 +187,10 @@ struct AttentionForward {
 #else
   static constexpr bool kSafeSources = HEAD_DIM < 64;
 #endif
+  // Whether keys and values are read through a paged cache's page table (FwdParams::kv_pages):
+  // only in the kernels generated for paged calls (PagedKvOf), so that the dense kernels' code is
+  // what it was.
+  static constexpr bool kPagedKv = PagedKvOf<VARIANT>::kPaged;
   // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and
   // whether the softmax adds a multiple of each column's step too (apply_scores, RowShift).
   static constexpr bool kRowShift = ScoreRowShiftOf<VARIANT>::kShift;
@@ -446,10 +464,12 @@ struct AttentionForward {
 
     const unsigned short* q_base = static_cast<const unsigned short*>(params.q) +
                                    b * params.q_stride[0] + h * params.q_stride[1];
+    // Note: a paged call's pools start at page 0; its sequence is its row of the page table.
+    const long long kv_batch = kPagedKv ? 0 : b;
     const unsigned short* k_base = static_cast<const unsigned short*>(params.k) +
-                                   b * params.k_stride[0] + h_kv * params.k_stride[1];
+                                   kv_batch * params.k_stride[0] + h_kv * params.k_stride[1];
     const unsigned short* v_base = static_cast<const unsigned short*>(params.v) +
-                                   b * params.v_stride[0] + h_kv * params.v_stride[1];
+                                   kv_batch * params.v_stride[0] + h_kv * params.v_stride[1];
 
     // ---- Shared memory: [Q tile][K stage 0..S-1][V stage 0..S-1].
     const unsigned q_smem = smem_address(attnjit_dynamic_smem);
@@ -457,12 +477,20 @@ struct AttentionForward {
     const unsigned v_smem = k_smem + NUM_STAGES * KVTile::kBytes;
 
     auto load_kv = [&](int tile, int stage) {
-      load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
-          k_smem + stage * KVTile::kBytes, k_base, params.k_stride[2], tile * BLOCK_N,
-          params.kv_len, thread);
-      load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
-          v_smem + stage * KVTile::kBytes, v_base, params.v_stride[2], tile * BLOCK_N,
-          params.kv_len, thread);
+      if constexpr (kPagedKv) {
+        load_paged_kv_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
+            k_smem + stage * KVTile::kBytes, v_smem + stage * KVTile::kBytes, k_base,
+            params.k_stride, v_base, params.v_stride,
+            params.kv_pages + static_cast<long long>(b) * params.kv_pages_stride,
+            params.kv_page_shift, params.kv_num_pages, tile * BLOCK_N, params.kv_len, thread);
+      } else {
+        load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
+            k_smem + stage * KVTile::kBytes, k_base, params.k_stride[2], tile * BLOCK_N,
+            params.kv_len, thread);
+        load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
+            v_smem + stage * KVTile::kBytes, v_base, params.v_stride[2], tile * BLOCK_N,
+            params.kv_len, thread);
+      }
     };
 
     // ---- Prologue. Commit groups: [Q], then one per pipeline slot, always committed (possibly

@@ -101,6 +101,14 @@ struct TileLoadPlan {
   ATTNJIT_HD static constexpr int dst_advance(int i) {
     return (block_advance(i) * ROWS + row_advance(i)) * kCpb * 16;
   }
+  // The distinct rows a thread copies: iteration i copies row(thread, slot_row...) of slot
+  // row_slot(i), so that a per-row lookup (a paged cache's page) is done once per row, not once
+  // per 16-byte chunk.
+  static constexpr int kRowSlots = kWholeBlocks ? 1 : ROWS / kRowsPerIter;
+  ATTNJIT_HD static constexpr int row_slot(int i) { return kWholeBlocks ? 0 : i % kRowSlots; }
+  ATTNJIT_HD static int slot_row(int thread, int slot) {
+    return first_row(thread) + (kWholeBlocks ? 0 : slot * kRowsPerIter);
+  }
 };
 
 // Note: the SIMT emulator (tests/simt) defines the primitives below for host runs, with the same
@@ -225,6 +233,63 @@ ATTNJIT_DEVICE void load_packed_rows_async(unsigned smem_tile, const unsigned sh
                       Plan::chunk(thread, i) * 8
                 : base;
       cp_async_16(dst0 + Plan::dst_advance(i), src, valid);
+    }
+  }
+}
+
+// A paged cache's key and value tiles (FwdParams::kv_pages): rows [row0, row0 + ROWS) of a
+// sequence whose row j is row j & ((1 << page_shift) - 1) of page pages[j >> page_shift] of the
+// pools at k_base and v_base (the key/value head's row 0 of page 0); rows at or past `num_rows`,
+// and rows of a page outside [0, num_pages), are zero-filled (unread). Pages of at least ROWS
+// rows hold a whole tile: one lookup, then load_tile_async's copies. Smaller pages take a lookup
+// per distinct row a thread copies (TileLoadPlan::kRowSlots), all issued before the first copy
+// so that their latencies overlap, and shared by the key and the value copies.
+template <int ROWS, int HEAD_DIM, int NUM_THREADS, bool SAFE_SOURCE>
+ATTNJIT_DEVICE void load_paged_kv_async(unsigned k_tile, unsigned v_tile,
+                                        const unsigned short* k_base, const long long* k_stride,
+                                        const unsigned short* v_base, const long long* v_stride,
+                                        const int* pages, int page_shift, int num_pages, int row0,
+                                        int num_rows, int thread) {
+  using Plan = TileLoadPlan<ROWS, HEAD_DIM, NUM_THREADS>;
+  const int in_page = (1 << page_shift) - 1;
+  if ((1 << page_shift) >= ROWS) {  // a tile (row0 a multiple of ROWS) lies inside one page
+    const int page = pages[row0 >> page_shift];
+    const bool valid = static_cast<unsigned>(page) < static_cast<unsigned>(num_pages);
+    const int first = row0 & in_page;
+    const int rows = valid ? first + (num_rows - row0) : first;
+    const long long k_page = valid ? page * k_stride[0] : 0;
+    const long long v_page = valid ? page * v_stride[0] : 0;
+    load_tile_async<ROWS, HEAD_DIM, NUM_THREADS, SAFE_SOURCE>(k_tile, k_base + k_page,
+                                                              k_stride[2], first, rows, thread);
+    load_tile_async<ROWS, HEAD_DIM, NUM_THREADS, SAFE_SOURCE>(v_tile, v_base + v_page,
+                                                              v_stride[2], first, rows, thread);
+    return;
+  }
+  int page[Plan::kRowSlots];
+#pragma unroll
+  for (int slot = 0; slot < Plan::kRowSlots; ++slot) {
+    const int r = row0 + Plan::slot_row(thread, slot);
+    page[slot] = r < num_rows ? pages[r >> page_shift] : -1;
+  }
+  const unsigned dst0 = Plan::dst_base(thread);
+  // Note: a row's sources are formed once and serve all of its chunks (the iterations of its
+  // slot, kRowSlots apart), so that only one row's two addresses are live at a time.
+#pragma unroll
+  for (int slot = 0; slot < Plan::kRowSlots; ++slot) {
+    const int r = row0 + Plan::slot_row(thread, slot);
+    const bool valid = static_cast<unsigned>(page[slot]) < static_cast<unsigned>(num_pages);
+    const long long row = r & in_page;
+    const unsigned short* k_row = valid ? k_base + page[slot] * k_stride[0] + row * k_stride[2]
+                                        : k_base;
+    const unsigned short* v_row = valid ? v_base + page[slot] * v_stride[0] + row * v_stride[2]
+                                        : v_base;
+#pragma unroll
+    for (int i = slot; i < Plan::kIters; i += Plan::kRowSlots) {
+      if (Plan::active(thread, i)) {
+        const int column = Plan::chunk(thread, i) * 8;
+        cp_async_16(k_tile + dst0 + Plan::dst_advance(i), k_row + column, valid);
+        cp_async_16(v_tile + dst0 + Plan::dst_advance(i), v_row + column, valid);
+      }
     }
   }
 }

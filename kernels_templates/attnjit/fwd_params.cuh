@@ -48,6 +48,15 @@ struct FwdParams {
   unsigned pack_gqa_inverse;  // packed_row_inverse(pack_gqa): row / pack_gqa as a multiply
   long long pack_q_stride;
   long long pack_o_stride;
+  // Paged key/value cache (AttentionBuffers::kv_pages; only a paged kernel reads it, PagedKvOf
+  // in attention_fwd.cuh): k and v point at pools of pages, k_stride[0] / v_stride[0] are the
+  // page strides, and row j of sequence b is row j & ((1 << kv_page_shift) - 1) of page
+  // kv_pages[b * kv_pages_stride + (j >> kv_page_shift)]; a page outside [0, kv_num_pages) reads
+  // as zeros. Null for a dense call.
+  const int* kv_pages;
+  int kv_pages_stride;
+  int kv_page_shift;
+  int kv_num_pages;
   VariantArgs args;
 };
 

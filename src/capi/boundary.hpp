@@ -66,6 +66,9 @@ void require(const T* pointer, const char* name) {
 }
 
 void require_version(int got, int expected, const char* name);
+// attnjit_forward_args' version: ATTNJIT_FORWARD_ARGS_VERSION, or 1 (read without the paged
+// cache's fields, which a version-1 struct does not have).
+void require_forward_args_version(int got);
 
 // NULL and "" are the default (empty) directory.
 inline std::string optional_text(const char* text) { return text != nullptr ? text : ""; }

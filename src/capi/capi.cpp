@@ -15,6 +15,7 @@ namespace {
 using attnjit::capi::enum_value;
 using attnjit::capi::guarded;
 using attnjit::capi::require;
+using attnjit::capi::require_forward_args_version;
 using attnjit::capi::require_version;
 
 attnjit::DType to_dtype(int dtype, const char* what) {
@@ -125,6 +126,21 @@ VariantSpec to_spec(const attnjit_variant_desc& desc) {
   return spec;
 }
 
+// The paged cache's fields of a version-2 struct (a version-1 one has none: dense keys).
+attnjit::KvPages kv_pages_of(const attnjit_forward_args& a) {
+  if (a.version < 2) return {};
+  if (a.kv_page_table == nullptr) {
+    if (a.kv_page_size != 0 || a.kv_page_table_width != 0 || a.kv_num_pages != 0) {
+      attnjit::throw_error(attnjit::Status::invalid_argument,
+                           "kv_page_size, kv_page_table_width or kv_num_pages is set but "
+                           "kv_page_table is NULL: pass the page table, or zero them for dense "
+                           "keys and values");
+    }
+    return {};
+  }
+  return {a.kv_page_table, a.kv_page_table_width, a.kv_page_size, a.kv_num_pages};
+}
+
 ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   attnjit::ForwardCall call;
   call.shape = {a.batch, a.num_heads_q, a.num_heads_kv, a.q_len, a.kv_len, head_dim};
@@ -140,10 +156,16 @@ ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   const int layout = enum_value(a.layout);
   b.q_strides =
       strides_or_layout("q_strides", a.q_strides, layout, a.batch, a.num_heads_q, a.q_len, head_dim);
-  b.k_strides = strides_or_layout("k_strides", a.k_strides, layout, a.batch, a.num_heads_kv,
-                                  a.kv_len, head_dim);
-  b.v_strides = strides_or_layout("v_strides", a.v_strides, layout, a.batch, a.num_heads_kv,
-                                  a.kv_len, head_dim);
+  // Note: a paged call's keys and values are pools: pages in place of the batch, and each page's
+  // rows in place of the sequence's.
+  b.kv_pages = kv_pages_of(a);
+  const bool paged = attnjit::is_paged(b);
+  const int kv_batch = paged ? b.kv_pages.num_pages : a.batch;
+  const int kv_rows = paged ? std::max(b.kv_pages.page_size, 1) : a.kv_len;
+  b.k_strides = strides_or_layout("k_strides", a.k_strides, layout, kv_batch, a.num_heads_kv,
+                                  kv_rows, head_dim);
+  b.v_strides = strides_or_layout("v_strides", a.v_strides, layout, kv_batch, a.num_heads_kv,
+                                  kv_rows, head_dim);
   b.out_strides = strides_or_layout("out_strides", a.out_strides, layout, a.batch,
                                     a.num_heads_q, a.q_len, head_dim);
   b.scale = a.scale;
@@ -190,6 +212,10 @@ attnjit_kernel_origin to_c_origin(KernelOrigin origin) {
     case KernelOrigin::memory: return ATTNJIT_ORIGIN_MEMORY;
   }
   return ATTNJIT_ORIGIN_COMPILED;
+}
+
+void require_forward_args_version(int got) {
+  if (got != 1) require_version(got, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
 }
 
 }  // namespace attnjit::capi
@@ -305,7 +331,7 @@ attnjit_status attnjit_forward(attnjit_variant* variant, const attnjit_forward_a
   return guarded([&] {
     require(variant, "variant");
     require(args, "args");
-    require_version(args->version, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
+    require_forward_args_version(args->version);
     variant->impl.forward(attnjit::capi::to_call(*args, variant->impl.spec().head_dim));
   });
 }

@@ -18,6 +18,7 @@ namespace {
 
 using attnjit::capi::guarded;
 using attnjit::capi::require;
+using attnjit::capi::require_forward_args_version;
 using attnjit::capi::require_version;
 
 struct Tiles {
@@ -62,7 +63,7 @@ Tiles tiles_for(attnjit_variant& variant, const char* arch, const attnjit::Forwa
 
 const attnjit_forward_args& checked_args(const attnjit_forward_args* args) {
   require(args, "args");
-  require_version(args->version, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
+  require_forward_args_version(args->version);
   return *args;
 }
 

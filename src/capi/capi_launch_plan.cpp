@@ -11,6 +11,7 @@ namespace {
 
 using attnjit::capi::guarded;
 using attnjit::capi::require;
+using attnjit::capi::require_forward_args_version;
 using attnjit::capi::require_version;
 
 // Copies `text` into `out`, cut to fit and NUL-terminated (the reasons are ASCII).
@@ -68,7 +69,7 @@ attnjit_status attnjit_variant_launch_plan(attnjit_launch_plan* out, attnjit_var
     require(variant, "variant");
     require(args, "args");
     require_version(out->version, ATTNJIT_LAUNCH_PLAN_VERSION, "attnjit_launch_plan");
-    require_version(args->version, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
+    require_forward_args_version(args->version);
     const attnjit::CallPlan plan =
         variant->impl.launch_plan(attnjit::capi::to_call(*args, variant->impl.spec().head_dim));
     attnjit_launch_plan filled;

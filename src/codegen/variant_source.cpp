@@ -46,7 +46,7 @@ KernelConfig config_for(const expr::Expression& mask, const expr::Expression& sc
 
 GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& score, DType dtype,
                          int head_dim, Target target, FamilyRequest family,
-                         const KernelTuning* tuning) {
+                         const KernelTuning* tuning, bool paged_kv = false) {
   if (dtype != DType::bf16 && dtype != DType::fp16) {
     throw_error(Status::unsupported, "query, key and value must be bfloat16 or float16; got {}",
                 dtype_name(dtype));
@@ -57,6 +57,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   }
   GeneratedKernel kernel;
   kernel.config = config_for(mask, score, dtype, head_dim, target, family, tuning);
+  kernel.config.paged_kv = paged_kv && kernel.config.family == KernelFamily::sm80;
   const KernelConfig& config = kernel.config;
   const bool sm90 = config.family == KernelFamily::sm90;
   const bool has_mask = !mask.is_constant_true();
@@ -109,7 +110,11 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
 
   s += "struct AttnjitVariant {\n";
   s += fmt::format("  static constexpr bool kHasMask = {};\n", has_mask ? "true" : "false");
-  s += fmt::format("  static constexpr bool kHasScore = {};\n\n", has_score ? "true" : "false");
+  s += fmt::format("  static constexpr bool kHasScore = {};\n", has_score ? "true" : "false");
+  // Note: declared only when on, so that the dense kernels' source (hence their cache keys) stays
+  // as it was (attention_fwd.cuh, PagedKvOf).
+  if (config.paged_kv) s += "  static constexpr bool kPagedKv = true;\n";
+  s += "\n";
   s += lower_element_hooks(mask, score, config.score_row_shift);
   s += "\n";
   s += "  ATTNJIT_DEVICE static attnjit::TileClass classify(const attnjit::VariantArgs& args,\n"
@@ -199,6 +204,14 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
                                        DType dtype, int head_dim, Target target,
                                        FamilyRequest family, const KernelTuning& tuning) {
   return generate(mask, score, dtype, head_dim, target, family, &tuning);
+}
+
+GeneratedKernel generate_paged_kernel_source(const expr::Expression& mask,
+                                             const expr::Expression& score, DType dtype,
+                                             int head_dim, Target target,
+                                             const KernelTuning& tuning) {
+  return generate(mask, score, dtype, head_dim, target, FamilyRequest::sm80, &tuning,
+                  /*paged_kv=*/true);
 }
 
 }  // namespace attnjit::codegen

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <optional>
 
 #include "common/error.hpp"
@@ -126,22 +127,67 @@ Strides layout_strides(Layout layout, int num_heads, int len, int head_dim) {
 }
 
 std::array<TensorView, 4> tensor_views(const AttentionShape& s, const AttentionBuffers& b) {
-  return {{{"query", b.q, b.q_strides, s.num_heads_q, s.q_len},
-           {"key", b.k, b.k_strides, s.num_heads_kv, s.kv_len},
-           {"value", b.v, b.v_strides, s.num_heads_kv, s.kv_len},
-           {"output", b.out, b.out_strides, s.num_heads_q, s.q_len}}};
+  // Note: a paged call's keys and values are its pools, whatever its batch and kv_len.
+  const bool paged = is_paged(b);
+  const int kv_batch = paged ? b.kv_pages.num_pages : s.batch;
+  const int kv_rows = paged ? b.kv_pages.page_size : s.kv_len;
+  return {{{"query", b.q, b.q_strides, s.num_heads_q, s.q_len, s.batch},
+           {"key", b.k, b.k_strides, s.num_heads_kv, kv_rows, kv_batch},
+           {"value", b.v, b.v_strides, s.num_heads_kv, kv_rows, kv_batch},
+           {"output", b.out, b.out_strides, s.num_heads_q, s.q_len, s.batch}}};
 }
 
 std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const AttentionShape& shape,
                                               std::size_t element_size) {
-  return extent_bytes(dimensions(view.strides, shape.batch, view.heads, view.len, shape.head_dim),
+  return extent_bytes(dimensions(view.strides, view.batch, view.heads, view.len, shape.head_dim),
                       element_size);
+}
+
+std::optional<std::int64_t> kv_row_offset(const AttentionBuffers& buffers, const Strides& strides,
+                                          int b, int h, int row) {
+  const std::int64_t head = h * strides.head;
+  if (!is_paged(buffers)) return b * strides.batch + head + row * strides.row;
+  const KvPages& pages = buffers.kv_pages;
+  const std::int32_t page =
+      pages.table[static_cast<std::int64_t>(b) * pages.table_width + row / pages.page_size];
+  if (page < 0 || page >= pages.num_pages) return std::nullopt;
+  return page * strides.batch + head + (row % pages.page_size) * strides.row;
 }
 
 float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffers) {
   if (buffers.scale != 0.0f) return buffers.scale;
   return static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.head_dim)));
 }
+
+namespace {
+
+void validate_pages(const AttentionShape& s, const KvPages& pages) {
+  const int size = pages.page_size;
+  if (size <= 0 || (size & (size - 1)) != 0) {
+    throw_error(Status::invalid_argument,
+                "kv_page_size must be a power of two (1, 2, 4, ... 16, 32 ...); got {}", size);
+  }
+  if (pages.num_pages <= 0) {
+    throw_error(Status::invalid_argument,
+                "kv_num_pages must be positive (the pages in the key and value pools); got {}",
+                pages.num_pages);
+  }
+  const std::int64_t needed = (std::int64_t{s.kv_len} + size - 1) / size;
+  if (pages.table_width < needed) {
+    throw_error(Status::invalid_argument,
+                "kv_page_table_width ({}) is too narrow: kv_len {} in pages of {} rows needs {} "
+                "entries per sequence",
+                pages.table_width, s.kv_len, size, needed);
+  }
+  if (std::int64_t{s.batch} * pages.table_width > std::numeric_limits<std::int32_t>::max()) {
+    throw_error(Status::invalid_argument,
+                "the page table of {} sequences x {} entries is too large (at most 2^31 - 1 "
+                "entries)",
+                s.batch, pages.table_width);
+  }
+}
+
+}  // namespace
 
 void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {
   if (s.batch <= 0 || s.num_heads_q <= 0 || s.num_heads_kv <= 0 || s.q_len <= 0 ||
@@ -164,6 +210,7 @@ void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {
                 "query, key and value must have the same dtype; got {}, {} and {}",
                 dtype_name(b.q_dtype), dtype_name(b.k_dtype), dtype_name(b.v_dtype));
   }
+  if (is_paged(b)) validate_pages(s, b.kv_pages);
   const std::size_t element_size = dtype_size(b.q_dtype);
   for (const TensorView& view : tensor_views(s, b)) {
     const Strides& st = view.strides;
@@ -173,7 +220,7 @@ void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {
                   view.name, st.batch, st.head, st.row, s.head_dim);
     }
     check_addressable(view.name, view.data,
-                      dimensions(st, s.batch, view.heads, view.len, s.head_dim), element_size);
+                      dimensions(st, view.batch, view.heads, view.len, s.head_dim), element_size);
   }
   // Note: inputs may share memory between heads or batches (reads only); output elements may not,
   // or two threads would write one element and the result would depend on their order.

@@ -37,6 +37,19 @@ struct Strides {
 // when they do not fit in 64 bits.
 Strides layout_strides(Layout layout, int num_heads, int len, int head_dim);
 
+// A paged key/value cache (vLLM, FlashInfer, SGLang): K and V are pools of pages of page_size
+// rows each, indexed like a batch (their strides' batch stride is the page stride: [num_pages,
+// heads, page_size, head_dim] in the bhld layout, [num_pages, page_size, heads, head_dim] in
+// blhd), and row j of sequence b is row j % page_size of page table[b * table_width + j /
+// page_size]. A page index outside [0, num_pages) reads as zeros: the table's unused slots
+// (-1, or anything) past a sequence's end are never read through, whatever they hold.
+struct KvPages {
+  const std::int32_t* table = nullptr;  // null: K and V are dense; memory of the backend's kind
+  int table_width = 0;                  // pages per sequence in the table (its row stride)
+  int page_size = 0;                    // rows per page: a power of two
+  int num_pages = 0;                    // pages in each pool
+};
+
 struct AttentionBuffers {
   const void* q = nullptr;
   const void* k = nullptr;
@@ -48,7 +61,11 @@ struct AttentionBuffers {
   DType v_dtype = DType::bf16;
   Strides q_strides, k_strides, v_strides, out_strides;
   float scale = 0.0f;  // 0 means 1/sqrt(head_dim)
+  KvPages kv_pages;    // table null: k and v are [batch, heads, kv_len, head_dim] views
 };
+
+// Whether a call reads its keys and values through a page table.
+inline bool is_paged(const AttentionBuffers& buffers) { return buffers.kv_pages.table != nullptr; }
 
 // One of the four [batch, heads, len, head_dim] tensors of a call, for the checks that go over
 // each of them.
@@ -58,6 +75,7 @@ struct TensorView {
   Strides strides;
   int heads;
   int len;
+  int batch;  // the call's batch, or the pool's pages for the keys and values of a paged call
 };
 
 // query, key, value, output.
@@ -69,6 +87,13 @@ std::array<TensorView, 4> tensor_views(const AttentionShape& shape,
 std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const AttentionShape& shape,
                                               std::size_t element_size);
 
+// The element offset of row `row` of sequence `b`, key/value head `h`, in a tensor of `strides`
+// (the pool's, for a paged call: table[b * table_width + row / page_size]'s row row % page_size),
+// or nullopt where that page is outside the pool (the row reads as zeros). `table` is read: host
+// memory only (the CPU backend's).
+std::optional<std::int64_t> kv_row_offset(const AttentionBuffers& buffers, const Strides& strides,
+                                          int b, int h, int row);
+
 // The softmax scale applied: buffers.scale, or 1/sqrt(head_dim) (rounded once from double) when
 // it is 0. Note: the CPU reference and the CUDA launcher both call this, so they apply
 // bit-identical scales.
@@ -77,7 +102,9 @@ float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffe
 // Throws Error(invalid_argument) naming the first problem: non-positive sizes, GQA ratio,
 // null buffers, negative strides or rows that overlap, a view whose last element's offset
 // overflows 64 bits or wraps the address space, output elements that share memory (e.g. a head
-// stride of 0), an lse too large to address. Nothing is read or written before these checks.
+// stride of 0), an lse too large to address, and for a paged call a page size that is not a power
+// of two, a table too narrow for kv_len or too large to address, an empty pool. Nothing is read
+// or written before these checks.
 void validate_problem(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 }  // namespace attnjit

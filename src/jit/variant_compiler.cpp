@@ -58,6 +58,7 @@ std::string request_id(const VariantSpec& spec, const std::string& arch, bool pt
   // The short-rows kernel's tuning is fixed but for the watchdog, which it takes from there.
   id += '/';
   if (schedule == codegen::Schedule::short_rows) id += "short-rows/";
+  if (schedule == codegen::Schedule::paged_kv) id += "paged-kv/";
   if (const char* tuning = std::getenv("ATTNJIT_TUNE"); tuning != nullptr) id += tuning;
   return id;
 }
@@ -148,6 +149,12 @@ ServedSource choose_source(const VariantSpec& spec, const ParsedVariant& parsed,
     return codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
                                            arch_target(arch), family, with);
   };
+  if (schedule == codegen::Schedule::paged_kv) {
+    ServedSource served;
+    served.source.generated = codegen::generate_paged_kernel_source(
+        parsed.mask, parsed.score, spec.dtype, spec.head_dim, arch_target(arch), tuning);
+    return served;
+  }
   if (schedule == codegen::Schedule::short_rows) {
     ServedSource served;
     served.source.generated = codegen::generate_kernel_source(

@@ -131,7 +131,9 @@ VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, 
 // The same for a variant parsed already; `parsed` is parse_variant(spec). `family` overrides
 // ATTNJIT_KERNEL_FAMILY (the CUDA backend's SM80 fallback for calls TMA cannot express);
 // `schedule` short_rows asks for the variant's short-rows kernel (codegen/short_rows.hpp: the
-// sm90 kernel with short_rows_tuning in place of ATTNJIT_TUNE's overrides, whatever `family`).
+// sm90 kernel with short_rows_tuning in place of ATTNJIT_TUNE's overrides, whatever `family`),
+// paged_kv for the kernel of its paged calls (the sm80 kernel with the page table, whatever
+// `family`).
 VariantKernel acquire_variant(
     const VariantSpec& spec, const ParsedVariant& parsed, const std::string& arch,
     KernelCache& cache, bool ptx = false,

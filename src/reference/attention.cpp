@@ -139,15 +139,23 @@ void load_rows(const void* base, DType dtype, const Strides& strides, int b, int
   }
 }
 
+// Rows of a key or value tensor of the call of `buffers` (load_kv_row: paged or not).
+void load_kv_rows(const AttentionBuffers& buffers, const void* base, DType dtype,
+                  const Strides& strides, int b, int h, int row_begin, int rows, int head_dim,
+                  float* dst) {
+  for (int r = 0; r < rows; ++r) {
+    load_kv_row(buffers, base, dtype, strides, b, h, row_begin + r, head_dim,
+                dst + static_cast<std::size_t>(r) * head_dim);
+  }
+}
+
 // K rows stored transposed, dst[d * ld + r], so a query row's scores against the whole tile are a
 // sequence of vectorisable axpys.
-void load_rows_transposed(const void* base, DType dtype, const Strides& strides, int b, int h,
-                          int row_begin, int rows, int head_dim, int ld, float* dst,
-                          float* row_buffer) {
+void load_kv_rows_transposed(const AttentionBuffers& buffers, const void* base, DType dtype,
+                             const Strides& strides, int b, int h, int row_begin, int rows,
+                             int head_dim, int ld, float* dst, float* row_buffer) {
   for (int r = 0; r < rows; ++r) {
-    const std::int64_t offset = b * strides.batch + h * strides.head +
-                                static_cast<std::int64_t>(row_begin + r) * strides.row;
-    load_row(base, dtype, offset, head_dim, row_buffer);
+    load_kv_row(buffers, base, dtype, strides, b, h, row_begin + r, head_dim, row_buffer);
     for (int d = 0; d < head_dim; ++d) dst[static_cast<std::size_t>(d) * ld + r] = row_buffer[d];
   }
 }
@@ -264,11 +272,11 @@ void run_work_item(const Job& job, std::int64_t item, Scratch& scratch, TileStat
       continue;
     }
     ++(tile_class == kTileFull ? stats.full : stats.partial);
-    load_rows_transposed(buffers.k, buffers.k_dtype, buffers.k_strides, b, kv_head, kv_begin,
-                         kv_end - kv_begin, shape.head_dim, job.tile_kv,
-                         scratch.k_transposed.data(), scratch.row_buffer.data());
-    load_rows(buffers.v, buffers.v_dtype, buffers.v_strides, b, kv_head, kv_begin,
-              kv_end - kv_begin, shape.head_dim, scratch.v.data());
+    load_kv_rows_transposed(buffers, buffers.k, buffers.k_dtype, buffers.k_strides, b, kv_head,
+                            kv_begin, kv_end - kv_begin, shape.head_dim, job.tile_kv,
+                            scratch.k_transposed.data(), scratch.row_buffer.data());
+    load_kv_rows(buffers, buffers.v, buffers.v_dtype, buffers.v_strides, b, kv_head, kv_begin,
+                 kv_end - kv_begin, shape.head_dim, scratch.v.data());
     accumulate_tile(job, tile, tile_class, scratch);
   }
   write_rows(job, b, h, q_begin, rows, scratch);

@@ -23,6 +23,19 @@ std::vector<double> load_rows_as_double(const void* base, DType dtype, const Str
   return rows;
 }
 
+// All kv_len rows of a key or value tensor (load_kv_row: paged or not).
+std::vector<double> load_kv_rows_as_double(const AttentionBuffers& buffers, const void* base,
+                                           DType dtype, const Strides& strides, int b, int h,
+                                           int len, int head_dim) {
+  std::vector<double> rows(static_cast<std::size_t>(len) * head_dim);
+  std::vector<float> row(static_cast<std::size_t>(head_dim));
+  for (int i = 0; i < len; ++i) {
+    load_kv_row(buffers, base, dtype, strides, b, h, i, head_dim, row.data());
+    std::copy(row.begin(), row.end(), rows.begin() + static_cast<std::ptrdiff_t>(i) * head_dim);
+  }
+  return rows;
+}
+
 }  // namespace
 
 void naive_attention(const expr::Expression& mask, const expr::Expression& score,
@@ -44,10 +57,10 @@ void naive_attention(const expr::Expression& mask, const expr::Expression& score
     for (int h = 0; h < shape.num_heads_q; ++h) {
       const auto q = load_rows_as_double(buffers.q, buffers.q_dtype, buffers.q_strides, b, h,
                                          shape.q_len, dim);
-      const auto k = load_rows_as_double(buffers.k, buffers.k_dtype, buffers.k_strides, b,
-                                         h / group, shape.kv_len, dim);
-      const auto v = load_rows_as_double(buffers.v, buffers.v_dtype, buffers.v_strides, b,
-                                         h / group, shape.kv_len, dim);
+      const auto k = load_kv_rows_as_double(buffers, buffers.k, buffers.k_dtype, buffers.k_strides,
+                                            b, h / group, shape.kv_len, dim);
+      const auto v = load_kv_rows_as_double(buffers, buffers.v, buffers.v_dtype, buffers.v_strides,
+                                            b, h / group, shape.kv_len, dim);
       for (int i = 0; i < shape.q_len; ++i) {
         double max_score = kNegInf;
         bool any_kept = false;

@@ -30,6 +30,18 @@ inline void load_row(const void* base, DType dtype, std::int64_t offset, int n, 
   }
 }
 
+// dst[d] = element d of row `row` of sequence b, key/value head h of a key or value tensor
+// (`base`, `strides`) of the call of `buffers`: through its page table for a paged call
+// (kv_row_offset), zeros for a row of a page outside the pool.
+inline void load_kv_row(const AttentionBuffers& buffers, const void* base, DType dtype,
+                        const Strides& strides, int b, int h, int row, int n, float* dst) {
+  if (const auto offset = kv_row_offset(buffers, strides, b, h, row)) {
+    load_row(base, dtype, *offset, n, dst);
+  } else {
+    for (int d = 0; d < n; ++d) dst[d] = 0.0f;
+  }
+}
+
 // Element (offset + d) of `base` = src[d], rounded to nearest even.
 inline void store_row(void* base, DType dtype, std::int64_t offset, int n, const float* src) {
   switch (dtype) {

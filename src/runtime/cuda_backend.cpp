@@ -203,6 +203,11 @@ void check_buffers(const AttentionShape& s, const AttentionBuffers& b, const Dev
     const std::size_t rows = static_cast<std::size_t>(s.batch) * s.num_heads_q * s.q_len;
     check_device_buffer("lse", b.lse, rows * sizeof(float), alignof(float), device, context);
   }
+  if (is_paged(b)) {
+    const std::size_t entries = static_cast<std::size_t>(s.batch) * b.kv_pages.table_width;
+    check_device_buffer("kv_page_table", b.kv_pages.table, entries * sizeof(std::int32_t),
+                        alignof(std::int32_t), device, context);
+  }
 }
 
 void check_grid(const AttentionShape& s, const codegen::KernelConfig& config) {
@@ -393,6 +398,15 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   check_dtypes(buffers);
   validate_problem(shape, buffers);
   check_grid(shape, kernel.config);
+  // Note: a dense kernel given a paged call would read the pools as one sequence each, and a
+  // paged kernel given a dense call would read through a null table.
+  if (kernel.config.paged_kv != is_paged(buffers)) {
+    throw_error(Status::internal,
+                "kernel {} {} a paged key/value cache but the call {} one (Variant::forward "
+                "chooses the kernel of paged calls)",
+                kernel.key, kernel.config.paged_kv ? "reads" : "does not read",
+                is_paged(buffers) ? "has" : "has no");
+  }
 
   const ContextRef context = current_context();
   const DeviceInfo device = cached_device(context.device);

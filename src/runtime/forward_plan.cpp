@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -257,6 +258,13 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
   params.pack_gqa = 1;    // attach_packing sets a packed call's group
   params.pack_q_len = 1;
   params.pack_gqa_inverse = packed_row_inverse(1);
+  if (is_paged(buffers)) {
+    const KvPages& pages = buffers.kv_pages;
+    params.kv_pages = pages.table;
+    params.kv_pages_stride = pages.table_width;
+    params.kv_page_shift = std::countr_zero(static_cast<unsigned>(pages.page_size));
+    params.kv_num_pages = pages.num_pages;
+  }
   params.args = args;
   return params;
 }

@@ -90,6 +90,15 @@ const char* Variant::short_rows_barred() const {
 
 KernelChoice Variant::choose_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                     const VariantArgs& args, bool explain) {
+  if (is_paged(buffers)) {
+    // Note: on every arch; the sm90 kernel's TMA boxes would need a page per key tile and a
+    // coordinate per page, which it does not have.
+    return {paged_kernel(), KernelRole::paged_kv,
+            explain ? fmt::format("a paged key/value cache (pages of {} rows): the sm80 kernel "
+                                  "for {} with the page table",
+                                  buffers.kv_pages.page_size, runtime_.device_arch())
+                    : std::string()};
+  }
   KernelChoice choice{kernel(), KernelRole::standard, {}};
   if (explain) choice.why = fmt::format("the variant's kernel for {}", runtime_.device_arch());
   if (choice.binary->config.family != codegen::KernelFamily::sm90) return choice;
@@ -142,6 +151,17 @@ std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
                        .binary;
   }
   return sm80_kernel_;
+}
+
+std::shared_ptr<const KernelBinary> Variant::paged_kernel() {
+  std::lock_guard lock(paged_mutex_);
+  if (!paged_kernel_) {
+    paged_kernel_ =
+        acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache(),
+                        /*ptx=*/false, codegen::FamilyRequest::sm80, codegen::Schedule::paged_kv)
+            .binary;
+  }
+  return paged_kernel_;
 }
 
 codegen::KernelConfig Variant::sm80_config() {
@@ -284,6 +304,8 @@ const char* kernel_role_name(KernelRole role) {
     case KernelRole::tma_fallback: return "tma_fallback";
     case KernelRole::decoding: return "decoding";
     case KernelRole::short_rows: return "short_rows";
+    case KernelRole::paged_kv:
+      return "paged_kv";
   }
   return "unknown";
 }

@@ -41,6 +41,7 @@ enum class KernelRole {
   tma_fallback,  // an sm90 variant's call that TMA cannot load: the sm80 kernel
   decoding,      // an sm90 variant's decoding call: the sm80 kernel, which splits and packs
   short_rows,    // the short-rows kernel (codegen/short_rows.hpp)
+  paged_kv,      // a call with a paged key/value cache: the sm80 kernel with the page table
 };
 const char* kernel_role_name(KernelRole role);  // "standard", "tma_fallback", ...
 
@@ -88,6 +89,8 @@ class Variant {
   std::shared_ptr<const KernelBinary> kernel();
   // The sm80-family kernel for the same arch: what calls the sm90 kernel's TMA cannot load run.
   std::shared_ptr<const KernelBinary> sm80_kernel();
+  // The kernel of calls with a paged key/value cache (codegen::Schedule::paged_kv), on every arch.
+  std::shared_ptr<const KernelBinary> paged_kernel();
   // That kernel's configuration, without compiling it (what decides a call's split-KV).
   codegen::KernelConfig sm80_config();
   // Whether a call of an sm90-family variant runs on the sm80 kernel because that kernel packs
@@ -122,6 +125,8 @@ class Variant {
   std::shared_ptr<const KernelBinary> kernel_;
   std::mutex sm80_mutex_;
   std::shared_ptr<const KernelBinary> sm80_kernel_;
+  std::mutex paged_mutex_;
+  std::shared_ptr<const KernelBinary> paged_kernel_;
   std::mutex config_mutex_;
   std::optional<codegen::KernelConfig> sm80_config_;
   std::mutex short_rows_mutex_;

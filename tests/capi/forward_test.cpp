@@ -10,31 +10,15 @@
 #include <vector>
 
 #include "attnjit/attnjit.hpp"
+#include "cpu_variant.hpp"
 
 namespace {
 
 constexpr int kHeadDim = 16;
 
 // A CPU runtime and a variant with no mask over fp32 inputs of head dim 16.
-struct CpuVariant {
-  CpuVariant() {
-    attnjit_runtime_options options;
-    attnjit_runtime_options_init(&options);
-    options.backend = ATTNJIT_BACKEND_CPU;
-    attnjit_runtime* raw_runtime = nullptr;
-    REQUIRE(attnjit_runtime_create(&raw_runtime, &options) == ATTNJIT_OK);
-    runtime.reset(raw_runtime);
-    attnjit_variant_desc desc;
-    attnjit_variant_desc_init(&desc);
-    desc.dtype = ATTNJIT_DTYPE_FP32;
-    desc.head_dim = kHeadDim;
-    attnjit_variant* raw_variant = nullptr;
-    REQUIRE(attnjit_variant_create(&raw_variant, runtime.get(), &desc) == ATTNJIT_OK);
-    variant.reset(raw_variant);
-  }
-
-  attnjit::c::RuntimePtr runtime;
-  attnjit::c::VariantPtr variant;
+struct CpuVariant : attnjit_test::CpuVariant {
+  CpuVariant() : attnjit_test::CpuVariant(kHeadDim) {}
 };
 
 // Buffers for [batch, heads, len, kHeadDim] fp32 tensors, q = k = v, and the args using them.

@@ -125,3 +125,40 @@ TEST_CASE("a device below compute capability 8.0 is refused with the reason", "[
   CHECK(attnjit_runtime_backend(runtime) == ATTNJIT_BACKEND_CPU);
   attnjit_runtime_destroy(runtime);
 }
+
+// A paged key/value cache through the C API on the (sm_90a) fake device: the table and pools
+// checked as device memory, the call planned and run on the variant's paged kernel (the sm80
+// family's), a decoding step (packed) and a prefill; and the same call's dense kernel refused.
+TEST_CASE("fake device: paged caches run on the paged kernel through the C API", "[dispatch]") {
+  const auto cache = work_dir("paged-cache");
+  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
+  attnjit_runtime* runtime = cuda_runtime();
+  const std::vector<KernelCase> all = paged_kv_cases();
+  const std::vector<KernelCase> cases = {all[0], all[6]};  // decoding in pages of 16, prefill
+  const auto module = emulated_module(cases);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO(cases[i].name());
+    device().use(module.get(), static_cast<int>(i));
+    attnjit_variant* variant = c_variant(runtime, cases[i]);
+    DeviceCall call(cases[i]);
+    const attnjit_launch_plan plan = launch_plan(variant, call.args);
+    CHECK(std::string(plan.kernel) == "paged_kv");
+    CHECK(std::string(plan.kernel_family) == "sm80");
+    CHECK_THAT(plan.reason, Catch::Contains("pages of"));
+    const CaseResult result = run_variant_through_c_api(variant, cases[i]);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    attnjit_variant_destroy(variant);
+  }
+  device().use(nullptr, 0);
+
+  // A page table in host memory is refused before anything runs, with its name.
+  attnjit_variant* variant = c_variant(runtime, cases[0]);
+  DeviceCall call(cases[0]);
+  const std::vector<std::int32_t> host_table(call.prepared.paged->table);
+  call.args.kv_page_table = host_table.data();
+  CHECK(attnjit_forward(variant, &call.args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(attnjit_last_error(), Catch::Contains("kv_page_table"));
+  attnjit_variant_destroy(variant);
+  attnjit_runtime_destroy(runtime);
+}

@@ -44,9 +44,15 @@ std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>&
   std::vector<std::string> sources;
   for (const KernelCase& c : cases) {
     const PreparedCase prepared(c);
-    sources.push_back(
-        codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype, c.head_dim, target)
-            .source);
+    // Note: a paged case runs on the variant's paged kernel, as the backend's calls do.
+    sources.push_back(c.page_size > 0
+                          ? codegen::generate_paged_kernel_source(
+                                prepared.mask, prepared.score, c.dtype, c.head_dim, target,
+                                codegen::kernel_tuning_from_environment())
+                                .source
+                          : codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype,
+                                                            c.head_dim, target)
+                                .source);
   }
   return std::make_unique<simt::SimtModule>(sources, work_dir("module"));
 }
@@ -128,8 +134,15 @@ DeviceCall::DeviceCall(const KernelCase& c) : prepared(c) {
     return buffer;
   };
   q = upload(problem.q.data(), problem.q.storage_bytes());
-  k = upload(problem.k.data(), problem.k.storage_bytes());
-  v = upload(problem.v.data(), problem.v.storage_bytes());
+  // A paged case's pools and table in place of the dense keys and values.
+  if (const PagedCache* paged = prepared.paged.get()) {
+    k = upload(paged->k_pool.data(), paged->k_pool.storage_bytes());
+    v = upload(paged->v_pool.data(), paged->v_pool.storage_bytes());
+    page_table = upload(paged->table.data(), paged->table.size() * sizeof(std::int32_t));
+  } else {
+    k = upload(problem.k.data(), problem.k.storage_bytes());
+    v = upload(problem.v.data(), problem.v.storage_bytes());
+  }
   out = upload(problem.out.data(), problem.out.storage_bytes());
   lse = upload(problem.lse.data(), problem.lse.size() * sizeof(float));
   attnjit_forward_args_init(&args);
@@ -146,6 +159,12 @@ DeviceCall::DeviceCall(const KernelCase& c) : prepared(c) {
   args.q_len = c.shape.q_len;
   args.kv_len = c.shape.kv_len;
   args.layout = c.layout == Layout::bhld ? ATTNJIT_LAYOUT_BHLD : ATTNJIT_LAYOUT_BLHD;
+  if (const PagedCache* paged = prepared.paged.get()) {
+    args.kv_page_table = static_cast<const std::int32_t*>(page_table->get());
+    args.kv_page_table_width = paged->pages.table_width;
+    args.kv_page_size = paged->pages.page_size;
+    args.kv_num_pages = paged->pages.num_pages;
+  }
   for (const std::int32_t bits : c.scalars) scalars.push_back({.i = bits});
   args.params = scalars.data();
   args.num_params = static_cast<int>(scalars.size());

@@ -71,6 +71,7 @@ struct DeviceCall {
 
   PreparedCase prepared;
   std::unique_ptr<cuda::DeviceBuffer> q, k, v, out, lse;
+  std::unique_ptr<cuda::DeviceBuffer> page_table;  // a paged case's (k and v are its pools)
   std::vector<attnjit_scalar> scalars;
   attnjit_forward_args args;
 };

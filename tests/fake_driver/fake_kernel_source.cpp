@@ -112,8 +112,13 @@ std::string find_source(const unsigned char* image) {
     const auto family = sidecar["config"].value("family", std::string("sm80")) == "sm90"
                             ? attnjit::codegen::FamilyRequest::sm90
                             : attnjit::codegen::FamilyRequest::sm80;
-    return attnjit::codegen::generate_kernel_source(mask, score, dtype,
-                                                    variant["head_dim"].get<int>(), target, family,
+    const int head_dim = variant["head_dim"].get<int>();
+    if (sidecar["config"].value("paged_kv", false)) {  // the kernel of a variant's paged calls
+      return attnjit::codegen::generate_paged_kernel_source(mask, score, dtype, head_dim, target,
+                                                            recorded_tuning(sidecar["config"]))
+          .source;
+    }
+    return attnjit::codegen::generate_kernel_source(mask, score, dtype, head_dim, target, family,
                                                     recorded_tuning(sidecar["config"]))
         .source;
   }

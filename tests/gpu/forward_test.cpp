@@ -171,6 +171,10 @@ TEST_CASE("decoding on the forward entry matches the reference", "[gpu]") {
   check_cases(cases);
 }
 
+// Keys and values in a paged cache (shuffled pages, NaN pages unused, -1 slots behind the
+// lengths): the variant's paged kernel (sm80 family on every arch), decoding and prefill.
+TEST_CASE("paged key/value caches match the reference", "[gpu]") { check_cases(paged_kv_cases()); }
+
 // Hardware only ([large]: the fake device's emulator would take hours over its 256 x 512 tiles).
 TEST_CASE("a serving-sized decoding step matches the reference", "[gpu][large]") {
   // 8 sequences, 32 query heads over 8, one query, 32K keys of a cache; and one sequence. Both

@@ -64,9 +64,15 @@ std::string device_arch() { return nvrtc::device_arch(cuda::current_device().sm)
 
 CaseResult run_case(const KernelCase& c) {
   kernel_test::PreparedCase prepared(c);
-  const KernelBinary kernel = compile_variant(prepared.spec, device_arch(), test_cache());
+  // Note: a paged case runs on the variant's paged kernel, as the backend's calls do.
+  const KernelBinary kernel =
+      c.page_size > 0 ? *acquire_variant(prepared.spec, parse_variant(prepared.spec), device_arch(),
+                                         test_cache(), /*ptx=*/false, codegen::FamilyRequest::sm80,
+                                         codegen::Schedule::paged_kv)
+                             .binary
+                      : compile_variant(prepared.spec, device_arch(), test_cache());
   reference::HostProblem& problem = prepared.problem;
-  const AttentionBuffers host = problem.buffers();
+  const AttentionBuffers host = prepared.call_buffers();
 
   // Device copies; out and lse start as NaN (the host problem poisons them, padding included).
   const cuda::MemoryKind kind = c.managed ? cuda::MemoryKind::managed : cuda::MemoryKind::device;
@@ -75,6 +81,16 @@ CaseResult run_case(const KernelCase& c) {
   q.upload(bytes_of(problem.q.data(), problem.q.storage_bytes()));
   k.upload(bytes_of(problem.k.data(), problem.k.storage_bytes()));
   v.upload(bytes_of(problem.v.data(), problem.v.storage_bytes()));
+  // A paged case's pools and table in place of the dense keys and values.
+  std::unique_ptr<cuda::DeviceBuffer> k_pool, v_pool, page_table;
+  if (const kernel_test::PagedCache* paged = prepared.paged.get()) {
+    k_pool = std::make_unique<cuda::DeviceBuffer>(paged->k_pool.storage_bytes(), kind);
+    v_pool = std::make_unique<cuda::DeviceBuffer>(paged->v_pool.storage_bytes(), kind);
+    page_table = std::make_unique<cuda::DeviceBuffer>(paged->table.size() * 4, kind);
+    k_pool->upload(bytes_of(paged->k_pool.data(), paged->k_pool.storage_bytes()));
+    v_pool->upload(bytes_of(paged->v_pool.data(), paged->v_pool.storage_bytes()));
+    page_table->upload(bytes_of(paged->table.data(), paged->table.size() * 4));
+  }
   out.upload(bytes_of(problem.out.data(), problem.out.storage_bytes()));
   std::unique_ptr<cuda::DeviceBuffer> lse;
   if (c.with_lse) {
@@ -96,8 +112,9 @@ CaseResult run_case(const KernelCase& c) {
 
   AttentionBuffers device = host;
   device.q = q.get();
-  device.k = k.get();
-  device.v = v.get();
+  device.k = k_pool ? k_pool->get() : k.get();
+  device.v = v_pool ? v_pool->get() : v.get();
+  if (page_table) device.kv_pages.table = static_cast<const std::int32_t*>(page_table->get());
   device.out = out.get();
   device.lse = lse ? static_cast<float*>(lse->get()) : nullptr;
   // The decoding switches as a variant created now would read them (a test's ScopedEnv), with

@@ -54,17 +54,25 @@ void check_residency(int sm, int threads, const attnjit::ResourceUsage& usage, i
 
 // `tuning`: ATTNJIT_TUNE's sm80 tile overrides (none by default); `variants` and `dtypes`: the
 // standard manifest's variants in both dtypes unless given.
+// `paged`: the kernels of paged calls (generate_paged_kernel_source), for sm_80 and sm_90a (where
+// an H100's paged calls run them).
 void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {},
                     const std::vector<attnjit::test::StandardVariant>& variants =
                         attnjit::test::standard_variants(),
                     std::initializer_list<attnjit::DType> dtypes = {attnjit::DType::bf16,
-                                                                    attnjit::DType::fp16}) {
-  for (const char* arch : {"sm_80", "sm_90"}) {
+                                                                    attnjit::DType::fp16},
+                    bool paged = false) {
+  for (const char* arch : {"sm_80", paged ? "sm_90a" : "sm_90"}) {
     const int sm = attnjit::nvrtc::arch_sm(arch);
+    const codegen::Target target(sm, std::string_view(arch).ends_with('a'));
     for (attnjit::DType dtype : dtypes) {
       for (const auto& variant : variants) {
-        const auto kernel = codegen::generate_kernel_source(
-            variant.mask, variant.score, dtype, head_dim, sm, codegen::FamilyRequest::sm80, tuning);
+        const auto kernel =
+            paged ? codegen::generate_paged_kernel_source(variant.mask, variant.score, dtype,
+                                                          head_dim, target, tuning)
+                  : codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim,
+                                                    target, codegen::FamilyRequest::sm80, tuning);
+        CHECK(kernel.config.paged_kv == paged);
         const auto compiled = attnjit::nvrtc::compile_program(kernel.source, arch, false);
         std::vector<const char*> entries = {codegen::kForwardEntry, codegen::kSummaryEntry,
                                             codegen::kSplitCombineEntry};
@@ -584,6 +592,23 @@ TEST_CASE("sm80-family kernels wait for the kernel before them on sm_90a only",
 TEST_CASE("the decoding manifest's variants compile without spills", "[kernels][nvrtc]") {
   for (const int head_dim : {64, 128}) {
     check_head_dim(head_dim, {}, attnjit::test::decoding_variants(), {attnjit::DType::bf16});
+  }
+}
+
+// The kernels of paged calls (a paged key/value cache, the sm80 family on every arch) for the
+// decoding manifest's variants, which a serving fleet runs over paged caches, and the standard
+// variants at the head dims the manifest lacks (bf16: fp16 differs only in the MMA's type).
+TEST_CASE("paged kernels of the decoding manifest compile without spills", "[kernels][nvrtc]") {
+  for (const int head_dim : {64, 128}) {
+    check_head_dim(head_dim, {}, attnjit::test::decoding_variants(), {attnjit::DType::bf16},
+                   /*paged=*/true);
+  }
+}
+TEST_CASE("paged kernels of the standard variants compile without spills, head dims 32, 96, 256",
+          "[kernels][nvrtc]") {
+  for (const int head_dim : {32, 96, 256}) {
+    check_head_dim(head_dim, {}, attnjit::test::standard_variants(), {attnjit::DType::bf16},
+                   /*paged=*/true);
   }
 }
 

@@ -386,3 +386,24 @@ TEST_CASE("emulated: packed GQA decoding matches the reference", "[simt]") {
     CHECK(outcome.passed());
   }
 }
+
+// A paged key/value cache: the kernel reads the pools through the table (per row for pages
+// smaller than a key tile, per tile for larger ones), the reference the dense tensors; the dense
+// tensors are not among the emulator's readable buffers, so a read that ignores the table fails.
+TEST_CASE("emulated: paged key/value caches match the reference", "[simt]") {
+  const std::vector<KernelCase> cases = paged_kv_cases();
+  const auto outcomes = simt::run_simt_cases(cases, 80);
+  REQUIRE(outcomes.size() == cases.size());
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const simt::SimtOutcome& outcome = outcomes[i];
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.config.paged_kv);
+    CHECK(outcome.decode_entry ==
+          (cases[i].shape.q_len * cases[i].shape.num_heads_q / cases[i].shape.num_heads_kv <=
+           kDecodeBlockM));
+    CHECK(outcome.passed());
+  }
+  CHECK(outcomes[0].packed_group == 4);
+  CHECK(outcomes[4].num_splits == 3);
+}

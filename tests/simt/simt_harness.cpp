@@ -55,12 +55,20 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
                         int& packed_group, bool& decode_entry, unsigned& block_barriers) {
   const int multiprocessors = options.multiprocessors;
   reference::HostProblem& problem = prepared.problem;
-  const AttentionBuffers buffers = problem.buffers();
-  std::vector<SimtRegion> regions = {
-      region(problem.q.data(), problem.q.storage_bytes(), false),
-      region(problem.k.data(), problem.k.storage_bytes(), false),
-      region(problem.v.data(), problem.v.storage_bytes(), false),
-      region(problem.out.data(), problem.out.storage_bytes(), true)};
+  const AttentionBuffers buffers = prepared.call_buffers();
+  // Note: a paged case's dense keys and values are not the kernel's to read: only the pools.
+  std::vector<SimtRegion> regions = {region(problem.q.data(), problem.q.storage_bytes(), false),
+                                     region(problem.out.data(), problem.out.storage_bytes(), true)};
+  if (!prepared.paged) {
+    regions.push_back(region(problem.k.data(), problem.k.storage_bytes(), false));
+    regions.push_back(region(problem.v.data(), problem.v.storage_bytes(), false));
+  }
+  if (const kernel_test::PagedCache* paged = prepared.paged.get()) {
+    regions.push_back(region(paged->k_pool.data(), paged->k_pool.storage_bytes(), false));
+    regions.push_back(region(paged->v_pool.data(), paged->v_pool.storage_bytes(), false));
+    regions.push_back(
+        region(paged->table.data(), paged->table.size() * sizeof(std::int32_t), false));
+  }
   if (!problem.lse.empty()) {
     regions.push_back(region(problem.lse.data(), problem.lse.size() * sizeof(float), true));
   }
@@ -139,8 +147,13 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
   for (const KernelCase& c : cases) {
     prepared.push_back(std::make_unique<PreparedCase>(c));
     const PreparedCase& p = *prepared.back();
+    // Note: a paged case runs on the variant's paged kernel, as the CUDA backend's calls do.
     const codegen::GeneratedKernel generated =
-        options.tuning
+        c.page_size > 0
+            ? codegen::generate_paged_kernel_source(
+                  p.mask, p.score, c.dtype, c.head_dim, target,
+                  options.tuning ? *options.tuning : codegen::kernel_tuning_from_environment())
+        : options.tuning
             ? codegen::generate_kernel_source(p.mask, p.score, c.dtype, c.head_dim, target, family,
                                               *options.tuning)
             : codegen::generate_kernel_source(p.mask, p.score, c.dtype, c.head_dim, target, family);

@@ -235,6 +235,35 @@ std::vector<KernelCase> decode_entry_cases() {
   return cases;
 }
 
+std::vector<KernelCase> paged_kv_cases() {
+  std::vector<KernelCase> cases;
+  const auto make = [&](const char* mask, AttentionShape s, int head_dim,
+                        int page_size) -> KernelCase& {
+    KernelCase& c = add_case(cases, mask, s, head_dim, 8500);
+    c.page_size = page_size;
+    return c;
+  };
+  KernelCase& decode = make("true", shape(2, 8, 2, 1, 300), 128, 16);
+  decode.layout = Layout::blhd;  // vLLM's and FlashInfer's NHD pages
+  // Rows 896..999 are -1 in the table, past every sequence's length: read as zeros (masked) in
+  // pages of 16 (a lookup per row) and of 64 (one per tile).
+  KernelCase& ragged = make("kv_idx < len[b]", shape(3, 4, 4, 1, 1000), 64, 16);
+  ragged.tensors = {TensorInput{"len:int32[1]", {896, 500, 77}, {}, {3, 1}}};
+  ragged.unmapped_tail_pages = 7;
+  KernelCase& ragged_tiles = make("kv_idx < len[b]", shape(2, 4, 4, 1, 1000), 64, 64);
+  ragged_tiles.tensors = {TensorInput{"len:int32[1]", {890, 130}, {}, {2, 1}}};
+  ragged_tiles.unmapped_tail_pages = 2;
+  KernelCase& tokens = make("kv_idx <= q_idx + kv_len - q_len", shape(1, 4, 2, 4, 70), 64, 1);
+  tokens.layout = Layout::blhd;
+  KernelCase& split = make("true", shape(1, 4, 1, 1, 700), 128, 16);
+  split.split_kv = 3;
+  KernelCase& prefill = make("q_idx >= kv_idx", shape(1, 2, 2, 200, 200), 64, 32);
+  prefill.dtype = DType::fp16;
+  KernelCase& chunk = make("kv_idx <= q_idx + kv_len - q_len", shape(1, 2, 1, 64, 320), 128, 128);
+  chunk.layout = Layout::blhd;
+  return cases;
+}
+
 std::vector<KernelCase> gqa_decoding_cases() {
   std::vector<KernelCase> cases;
   const auto make = [&](const char* mask, AttentionShape s, int head_dim) -> KernelCase& {

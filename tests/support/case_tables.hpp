@@ -69,6 +69,13 @@ std::vector<KernelCase> decode_entry_cases();
 std::vector<KernelCase> gqa_decoding_cases();
 inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4, 4, 4, 8, 4, 4, 1};
 
+// Keys and values in a paged cache (KernelCase::page_size: the pools shuffled, unused pages NaN):
+// decoding steps in pages of 16 ([B, L, H, D], GQA packed), of 16 and of 64 with the last pages
+// of each sequence unmapped (-1) behind per-sequence lengths, of 1 (a table entry per key) for a
+// speculative step, split in 3 slices in pages of 16; prefill, causal in pages of 32 (fp16), and
+// a chunk of 64 queries at the end of a 320-key cache in pages of 128.
+std::vector<KernelCase> paged_kv_cases();
+
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no
 // mask) and in partial ones (the causal diagonal). Use whole tiles of queries and keys.

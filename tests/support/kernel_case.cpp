@@ -70,6 +70,10 @@ std::string KernelCase::name() const {
     text += fmt::format(" {}[{},{},{},{}]={}", p.tensor, p.b, p.h, p.row, p.d, p.value);
   }
   if (split_kv) text += fmt::format(" split_kv={}", *split_kv);
+  if (page_size > 0) {
+    text += fmt::format(" pages of {}", page_size);
+    if (unmapped_tail_pages > 0) text += fmt::format(" ({} unmapped)", unmapped_tail_pages);
+  }
   if (graph != Graph::none) {
     text += graph == Graph::cold            ? " graph (cold)"
             : graph == Graph::after_prepare ? " graph (after prepare)"
@@ -142,6 +146,14 @@ PreparedCase::PreparedCase(const KernelCase& c)
     arg.data = is_int ? static_cast<const void*>(input.ints.data()) : input.floats.data();
     host_args.tensors[i] = arg;
   }
+  if (c.page_size > 0) {
+    paged = std::make_unique<PagedCache>(
+        problem, c.layout, PagedCacheOptions{c.page_size, c.unmapped_tail_pages, c.seed + 17});
+  }
+}
+
+AttentionBuffers PreparedCase::call_buffers() {
+  return paged ? paged->buffers(problem.buffers()) : problem.buffers();
 }
 
 CaseResult PreparedCase::check(const std::vector<float>& lse) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "common/attention_problem.hpp"
 #include "expr/expression.hpp"
 #include "jit/variant_compiler.hpp"
+#include "paged_cache.hpp"
 #include "testkit/error_anatomy.hpp"
 #include "testkit/internal/compare.hpp"
 #include "testkit/internal/random_inputs.hpp"
@@ -59,6 +61,11 @@ struct KernelCase {
   Graph graph = Graph::none;
   // Split-KV slices (as ATTNJIT_SPLIT_KV: 1 never splits); unset: the heuristic's choice.
   std::optional<int> split_kv;
+  // > 0: the kernel reads the keys and values from a paged cache of pages of this many rows
+  // (paged_cache.hpp; the variant's paged kernel), the reference from the dense tensors; the
+  // last unmapped_tail_pages pages of each sequence are -1 in the table (the mask must drop them).
+  int page_size = 0;
+  int unmapped_tail_pages = 0;
 
   std::string name() const;  // every parameter spelled out, for test output
 };
@@ -95,6 +102,12 @@ struct PreparedCase {
   reference::HostProblem problem;
   std::vector<std::byte> poisoned_out;  // problem.out's bytes before the call
   VariantArgs host_args{};
+  std::unique_ptr<PagedCache> paged;  // the case's paged cache, when it has a page size
+
+  // The buffers a kernel is launched with (host memory): the problem's, with the paged cache's
+  // pools and table in place of the keys and values when the case has one. The check reads the
+  // problem's own (dense) buffers.
+  AttentionBuffers call_buffers();
 
   // Compares what the executor left in problem.out and `lse` (when the case asks for it).
   CaseResult check(const std::vector<float>& lse);
