@@ -10,12 +10,13 @@
 #                                              # reuse check, test_gpu and the sanitizers on
 #                                              # both families, then S3 to S6
 #   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 90 s of timelines,
-#                                              # then budgets of 330 s): the blocks' timelines,
+#                                              # then budgets of 350 s): the blocks' timelines,
 #                                              # D=256 against Flex, decoding at 64K keys, B=1
-#                                              # and 8, speculative steps packed and not
+#                                              # and 8, speculative steps packed and not,
+#                                              # decoding over paged caches
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
-# Run the calls with run(carry=[".gpu-bundle"], timeout_s=450 and 420): the budgets leave each
+# Run the calls with run(carry=[".gpu-bundle"], timeout_s=430 and 445): the budgets leave each
 # call's last step its time and the machine start (about 35 s) inside the 15 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,9 @@ D14='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 65536 --decode-ro
 # Planned in the twenty-eighth session: speculative steps (4 queries, 32:8 heads) with the group's
 # heads packed into one decoding block, against the unpacked blocks of before.
 D15='--decode-q-len 4 --decode-batch 1 --decode-batch 8 --head-dim 128 --length 16384 --variant noop --variant causal --decode-rows attnjit --decode-rows attnjit-unpacked --decode-rows sdpa --decode-rows flex'
+# Planned in the twenty-ninth session: decoding over a paged cache (pages of 16 rows, a lookup per
+# row; of 128, one per key tile) against the same keys and values dense, attnjit rows only.
+D16='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 16384 --variant noop --variant causal --paged 16 --paged 128 --decode-rows attnjit --decode-rows attnjit-paged=16 --decode-rows attnjit-paged=128'
 
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2
@@ -90,13 +94,14 @@ case "${1:-}" in
       python3 tools/bench/timeline_report.py "$2/timeline/$name.json" | tee "$2/timeline/$name.txt"
       gzip -f "$2/timeline/$name.json"
     done
-    mkdir -p "$2/speculative"
+    mkdir -p "$2/speculative" "$2/paged"
     gpu_check 180 "$2/compare" compare "$C256"
-    gpu_check 90 "$2/decode" decode "$D14"
-    gpu_check 60 "$2/speculative" decode "$D15" ;;
+    gpu_check 70 "$2/decode" decode "$D14"
+    gpu_check 60 "$2/speculative" decode "$D15"
+    gpu_check 40 "$2/paged" decode "$D16" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\n' "$S3" "$S4" "$S5" "$S6" \
-      "$C256" "$D14" "$D15"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\n' "$S3" "$S4" "$S5" \
+      "$S6" "$C256" "$D14" "$D15" "$D16"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

@@ -152,6 +152,10 @@ ATTNJIT_API attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit
  * loads anything in that context, so a CUDA graph capture may begin at once. Optional: without
  * it, each call compiles and loads what it runs the first time it needs it. No-op on the CPU. */
 ATTNJIT_API attnjit_status attnjit_variant_prepare(attnjit_variant* variant);
+/* The same for the kernel of calls with a paged key/value cache (attnjit_forward_args'
+ * kv_page_table), which attnjit_variant_prepare leaves alone: a serving program calls both before
+ * it captures paged calls into a graph. No-op on the CPU. */
+ATTNJIT_API attnjit_status attnjit_variant_prepare_paged(attnjit_variant* variant);
 ATTNJIT_API void attnjit_variant_destroy(attnjit_variant* variant);
 
 /* ---- Forward pass ---- */

@@ -315,6 +315,13 @@ attnjit_status attnjit_variant_prepare(attnjit_variant* variant) {
   });
 }
 
+attnjit_status attnjit_variant_prepare_paged(attnjit_variant* variant) {
+  return guarded([&] {
+    require(variant, "variant");
+    variant->impl.prepare_paged();
+  });
+}
+
 void attnjit_variant_destroy(attnjit_variant* variant) { delete variant; }
 
 void attnjit_forward_args_init(attnjit_forward_args* args) {

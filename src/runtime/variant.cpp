@@ -208,6 +208,11 @@ void Variant::prepare() {
   for (const auto& binary : kernels) cuda::load(*binary);
 }
 
+void Variant::prepare_paged() {
+  if (runtime_.backend() != Backend::cuda) return;
+  cuda::load(*paged_kernel());
+}
+
 VariantArgs Variant::pack_args(const ForwardCall& call) const {
   const auto& sig = spec_.signature;
   if (call.scalars.size() != sig.params.size()) {

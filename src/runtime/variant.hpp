@@ -75,6 +75,9 @@ class Variant {
   // sm80 kernel that decoding steps and strides TMA cannot load run on, and the short-rows kernel
   // where the variant has one. No-op on the CPU backend.
   void prepare();
+  // The same for the kernel of calls with a paged key/value cache (AttentionBuffers::kv_pages),
+  // which prepare() leaves alone: only serving programs need it. No-op on the CPU backend.
+  void prepare_paged();
   void forward(const ForwardCall& call);
   // What forward(call) would launch and why, after the same checks of the shape, dtype and
   // per-call values (not of the buffers' memory, which only a launch can check); compiles or

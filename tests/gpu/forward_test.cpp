@@ -323,7 +323,8 @@ TEST_CASE("a call captured before its kernel is loaded says what to do", "[gpu]"
 // A serving program prepares its variant, then captures its calls without a plain call first:
 // prepare compiled and loaded every kernel a call may run, so the capture loads nothing. Through
 // a runtime's Variant, which picks the kernel per call: on sm_90a a decoding step runs on the
-// sm80 kernel (packed, split, then merged), a prefill on the variant's own (the Hopper kernel).
+// sm80 kernel (packed, split, then merged), a prefill on the variant's own (the Hopper kernel),
+// a step over a paged cache on the paged kernel (prepared by prepare_paged).
 TEST_CASE("a prepared variant's calls are captured into a CUDA graph at once", "[gpu]") {
   KernelCase step;
   step.mask = "kv_idx <= q_idx + kv_len - q_len && kv_idx % 9 != 4";  // no other case's variant
@@ -333,7 +334,9 @@ TEST_CASE("a prepared variant's calls are captured into a CUDA graph at once", "
   KernelCase prefill = step;
   prefill.shape = shape(1, 2, 1, 150, 150);
   prefill.split_kv.reset();
-  check_cases({step, with(prefill, DType::fp16, Layout::blhd, 128)});
+  KernelCase paged = step;
+  paged.page_size = 16;
+  check_cases({step, with(prefill, DType::fp16, Layout::blhd, 128), paged});
 }
 
 // The short-rows kernel (codegen/short_rows.hpp: two blocks per SM with the tile handoff, for

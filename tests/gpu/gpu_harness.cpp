@@ -132,6 +132,7 @@ CaseResult run_case(const KernelCase& c) {
         std::make_unique<Runtime>(RuntimeOptions{test_cache().root().string(), Backend::cuda});
     variant = std::make_unique<Variant>(*runtime, prepared.spec);
     variant->prepare();
+    if (c.page_size > 0) variant->prepare_paged();
   }
   const auto forward = [&](void* stream) {
     if (variant) {

@@ -60,7 +60,7 @@ ATTNJIT_TENSOR_FLOAT32 = 1
 
 ATTNJIT_RUNTIME_OPTIONS_VERSION = 1
 ATTNJIT_VARIANT_DESC_VERSION = 1
-ATTNJIT_FORWARD_ARGS_VERSION = 1
+ATTNJIT_FORWARD_ARGS_VERSION = 2
 ATTNJIT_LAUNCH_PLAN_VERSION = 1
 
 # C enums are `int` on every ABI the library targets (sizeof == 4, checked in the self-test).
@@ -134,7 +134,11 @@ class ForwardArgs(ctypes.Structure):
                 ("num_params", ctypes.c_int),
                 ("tensors", ctypes.POINTER(TensorArg)),
                 ("num_tensors", ctypes.c_int),
-                ("stream", ctypes.c_void_p)]
+                ("stream", ctypes.c_void_p),
+                ("kv_page_table", ctypes.c_void_p),
+                ("kv_page_table_width", ctypes.c_int),
+                ("kv_page_size", ctypes.c_int),
+                ("kv_num_pages", ctypes.c_int)]
 
 
 class LaunchPlan(ctypes.Structure):
@@ -168,11 +172,12 @@ EXPECTED_LAYOUT = {
                            num_tensors=48, dtype=52, head_dim=56)),
     Scalar: (4, dict(i=0, f=0)),
     TensorArg: (24, dict(data=0, dims=8)),
-    ForwardArgs: (232, dict(version=0, q=8, k=16, v=24, out=32, lse=40, q_dtype=48, k_dtype=52,
+    ForwardArgs: (256, dict(version=0, q=8, k=16, v=24, out=32, lse=40, q_dtype=48, k_dtype=52,
                             v_dtype=56, batch=60, num_heads_q=64, num_heads_kv=68, q_len=72,
                             kv_len=76, layout=80, q_strides=88, k_strides=112, v_strides=136,
                             out_strides=160, scale=184, params=192, num_params=200,
-                            tensors=208, num_tensors=216, stream=224)),
+                            tensors=208, num_tensors=216, stream=224, kv_page_table=232,
+                            kv_page_table_width=240, kv_page_size=244, kv_num_pages=248)),
     LaunchPlan: (344, dict(version=0, backend=4, kernel_family=8, kernel=16, entry=24,
                            reason=32, block_m=288, block_n=292, num_warps=296,
                            blocks_per_sm=300, grid_x=304, grid_y=308, threads=312,
@@ -294,11 +299,14 @@ class AttnJit:
         return handle
 
     def forward_args(self, q, k, v, out, scalars=(), tensors=(), stream=None,
-                     layout=ATTNJIT_LAYOUT_BHLD, lse=None, scale=0.0):
+                     layout=ATTNJIT_LAYOUT_BHLD, lse=None, scale=0.0, pages=None):
         """Arguments for attnjit_forward from torch tensors; keep the returned object alive.
 
         q/k/v/out: [B, H, L, D] for BHLD or [B, L, H, D] for BLHD, one dtype, each either
         contiguous (strides from `layout`) or with unit stride along D (explicit strides).
+        pages: None, or (table, kv_len) for a paged cache: k and v are then the pools, [pages,
+        Hkv, page_size, D] (BHLD) or [pages, page_size, Hkv, D] (BLHD), and table a contiguous
+        int32 [B, width] tensor of page indices; kv_len is the sequences' length.
         scalars: [(ATTNJIT_PARAM_INT or _FLOAT, value)] in declaration order.
         tensors: contiguous int32 / float32 torch tensors of rank 1 or 2, declaration order.
         lse: None or a contiguous float32 [B, Hq, q_len] tensor.
@@ -330,6 +338,15 @@ class AttnJit:
         args.batch, args.num_heads_q, args.num_heads_kv = b, hq, hkv
         args.q_len, args.kv_len = lq, lkv
         args.layout = layout
+        if pages is not None:
+            table, args.kv_len = pages
+            if table.dtype != torch.int32 or not table.is_contiguous() or table.dim() != 2 or \
+                    table.shape[0] != b:
+                raise ValueError("pages: expected a contiguous int32 [B, width] table")
+            args.kv_page_table = table.data_ptr()
+            args.kv_page_table_width = table.shape[1]
+            args.kv_page_size = lkv  # the pools' row extent is the page size
+            args.kv_num_pages = k.shape[0]
         # Explicit strides (batch, head, row) in elements for a tensor that is not contiguous;
         # all zero (from `layout`) otherwise.
         for field, t in (("q_strides", q), ("k_strides", k), ("v_strides", v),
@@ -356,7 +373,8 @@ class AttnJit:
         args.params, args.num_params = scalar_array, len(scalars)
         args.tensors, args.num_tensors = tensor_array, len(tensors)
         args.stream = stream
-        return (args, scalar_array, tensor_array, (q, k, v, out, lse, tuple(tensors)))
+        return (args, scalar_array, tensor_array,
+                (q, k, v, out, lse, tuple(tensors), pages[0] if pages is not None else None))
 
     def forward(self, variant, prepared):
         self.check(self.lib.attnjit_forward(variant, ctypes.byref(prepared[0])),

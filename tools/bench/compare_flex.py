@@ -316,6 +316,10 @@ def parse_args(argv):
                         help="also an 'attnjit tune=SPEC' row, the variant created with "
                              "ATTNJIT_TUNE=SPEC (repeatable; e.g. decode_stages=3: the decoding "
                              "entry's tiles, and with them its residency and the split)")
+    decode.add_argument("--paged", action="append", type=int, metavar="PAGE_SIZE",
+                        help="also an 'attnjit paged=N' row: the same keys and values in a paged "
+                             "cache of pages of N rows (a power of two), shuffled in their pools "
+                             "(repeatable; e.g. 16, vLLM's default, and 128, a key tile)")
     decode.add_argument("--decode-rows", action="append", metavar="LABEL",
                         help="measure only the rows of this label, its spaces written as '-' "
                              "(repeatable; e.g. attnjit, attnjit-no-PDL, sdpa): a short A/B "
@@ -327,7 +331,7 @@ def parse_args(argv):
     decode_only = [flag for flag, value in (
         ("--decode-q-len", args.decode_q_len), ("--decode-batch", args.decode_batch),
         ("--decode-heads", args.decode_heads), ("--split-kv", args.split_kv),
-        ("--decode-tune", args.decode_tune),
+        ("--decode-tune", args.decode_tune), ("--paged", args.paged),
         ("--decode-rows", args.decode_rows), ("--plan", args.plan or None)) if value is not None]
     if not args.decode and decode_only:
         parser.error(f"{', '.join(decode_only)}: only with --decode")
@@ -622,6 +626,8 @@ DECODE_SWITCHES = ("ATTNJIT_DECODE_ENTRY", "ATTNJIT_SPLIT_KV", "ATTNJIT_PACK_GQA
                    "ATTNJIT_CARVEOUT")
 # A row's own ATTNJIT_TUNE (--decode-tune), in place of --tune, in its switches under this key.
 TUNE_ROW = "ATTNJIT_TUNE"
+# A row's page size (--paged), in its switches under this key: its keys and values in a paged cache.
+PAGE_ROW = "page_size"
 NEITHER = {name: "off" for name in DECODE_SWITCHES
            if name not in ("ATTNJIT_PDL", "ATTNJIT_CARVEOUT")}
 
@@ -647,6 +653,7 @@ def decode_impls(name, opts, baseline):
     impls += [(f"attnjit split={n}", "jit", {"ATTNJIT_SPLIT_KV": str(n)})
               for n in opts.split_kv or []]
     impls += [(f"attnjit tune={spec}", "jit", {TUNE_ROW: spec}) for spec in opts.decode_tune or []]
+    impls += [(f"attnjit paged={n}", "jit", {PAGE_ROW: n}) for n in opts.paged or []]
     if baseline:
         impls += [("base", "base", {}), ("base before", "base", NEITHER)]
     impls.append(("flex", "flex", {}))
@@ -671,6 +678,29 @@ def decode_switches(values):
             os.environ.pop(name, None)
             if saved[name] is not None:
                 os.environ[name] = saved[name]
+
+
+def paged_cache(torch, k, v, page_size, seed):
+    """(k_pool, v_pool, table) holding k and v ([B, Hkv, L, D]) in pages of `page_size` rows,
+    [pages, Hkv, page_size, D], in a shuffled order (as a serving program's pools hold them after
+    a while); the last page of a sequence padded with zeros."""
+    batch, heads, kv_len, head_dim = k.shape
+    per_seq = -(-kv_len // page_size)
+    pad = per_seq * page_size - kv_len
+
+    def pages_of(t):
+        t = torch.nn.functional.pad(t, (0, 0, 0, pad))
+        return (t.view(batch, heads, per_seq, page_size, head_dim).permute(0, 2, 1, 3, 4)
+                .reshape(batch * per_seq, heads, page_size, head_dim))
+
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    order = torch.randperm(batch * per_seq, generator=generator)  # pool slot -> page
+    where = torch.empty_like(order)
+    where[order] = torch.arange(batch * per_seq)  # page -> pool slot
+    k_pool = pages_of(k)[order.to(k.device)].contiguous()
+    v_pool = pages_of(v)[order.to(k.device)].contiguous()
+    table = where.view(batch, per_seq).to(torch.int32).to(k.device).contiguous()
+    return k_pool, v_pool, table
 
 
 def decode_keep(torch, name, q_len, kv_len, device):
@@ -758,9 +788,18 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
             with environment("ATTNJIT_KERNEL_FAMILY", family), environment("ATTNJIT_TUNE", tune), \
                     decode_switches(switches):
                 variant = jit.variant(spec, env["dtype"], head_dim)
-            prepared_by_jit[key] = (variant, [
-                jit.forward_args(q, k, v, out, spec["scalars"](offset), [], stream, lse=lse)
-                for q, k, v in sets])
+            page_size = switches.get(PAGE_ROW)
+            if page_size is None:
+                calls = [jit.forward_args(q, k, v, out, spec["scalars"](offset), [], stream,
+                                          lse=lse) for q, k, v in sets]
+            else:
+                calls = []
+                for i, (q, k, v) in enumerate(sets):
+                    k_pool, v_pool, table = paged_cache(torch, k, v, page_size, seed=i)
+                    calls.append(jit.forward_args(q, k_pool, v_pool, out,
+                                                  spec["scalars"](offset), [], stream, lse=lse,
+                                                  pages=(table, kv_len)))
+            prepared_by_jit[key] = (variant, calls)
         variant, prepared = prepared_by_jit[key]
         with decode_switches(switches):
             out.fill_(float("nan"))
