@@ -240,12 +240,15 @@ typedef enum attnjit_kernel_origin {
 #define ATTNJIT_INSPECT_PTX 4u       /* compile (or load) the PTX */
 #define ATTNJIT_INSPECT_ALL 7u
 
-#define ATTNJIT_INSPECT_OPTIONS_VERSION 1
+/* 2 adds paged_kv; a struct of version 1 is still accepted. */
+#define ATTNJIT_INSPECT_OPTIONS_VERSION 2
 typedef struct attnjit_inspect_options {
-  int version;      /* ATTNJIT_INSPECT_OPTIONS_VERSION */
+  int version;      /* ATTNJIT_INSPECT_OPTIONS_VERSION, or 1 (without paged_kv) */
   const char* arch; /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"; NULL: the runtime's GPU
                        (a compute capability 9.0 device is sm_90a), else sm_90 */
   unsigned parts;   /* ATTNJIT_INSPECT_* bits; attnjit_inspect_options_init sets ALL */
+  int paged_kv;     /* 1: the kernel of the variant's calls over a paged key/value cache (the
+                       sm80 family's paged module) instead of the one its dense calls run */
 } attnjit_inspect_options;
 
 /* Allocated by attnjit_variant_inspect, freed by attnjit_variant_info_destroy; every string in
@@ -329,6 +332,7 @@ typedef struct attnjit_variant_info {
    * block_n above are the masked tiles, and these the wide ones and their kernel's spilled
    * bytes. All 0 when the default tiles serve. */
   int wide_block_m, wide_block_n, wide_spill_bytes;
+  int paged_kv; /* 1: this is the kernel of paged calls (attnjit_inspect_options.paged_kv) */
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);
@@ -610,6 +614,8 @@ typedef struct attnjit_manifest_variant {
   const int* head_dims;
   int num_head_dims;
   const char* example_json; /* its "example" object as JSON text; "{}" when it has none */
+  int paged_kv; /* 1: its calls may read a paged key/value cache ("paged_kv": true), and prewarm
+                   compiles the kernel of such calls too */
 } attnjit_manifest_variant;
 
 typedef struct attnjit_manifest attnjit_manifest;

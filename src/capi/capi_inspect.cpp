@@ -81,16 +81,34 @@ void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cub
   info.origin = attnjit::capi::to_c_origin(cubin.origin);
 }
 
+// The kernel of the variant's paged calls (codegen::Schedule::paged_kv), compiled or loaded.
+attnjit::KernelBinary paged_binary(attnjit_variant& variant, const std::string& arch, bool ptx) {
+  return *attnjit::acquire_variant(variant.impl.spec(), attnjit::parse_variant(variant.impl.spec()),
+                                   arch, variant.runtime.cache(), ptx,
+                                   attnjit::codegen::FamilyRequest::sm80,
+                                   attnjit::codegen::Schedule::paged_kv)
+              .binary;
+}
+
 std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned parts,
-                                          const std::string& arch) {
+                                          const std::string& arch, bool paged) {
   const attnjit::VariantSpec& spec = variant.impl.spec();
   attnjit::KernelCache& cache = variant.runtime.cache();
   auto result = std::make_unique<InspectedVariant>();
   attnjit_variant_info& info = *result;
   result->arch = arch;
   // Note: the source a call is served from, which for an sm90 kernel of wide default tiles
-  // takes that kernel's compile (or cache entry) to know (served_variant_source).
-  const attnjit::ServedVariantSource served = attnjit::served_variant_source(spec, arch, cache);
+  // takes that kernel's compile (or cache entry) to know (served_variant_source); a paged call's
+  // is the paged kernel's, whatever the arch.
+  attnjit::ServedVariantSource served;
+  if (paged) {
+    served.generated = attnjit::codegen::generate_paged_kernel_source(
+        variant.impl.mask(), variant.impl.score(), spec.dtype, spec.head_dim,
+        attnjit::arch_target(arch), attnjit::codegen::kernel_tuning_from_environment());
+  } else {
+    served = attnjit::served_variant_source(spec, arch, cache);
+  }
+  info.paged_kv = paged ? 1 : 0;
   const attnjit::codegen::GeneratedKernel& generated = served.generated;
   info.wide_block_m = served.wide_block_m;
   info.wide_block_n = served.wide_block_n;
@@ -112,7 +130,7 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   info.sm90_poly_exp2 = config.poly_exp2;
   info.sm90_fold_m192 = config.fold_m192 ? 1 : 0;
   info.sm90_watchdog_ms = config.watchdog_ms;
-  if (!attnjit::codegen::schedule_tuning_requested() &&
+  if (!paged && !attnjit::codegen::schedule_tuning_requested() &&
       attnjit::codegen::has_short_rows_schedule(config, spec.head_dim, parsed.mask)) {
     info.has_short_rows_kernel = 1;
     info.short_rows_max_tiles = attnjit::kShortRowMaxTiles;
@@ -131,11 +149,15 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   info.has_merge_entry = config.family == attnjit::codegen::KernelFamily::sm80 ? 1 : 0;
   if ((parts & ATTNJIT_INSPECT_SOURCE) != 0) result->source = generated.source;
   if ((parts & ATTNJIT_INSPECT_RESOURCES) != 0) {
-    fill_resources(info, attnjit::compile_variant(spec, arch, cache),
+    fill_resources(info,
+                   paged ? paged_binary(variant, arch, /*ptx=*/false)
+                         : attnjit::compile_variant(spec, arch, cache),
                    attnjit::nvrtc::arch_sm(arch));
   }
   if ((parts & ATTNJIT_INSPECT_PTX) != 0) {
-    const attnjit::KernelBinary ptx = attnjit::compile_variant(spec, arch, cache, /*ptx=*/true);
+    const attnjit::KernelBinary ptx = paged ? paged_binary(variant, arch, /*ptx=*/true)
+                                            : attnjit::compile_variant(spec, arch, cache,
+                                                                       /*ptx=*/true);
     result->ptx.emplace(ptx.image.data(), ptx.image.size());
   }
   // After the compiles, so that `cached` says whether the cubin is on disk now.
@@ -182,13 +204,17 @@ attnjit_status attnjit_variant_inspect(attnjit_variant_info** out, attnjit_varia
     attnjit_inspect_options defaults;
     attnjit_inspect_options_init(&defaults);
     const attnjit_inspect_options& o = options != nullptr ? *options : defaults;
-    require_version(o.version, ATTNJIT_INSPECT_OPTIONS_VERSION, "attnjit_inspect_options");
+    // Note: version 1 (before paged_kv) is read without it.
+    if (o.version != 1) {
+      require_version(o.version, ATTNJIT_INSPECT_OPTIONS_VERSION, "attnjit_inspect_options");
+    }
+    const bool paged = o.version >= 2 && o.paged_kv != 0;
     if ((o.parts & ~ATTNJIT_INSPECT_ALL) != 0) {
       attnjit::throw_error(attnjit::Status::invalid_argument,
                            "attnjit_inspect_options.parts has unknown bits {:#x}",
                            o.parts & ~ATTNJIT_INSPECT_ALL);
     }
-    *out = inspect(*variant, o.parts, resolve_arch(o.arch, variant->runtime)).release();
+    *out = inspect(*variant, o.parts, resolve_arch(o.arch, variant->runtime), paged).release();
   });
 }
 

@@ -50,6 +50,7 @@ std::unique_ptr<attnjit_manifest> to_c(attnjit::Manifest manifest) {
     c.head_dims = variant.head_dims.data();
     c.num_head_dims = static_cast<int>(variant.head_dims.size());
     c.example_json = storage.example_json.c_str();
+    c.paged_kv = variant.paged_kv ? 1 : 0;
     result->variants.push_back(c);
   }
   return result;

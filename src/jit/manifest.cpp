@@ -71,7 +71,7 @@ class ManifestParser {
                   line, column, e.what());
     }
     if (!root.is_object()) fail("", "a manifest is a JSON object");
-    check_keys(root, "", {"version", "dtypes", "head_dims", "variants", "description"});
+    check_keys(root, "", {"version", "dtypes", "head_dims", "paged_kv", "variants", "description"});
     if (!root.contains("version") || root["version"] != 1) {
       fail("/version", "expected \"version\": 1");
     }
@@ -80,6 +80,7 @@ class ManifestParser {
     const auto head_dims = root.contains("head_dims")
                                ? parse_head_dims(root["head_dims"], "/head_dims")
                                : std::vector<int>{128};
+    const bool paged_kv = bool_field(root, "", "paged_kv", false);
     if (!root.contains("variants") || !root["variants"].is_array() || root["variants"].empty()) {
       fail("/variants", "expected a non-empty array of variants");
     }
@@ -88,7 +89,8 @@ class ManifestParser {
     std::set<std::string> names;
     for (std::size_t i = 0; i < root["variants"].size(); ++i) {
       const std::string pointer = "/variants/" + std::to_string(i);
-      ManifestVariant variant = parse_variant(root["variants"][i], pointer, dtypes, head_dims);
+      ManifestVariant variant =
+          parse_variant(root["variants"][i], pointer, dtypes, head_dims, paged_kv);
       if (!names.insert(variant.name).second) {
         fail(pointer + "/name", fmt::format("duplicate variant name '{}'", variant.name));
       }
@@ -176,14 +178,24 @@ class ManifestParser {
     return decls;
   }
 
+  // An optional boolean field; `fallback` when absent.
+  bool bool_field(const json& object, const std::string& pointer, const char* key,
+                  bool fallback) const {
+    if (!object.contains(key)) return fallback;
+    if (!object[key].is_boolean()) fail(pointer + "/" + key, "expected true or false");
+    return object[key].get<bool>();
+  }
+
   ManifestVariant parse_variant(const json& value, const std::string& pointer,
                                 const std::vector<DType>& default_dtypes,
-                                const std::vector<int>& default_head_dims) const {
+                                const std::vector<int>& default_head_dims,
+                                bool default_paged_kv) const {
     if (!value.is_object()) fail(pointer, "a variant is a JSON object");
     check_keys(value, pointer,
-               {"name", "mask", "score", "params", "tensors", "dtypes", "head_dims", "example",
-                "description"});
+               {"name", "mask", "score", "params", "tensors", "dtypes", "head_dims", "paged_kv",
+                "example", "description"});
     ManifestVariant variant;
+    variant.paged_kv = bool_field(value, pointer, "paged_kv", default_paged_kv);
     variant.name = string_field(value, pointer, "name");
     if (variant.name.empty()) fail(pointer + "/name", "every variant needs a non-empty name");
     variant.mask = string_field(value, pointer, "mask");
@@ -264,7 +276,7 @@ std::vector<NamedVariantSpec> expand_manifest(const Manifest& manifest) {
         spec.dtype = dtype;
         spec.head_dim = head_dim;
         spec.name = variant.name;
-        specs.push_back({variant.name, std::move(spec)});
+        specs.push_back({variant.name, std::move(spec), variant.paged_kv});
       }
     }
   }

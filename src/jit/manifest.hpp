@@ -29,6 +29,9 @@ struct ManifestVariant {
   std::vector<DType> dtypes;   // after applying the top-level default
   std::vector<int> head_dims;  // after applying the top-level default
   nlohmann::json example;      // null when absent
+  // Whether its calls may read a paged key/value cache: prewarm compiles the paged kernel too
+  // (the variant's "paged_kv", else the manifest's, else false).
+  bool paged_kv = false;
 };
 
 struct Manifest {
@@ -39,6 +42,7 @@ struct Manifest {
 struct NamedVariantSpec {
   std::string name;  // "causal"
   VariantSpec spec;
+  bool paged_kv = false;  // ManifestVariant::paged_kv
 };
 
 // A manifest lists variants: anything larger is refused before parsing.

@@ -60,6 +60,15 @@ PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
         require_stored(short_rows, job, cache, outcome);
       }
     }
+    if (!outcome.failed && job.variant->paged_kv) {
+      // Note: the kernel of calls over a paged cache (the manifest says the fleet makes them).
+      const VariantSpec& spec = job.variant->spec;
+      const VariantKernel paged =
+          acquire_variant(spec, parse_variant(spec), job.arch, cache, /*ptx=*/false,
+                          codegen::FamilyRequest::sm80, codegen::Schedule::paged_kv);
+      if (paged.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
+      require_stored(paged, job, cache, outcome);
+    }
   } catch (const Error& e) {
     outcome.failed = true;
     outcome.status = e.status();

@@ -61,6 +61,21 @@ TEST_CASE("a variant overrides the default dtypes and head dims", "[manifest]") 
   CHECK(specs[2].spec.mask == "q_idx >= kv_idx");
 }
 
+TEST_CASE("paged_kv: the manifest's default, a variant's own, and a bad value", "[manifest]") {
+  const auto manifest = parse_manifest(R"({"version": 1, "paged_kv": true,
+      "variants": [{"name": "a"}, {"name": "b", "paged_kv": false}]})",
+                                       "m.json");
+  const auto specs = expand_manifest(manifest);
+  REQUIRE(specs.size() == 2);
+  CHECK(specs[0].paged_kv);
+  CHECK_FALSE(specs[1].paged_kv);
+  const auto plain = parse_manifest(R"({"version": 1, "variants": [{"name": "a"}]})", "p.json");
+  CHECK_FALSE(expand_manifest(plain)[0].paged_kv);
+  CHECK_THROWS_WITH(
+      parse_manifest(R"({"version": 1, "variants": [{"name": "a", "paged_kv": 1}]})", "x.json"),
+      Catch::Contains("/variants/0/paged_kv") && Catch::Contains("expected true or false"));
+}
+
 TEST_CASE("manifest errors name the file, the JSON path and the reason", "[manifest]") {
   using Catch::Matchers::Contains;
   CHECK_THAT(error_of("{\"version\": 1,\n \"variants\": [}"), Contains("m.json: line 2") && Contains("invalid JSON"));

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "../cache/cache_test_support.hpp"
@@ -110,4 +111,31 @@ TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 and short
   const auto second = prewarm({jobs[0]}, again, 1);
   REQUIRE(second.size() == 1);
   CHECK(second[0].origin == KernelOrigin::disk);
+}
+
+// A manifest that says its calls read paged caches gets the paged kernel (the sm80 family's, on
+// every arch) prewarmed beside the variant's own.
+TEST_CASE("prewarm of a variant with paged_kv stores its paged kernel too", "[prewarm]") {
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm80");
+  test::TempDir dir;
+  KernelCache cache{dir.path()};
+  const auto variants = expand_manifest(parse_manifest(R"({"version": 1, "dtypes": ["bf16"],
+      "paged_kv": true, "variants": [{"name": "noop", "head_dims": [64]}]})",
+                                                       "paged.json"));
+  const auto jobs = prewarm_jobs(variants, {"sm_80"});
+  require_storable(cache, {"sm_80"});
+  const auto outcomes = prewarm(jobs, cache, 1);
+  REQUIRE(outcomes.size() == 1);
+  INFO(outcomes[0].error);
+  CHECK_FALSE(outcomes[0].failed);
+  int cubins = 0, paged = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path() / "v1" / "sm_80")) {
+    if (entry.path().extension() == ".cubin") ++cubins;
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream file(entry.path());
+    const nlohmann::json sidecar = nlohmann::json::parse(file, nullptr, false);
+    if (!sidecar.is_discarded() && sidecar["config"].value("paged_kv", false)) ++paged;
+  }
+  CHECK(cubins == 2);  // the variant's kernel and its paged kernel
+  CHECK(paged == 1);
 }

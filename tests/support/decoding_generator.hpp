@@ -1,7 +1,7 @@
 // Random decoding steps: a few queries at the end of a key/value cache, with the masks serving
 // programs use there (causal, windows, attention sinks, evicted prefixes, documents, random
-// ones, per-sequence cache lengths), GQA groups, and split counts forced or left to the
-// heuristic. They reach the decoding
+// ones, per-sequence cache lengths), GQA groups, split counts forced or left to the
+// heuristic, and dense or paged caches. They reach the decoding
 // paths that fixed tables reach one case at a time: packed query heads, the decoding entry, a
 // masked call's slices of its kept keys (the first kept window, empty stretches before and
 // between spans), the merge of slices that keep nothing, and fully masked rows.
@@ -126,6 +126,12 @@ inline KernelCase random_decoding_case(std::uint64_t seed, long long max_work = 
     lengths.dims[0] = c.shape.batch;
     for (int i = 0; i < c.shape.batch; ++i) lengths.ints.push_back(gen.pick(kv_len + 9));
     c.tensors.push_back(lengths);
+  }
+  // Last again: a third of the steps read their keys and values from a paged cache (the paged
+  // kernel), in pages of one key to more than a key tile.
+  if (gen.pick(3) == 0) {
+    static const int page_sizes[] = {1, 16, 16, 32, 64, 128, 256};
+    c.page_size = page_sizes[gen.pick(7)];
   }
   return c;
 }

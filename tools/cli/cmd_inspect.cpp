@@ -22,6 +22,7 @@ struct InspectOptions {
   std::string emit = "source";
   std::string entry = "forward";  // --emit sass: which entry point's listing
   std::string cache_dir;
+  bool paged = false;  // the kernel of paged calls (a paged key/value cache)
 };
 
 // The module's entry point an --entry value names ("" for all of them: the whole cubin), or a
@@ -87,9 +88,10 @@ void print_resources(const attnjit_variant_info& info) {
   fmt::print("kernel        {} for {}\n", info.kernel, info.arch);
   // Note: on sm_90a the family depends on ATTNJIT_KERNEL_FAMILY (auto keeps sm80 until the Hopper
   // kernel is verified on hardware), so say which one this report is about.
-  fmt::print("family        {}\n", std::string_view(info.kernel_family) == "sm90"
-                                       ? "sm90 (wgmma, TMA, warp-specialised)"
-                                       : "sm80 (mma.sync, cp.async)");
+  fmt::print("family        {}{}\n",
+             std::string_view(info.kernel_family) == "sm90" ? "sm90 (wgmma, TMA, warp-specialised)"
+                                                            : "sm80 (mma.sync, cp.async)",
+             info.paged_kv ? ", paged key/value cache" : "");
   fmt::print("registers     {}\n", info.registers);
   fmt::print("static smem   {} bytes\n", info.static_smem_bytes);
   fmt::print("dynamic smem  {} bytes\n", info.dynamic_smem_bytes);
@@ -209,6 +211,7 @@ void run_inspect(const InspectOptions& options) {
   attnjit_inspect_options_init(&inspect_options);
   inspect_options.arch = arch.c_str();
   inspect_options.parts = parts_for(options.emit);
+  inspect_options.paged_kv = options.paged ? 1 : 0;
   attnjit_variant_info* raw_info = nullptr;
   c::check(attnjit_variant_inspect(&raw_info, variant.get(), &inspect_options));
   const c::VariantInfoPtr info(raw_info);
@@ -247,6 +250,9 @@ void add_inspect_command(CLI::App& app) {
                    "merge (the split-KV merge), summary (the tensor summaries) or all")
       ->check(CLI::IsMember({"forward", "decode", "merge", "summary", "all"}))
       ->capture_default_str();
+  command->add_flag("--paged", options->paged,
+                    "the kernel of the variant's calls over a paged key/value cache (the sm80 "
+                    "family's paged module, on every arch)");
   add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
 }
