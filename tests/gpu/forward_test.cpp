@@ -402,6 +402,10 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   // whole). `cap` (one row) runs on the decoding entry unsplit.
   KernelCase step = cache_step(shape(1, 8, 2, 1, 600));
   step.split_kv = 3;
+  // Paged caches (the paged kernel): per-row lookups in pages of 16 with -1 entries past each
+  // sequence's length (zero-filled, never read), and a tile a lookup in pages of 64.
+  const std::vector<KernelCase> paged = paged_kv_cases();
+  check_cases({paged[1], paged[2]});
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
                with(ring, DType::bf16, Layout::bhld, 128),
