@@ -100,14 +100,9 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   // Note: the source a call is served from, which for an sm90 kernel of wide default tiles
   // takes that kernel's compile (or cache entry) to know (served_variant_source); a paged call's
   // is the paged kernel's, whatever the arch.
-  attnjit::ServedVariantSource served;
-  if (paged) {
-    served.generated = attnjit::codegen::generate_paged_kernel_source(
-        variant.impl.mask(), variant.impl.score(), spec.dtype, spec.head_dim,
-        attnjit::arch_target(arch), attnjit::codegen::kernel_tuning_from_environment());
-  } else {
-    served = attnjit::served_variant_source(spec, arch, cache);
-  }
+  const attnjit::ServedVariantSource served = attnjit::served_variant_source(
+      spec, arch, cache,
+      paged ? attnjit::codegen::Schedule::paged_kv : attnjit::codegen::Schedule::standard);
   info.paged_kv = paged ? 1 : 0;
   const attnjit::codegen::GeneratedKernel& generated = served.generated;
   info.wide_block_m = served.wide_block_m;

@@ -281,9 +281,9 @@ VariantCacheEntry variant_cache_entry(const VariantSpec& spec,
 }
 
 ServedVariantSource served_variant_source(const VariantSpec& spec, const std::string& arch,
-                                          KernelCache& cache) {
+                                          KernelCache& cache, codegen::Schedule schedule) {
   return choose_source(spec, parse_variant(spec), arch, cache, /*ptx=*/false,
-                       codegen::FamilyRequest::environment, codegen::Schedule::standard)
+                       codegen::FamilyRequest::environment, schedule)
       .source;
 }
 

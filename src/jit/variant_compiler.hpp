@@ -109,8 +109,10 @@ struct ServedVariantSource {
   int wide_block_n = 0;
   int wide_spill_bytes = 0;
 };
+// `schedule` paged_kv: the source of the variant's paged kernel (acquire_variant's).
 ServedVariantSource served_variant_source(const VariantSpec& spec, const std::string& arch,
-                                          KernelCache& cache);
+                                          KernelCache& cache,
+                                          codegen::Schedule schedule = codegen::Schedule::standard);
 
 // The kernel of `spec` for `arch` ("sm_80" ... "sm_90a"), from the cache's memory, its disk, or
 // NVRTC, in that order; compiled kernels are stored. An sm90 kernel whose default tiles spill

@@ -8,6 +8,7 @@
 #include "attnjit/attnjit.h"
 #include "common/error.hpp"
 #include "dispatch_support.hpp"
+#include "jit/kernel_cache.hpp"
 #include "runtime/cuda_backend.hpp"
 #include "runtime/cuda_memory.hpp"
 #include "support/capture_error.hpp"
@@ -161,4 +162,35 @@ TEST_CASE("fake device: paged caches run on the paged kernel through the C API",
   CHECK_THAT(attnjit_last_error(), Catch::Contains("kv_page_table"));
   attnjit_variant_destroy(variant);
   attnjit_runtime_destroy(runtime);
+}
+
+// The backend refuses a kernel that does not match the call's cache (a dense kernel would read
+// the pools as one sequence each, a paged one read through a null table): an internal error,
+// before anything is checked on the device or launched.
+TEST_CASE("fake device: a paged call on a dense kernel or the reverse is an internal error",
+          "[dispatch]") {
+  const auto cache_root = work_dir("paged-mismatch");
+  KernelCache cache{cache_root};
+  const KernelCase c = paged_kv_cases()[0];
+  PreparedCase prepared(c);
+  const auto dense = acquire_variant(prepared.spec, "sm_80", cache).binary;
+  const auto paged =
+      acquire_variant(prepared.spec, parse_variant(prepared.spec), "sm_80", cache,
+                      /*ptx=*/false, codegen::FamilyRequest::sm80, codegen::Schedule::paged_kv)
+          .binary;
+  REQUIRE(paged->config.paged_kv);
+  REQUIRE_FALSE(dense->config.paged_kv);
+  const auto status_of = [&](const KernelBinary& kernel, const AttentionBuffers& buffers) {
+    try {
+      cuda::forward(kernel, prepared.mask, prepared.host_args, prepared.shape, buffers,
+                    /*hooks_use_heads=*/false, LaunchChoices{}, nullptr);
+    } catch (const Error& e) {
+      INFO(e.what());
+      CHECK_THAT(e.what(), Catch::Contains("paged key/value cache"));
+      return e.status();
+    }
+    return Status::ok;
+  };
+  CHECK(status_of(*dense, prepared.call_buffers()) == Status::internal);
+  CHECK(status_of(*paged, prepared.problem.buffers()) == Status::internal);
 }
