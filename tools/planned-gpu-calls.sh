@@ -13,7 +13,7 @@
 #                                              # then budgets of 350 s): the blocks' timelines,
 #                                              # D=256 against Flex, decoding at 64K keys, B=1
 #                                              # and 8, speculative steps packed and not,
-#                                              # decoding over paged caches
+#                                              # decoding and prefills over paged caches
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
 # Run the calls with run(carry=[".gpu-bundle"], timeout_s=430 and 445): the budgets leave each
@@ -47,6 +47,10 @@ D15='--decode-q-len 4 --decode-batch 1 --decode-batch 8 --head-dim 128 --length 
 # Planned in the twenty-ninth session: decoding over a paged cache (pages of 16 rows, a lookup per
 # row; of 128, one per key tile) against the same keys and values dense, attnjit rows only.
 D16='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 16384 --variant noop --variant causal --paged 16 --paged 128 --decode-rows attnjit --decode-rows attnjit-paged=16 --decode-rows attnjit-paged=128'
+# Planned in the thirtieth session: prefills over a paged cache on the sm90 kernel (4096 queries
+# over their own 4096 keys, B=2, 32:8 heads: pages of 16, eight TMA boxes a key tile; of 128,
+# one) against the same keys and values dense.
+D17='--decode-q-len 4096 --decode-batch 2 --head-dim 128 --length 4096 --variant noop --variant causal --paged 16 --paged 128 --decode-rows attnjit --decode-rows attnjit-paged=16 --decode-rows attnjit-paged=128'
 
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2
@@ -95,13 +99,15 @@ case "${1:-}" in
       gzip -f "$2/timeline/$name.json"
     done
     mkdir -p "$2/speculative" "$2/paged"
-    gpu_check 180 "$2/compare" compare "$C256"
+    gpu_check 140 "$2/compare" compare "$C256"
     gpu_check 70 "$2/decode" decode "$D14"
     gpu_check 60 "$2/speculative" decode "$D15"
-    gpu_check 40 "$2/paged" decode "$D16" ;;
+    gpu_check 40 "$2/paged" decode "$D16"
+    mkdir -p "$2/paged-prefill"
+    gpu_check 40 "$2/paged-prefill" decode "$D17" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\n' "$S3" "$S4" "$S5" \
-      "$S6" "$C256" "$D14" "$D15" "$D16"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\n' "$S3" "$S4" \
+      "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

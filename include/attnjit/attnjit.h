@@ -152,9 +152,10 @@ ATTNJIT_API attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit
  * loads anything in that context, so a CUDA graph capture may begin at once. Optional: without
  * it, each call compiles and loads what it runs the first time it needs it. No-op on the CPU. */
 ATTNJIT_API attnjit_status attnjit_variant_prepare(attnjit_variant* variant);
-/* The same for the kernel of calls with a paged key/value cache (attnjit_forward_args'
- * kv_page_table), which attnjit_variant_prepare leaves alone: a serving program calls both before
- * it captures paged calls into a graph. No-op on the CPU. */
+/* The same for the kernels of calls with a paged key/value cache (attnjit_forward_args'
+ * kv_page_table), which attnjit_variant_prepare leaves alone: the sm80 family's (decoding steps,
+ * pages under 8 rows; every GPU) and, on an H100, the Hopper kernel's (prefills). A serving
+ * program calls both before it captures paged calls into a graph. No-op on the CPU. */
 ATTNJIT_API attnjit_status attnjit_variant_prepare_paged(attnjit_variant* variant);
 ATTNJIT_API void attnjit_variant_destroy(attnjit_variant* variant);
 
@@ -247,8 +248,10 @@ typedef struct attnjit_inspect_options {
   const char* arch; /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"; NULL: the runtime's GPU
                        (a compute capability 9.0 device is sm_90a), else sm_90 */
   unsigned parts;   /* ATTNJIT_INSPECT_* bits; attnjit_inspect_options_init sets ALL */
-  int paged_kv;     /* 1: the kernel of the variant's calls over a paged key/value cache (the
-                       sm80 family's paged module) instead of the one its dense calls run */
+  int paged_kv;     /* 1: the kernel of the variant's calls over a paged key/value cache
+                       instead of the one its dense calls run: on sm_90a the sm90 kernel's,
+                       which prefills run (ATTNJIT_KERNEL_FAMILY=sm80: the sm80 family's, which
+                       decoding steps and pages under 8 rows run on every arch) */
 } attnjit_inspect_options;
 
 /* Allocated by attnjit_variant_inspect, freed by attnjit_variant_info_destroy; every string in

@@ -435,19 +435,27 @@ struct AttentionForwardSm90 {
     if constexpr (kTimeline) {
       if (leader) stamp(kStampFirstKIssued);
     }
-    if (tile < math.num_kv_tiles) load_stage<false>(leader, tile, k_ring, tile_class);
+    // A paged call: each lane's page of the tile (page_of_box), read once for its K and its V.
+    int tile_page = 0;
+    if (tile < math.num_kv_tiles) {
+      tile_page = page_of_box(tile, lane);
+      load_stage<false>(leader, tile, k_ring, tile_class, tile_page);
+    }
     if (k_before_q) load_q(leader, item);
     if (kHandoff && tile >= math.num_kv_tiles) post_no_more_tiles(leader, k_ring);
     unsigned tiles = 0;  // kept tiles loaded: the timeline's count
     while (tile < math.num_kv_tiles) {
       const int next = kept.next(math, tile + 1, lane, tile_class);
+      int next_page = 0;
       if (next < math.num_kv_tiles) {
-        load_stage<false>(leader, next, k_ring, tile_class);
+        next_page = page_of_box(next, lane);
+        load_stage<false>(leader, next, k_ring, tile_class, next_page);
       } else if constexpr (kHandoff) {
         post_no_more_tiles(leader, k_ring);
       }
-      load_stage<true>(leader, tile, v_ring);
+      load_stage<true>(leader, tile, v_ring, 0, tile_page);
       tile = next;
+      tile_page = next_page;
       if constexpr (kTimeline) ++tiles;
     }
     if constexpr (kTimeline) {
@@ -483,31 +491,96 @@ struct AttentionForwardSm90 {
     ring.advance();
   }
 
-  // Key tile `tile`'s K (kValues: V) into the next stage of its ring.
+  // Key tile `tile`'s K (kValues: V) into the next stage of its ring. A paged call's `lane_page`:
+  // the lane's page_of_box for the tile.
   template <bool kValues>
-  ATTNJIT_DEVICE void load_stage(int leader, int tile, StageRing& ring, int tile_class = 0) {
+  ATTNJIT_DEVICE void load_stage(int leader, int tile, StageRing& ring, int tile_class = 0,
+                                 int lane_page = 0) {
     // Note: a stage is reused once all consumer threads released its previous contents; in
     // the first round the wait returns at once (a fresh barrier's preceding phase, of parity 1,
     // counts as completed).
     const int stage = ring.stage;
     mbarrier_wait(stage_barrier(kValues ? kEmptyV : kEmptyK, stage), ring.parity() ^ 1u,
                   kValues ? "V empty" : "K empty");
+    const unsigned full = stage_barrier(kValues ? kFullV : kFullK, stage);
+    const unsigned tile_smem = kValues ? v_stage(stage) : k_stage(stage);
     if (leader) {
-      const unsigned full = stage_barrier(kValues ? kFullV : kFullK, stage);
-      const TensorMap* map = kValues ? &params.v_map : &params.k_map;
-      const unsigned tile_smem = kValues ? v_stage(stage) : k_stage(stage);
       if (kHandoff && !kValues) {
         store_shared_32(tile_word(stage), static_cast<unsigned>(tile * 4 + tile_class));
       }
       mbarrier_arrive_expect_tx(full, kKVBytes);
+      if constexpr (!kPagedKv) {
+        const TensorMap* map = kValues ? &params.v_map : &params.k_map;
 #pragma unroll(kBoxUnroll)
-      for (int box = 0; box < kBoxes; ++box) {
-        tma_load_4d(map, full, tile_smem + box * kKVBoxBytes, 64 * box, tile * BLOCK_N, math.h_kv,
-                    math.b);
+        for (int box = 0; box < kBoxes; ++box) {
+          tma_load_4d(map, full, tile_smem + box * kKVBoxBytes, 64 * box, tile * BLOCK_N,
+                      math.h_kv, math.b);
+        }
       }
     }
+    if constexpr (kPagedKv) load_paged_boxes<kValues>(leader, tile, lane_page, full, tile_smem);
     __syncwarp();
     ring.advance();
+  }
+
+  // ---- A paged key/value cache (kPagedKv): a key tile is BLOCK_N / box_rows boxes of
+  // box_rows = sm90_paged_box_rows(page size, BLOCK_N) rows (the host's maps have those boxes),
+  // each inside one page. Lane i looks up box i's page (all lanes at once, one round trip a
+  // tile); the issuing lane takes each from its lane. Box i of 64-column box j lands at
+  // j * kKVBoxBytes + i * box_rows * 128: the dense tile's layout, since box_rows is a multiple
+  // of the 8-row swizzle atom.
+  static constexpr bool kPagedKv = RowMath::kPagedKv;
+  static_assert(!kPagedKv || (BLOCK_N & -BLOCK_N) >= kSm90MinPagedBoxRows,
+                "a paged key tile of whole swizzle atoms");
+  static_assert(!kPagedKv || BLOCK_N / kSm90MinPagedBoxRows <= 32, "a page per lane");
+
+  ATTNJIT_DEVICE int paged_box_rows() const {
+    return sm90_paged_box_rows(1 << params.base.kv_page_shift, BLOCK_N);
+  }
+
+  // The page of box `lane` of key tile `tile`; -1 (a box of zeros) past the tile's boxes and for
+  // a box whose rows all lie at or past kv_len.
+  ATTNJIT_DEVICE int page_of_box(int tile, int lane) const {
+    if constexpr (!kPagedKv) {
+      return 0;
+    } else {
+      const FwdParams& p = params.base;
+      const int box_rows = paged_box_rows();
+      const int row = tile * BLOCK_N + lane * box_rows;
+      if (lane * box_rows >= BLOCK_N || row >= p.kv_len) return -1;
+      return p.kv_pages[static_cast<long long>(math.b) * p.kv_pages_stride +
+                        (row >> p.kv_page_shift)];
+    }
+  }
+
+  // The TMA loads of a paged tile (all 32 lanes: the pages come by shuffle). The box that holds
+  // key kv_len - 1 is read through the tail maps (Sm90FwdParams), whose pages end after it, so
+  // the rows after it are zeros; boxes past it have page -1; entries outside [0, num_pages) are
+  // out of the maps' range: zeros too, as the sm80 kernel's paged loads give.
+  template <bool kValues>
+  ATTNJIT_DEVICE void load_paged_boxes(int leader, int tile, int lane_page, unsigned full,
+                                       unsigned tile_smem) {
+    const FwdParams& p = params.base;
+    const int box_rows = paged_box_rows();
+    const int boxes = BLOCK_N / box_rows;
+    const int last_key = p.kv_len - 1;
+    const int in_page = (1 << p.kv_page_shift) - 1;
+#pragma unroll 1
+    for (int i = 0; i < boxes; ++i) {
+      const int page = __shfl_sync(0xffffffffu, lane_page, i);
+      const int row = tile * BLOCK_N + i * box_rows;
+      if (leader) {
+        const bool tail = row <= last_key && last_key < row + box_rows;
+        const TensorMap* map = kValues ? (tail ? &params.v_tail_map : &params.v_map)
+                                       : (tail ? &params.k_tail_map : &params.k_map);
+        const unsigned box_smem = tile_smem + static_cast<unsigned>(i * box_rows * 128);
+#pragma unroll(kBoxUnroll)
+        for (int box = 0; box < kBoxes; ++box) {
+          tma_load_4d(map, full, box_smem + box * kKVBoxBytes, 64 * box, row & in_page, math.h_kv,
+                      page);
+        }
+      }
+    }
   }
 
   // Ping-pong between the consumer warpgroups (FA3, section 3.1), round robin (FA3's

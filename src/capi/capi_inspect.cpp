@@ -81,11 +81,13 @@ void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cub
   info.origin = attnjit::capi::to_c_origin(cubin.origin);
 }
 
-// The kernel of the variant's paged calls (codegen::Schedule::paged_kv), compiled or loaded.
+// The kernel of the variant's paged prefills (codegen::Schedule::paged_kv) on `arch`, compiled or
+// loaded: the sm90 kernel's on sm_90a where it serves the variant, else the sm80 kernel's (which
+// decoding steps over paged caches run on every arch).
 attnjit::KernelBinary paged_binary(attnjit_variant& variant, const std::string& arch, bool ptx) {
   return *attnjit::acquire_variant(variant.impl.spec(), attnjit::parse_variant(variant.impl.spec()),
                                    arch, variant.runtime.cache(), ptx,
-                                   attnjit::codegen::FamilyRequest::sm80,
+                                   attnjit::codegen::FamilyRequest::environment,
                                    attnjit::codegen::Schedule::paged_kv)
               .binary;
 }
@@ -98,8 +100,8 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   attnjit_variant_info& info = *result;
   result->arch = arch;
   // Note: the source a call is served from, which for an sm90 kernel of wide default tiles
-  // takes that kernel's compile (or cache entry) to know (served_variant_source); a paged call's
-  // is the paged kernel's, whatever the arch.
+  // takes that kernel's compile (or cache entry) to know (served_variant_source); with `paged`,
+  // the paged kernel's (paged_binary).
   const attnjit::ServedVariantSource served = attnjit::served_variant_source(
       spec, arch, cache,
       paged ? attnjit::codegen::Schedule::paged_kv : attnjit::codegen::Schedule::standard);

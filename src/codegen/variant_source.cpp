@@ -57,7 +57,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   }
   GeneratedKernel kernel;
   kernel.config = config_for(mask, score, dtype, head_dim, target, family, tuning);
-  kernel.config.paged_kv = paged_kv && kernel.config.family == KernelFamily::sm80;
+  kernel.config.paged_kv = paged_kv;
   const KernelConfig& config = kernel.config;
   const bool sm90 = config.family == KernelFamily::sm90;
   const bool has_mask = !mask.is_constant_true();
@@ -208,10 +208,9 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
 
 GeneratedKernel generate_paged_kernel_source(const expr::Expression& mask,
                                              const expr::Expression& score, DType dtype,
-                                             int head_dim, Target target,
+                                             int head_dim, Target target, FamilyRequest family,
                                              const KernelTuning& tuning) {
-  return generate(mask, score, dtype, head_dim, target, FamilyRequest::sm80, &tuning,
-                  /*paged_kv=*/true);
+  return generate(mask, score, dtype, head_dim, target, family, &tuning, /*paged_kv=*/true);
 }
 
 }  // namespace attnjit::codegen

@@ -45,8 +45,8 @@ struct KernelConfig {
   bool score_row_shift = false;
   // sm80 kernel only: ATTNJIT_TUNE's sm80_safe_sources (copy.cuh, load_tile_async).
   bool sm80_safe_sources = false;
-  // sm80 kernel only: keys and values read through a paged cache's page table (FwdParams::
-  // kv_pages; the kernel of a variant's paged calls, Schedule::paged_kv).
+  // Both kernels: keys and values read through a paged cache's page table (FwdParams::kv_pages;
+  // the kernel of a variant's paged calls, Schedule::paged_kv).
   bool paged_kv = false;
   // sm80 kernel with the decoding features only: the tiles of the module's decoding entry
   // (kDecodeEntry: kDecodeBlockM rows, kDecodeWarps warps; decode_config). 0: no such entry.
@@ -117,12 +117,13 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
 GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr::Expression& score,
                                        DType dtype, int head_dim, Target target,
                                        FamilyRequest family, const KernelTuning& tuning);
-// The kernel of a variant's paged calls (a paged key/value cache, AttentionBuffers::kv_pages):
-// the sm80 family's, whatever the arch, with `tuning`'s sm80 overrides, reading keys and values
-// through the page table (KernelConfig::paged_kv).
+// The kernel of a variant's paged calls (a paged key/value cache, AttentionBuffers::kv_pages) in
+// `family` (sm80: what decoding steps, pages under kSm90MinPagedBoxRows rows and strides TMA
+// cannot load run on, on every arch; sm90: the prefill kernel of sm_90a), with `tuning`'s
+// overrides, reading keys and values through the page table (KernelConfig::paged_kv).
 GeneratedKernel generate_paged_kernel_source(const expr::Expression& mask,
                                              const expr::Expression& score, DType dtype,
-                                             int head_dim, Target target,
+                                             int head_dim, Target target, FamilyRequest family,
                                              const KernelTuning& tuning);
 
 }  // namespace attnjit::codegen

@@ -61,13 +61,22 @@ PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
       }
     }
     if (!outcome.failed && job.variant->paged_kv) {
-      // Note: the kernel of calls over a paged cache (the manifest says the fleet makes them).
+      // Note: the kernels of calls over a paged cache (the manifest says the fleet makes them):
+      // the sm80 family's (decoding steps, small pages) and, where the variant is served by the
+      // sm90 kernel, that family's too (prefills).
       const VariantSpec& spec = job.variant->spec;
-      const VariantKernel paged =
-          acquire_variant(spec, parse_variant(spec), job.arch, cache, /*ptx=*/false,
-                          codegen::FamilyRequest::sm80, codegen::Schedule::paged_kv);
-      if (paged.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
-      require_stored(paged, job, cache, outcome);
+      const ParsedVariant parsed = parse_variant(spec);
+      std::vector<codegen::FamilyRequest> families = {codegen::FamilyRequest::sm80};
+      if (kernel.binary->config.family == codegen::KernelFamily::sm90) {
+        families.push_back(codegen::FamilyRequest::sm90);
+      }
+      for (const codegen::FamilyRequest family : families) {
+        if (outcome.failed) break;
+        const VariantKernel paged = acquire_variant(spec, parsed, job.arch, cache, /*ptx=*/false,
+                                                    family, codegen::Schedule::paged_kv);
+        if (paged.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
+        require_stored(paged, job, cache, outcome);
+      }
     }
   } catch (const Error& e) {
     outcome.failed = true;

@@ -145,16 +145,17 @@ ServedSource choose_source(const VariantSpec& spec, const ParsedVariant& parsed,
                            const std::string& arch, KernelCache& cache, bool ptx,
                            codegen::FamilyRequest family, codegen::Schedule schedule) {
   const codegen::KernelTuning tuning = codegen::kernel_tuning_from_environment();
+  // Note: the paged kernel of a family is its standard kernel reading through the page table,
+  // chosen the same way (the base tiles where the wide ones spill), so that a prefill over a
+  // paged cache runs what a dense one does.
+  const bool paged = schedule == codegen::Schedule::paged_kv;
   const auto generate = [&](const codegen::KernelTuning& with) {
-    return codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype, spec.head_dim,
-                                           arch_target(arch), family, with);
+    return paged ? codegen::generate_paged_kernel_source(parsed.mask, parsed.score, spec.dtype,
+                                                         spec.head_dim, arch_target(arch), family,
+                                                         with)
+                 : codegen::generate_kernel_source(parsed.mask, parsed.score, spec.dtype,
+                                                   spec.head_dim, arch_target(arch), family, with);
   };
-  if (schedule == codegen::Schedule::paged_kv) {
-    ServedSource served;
-    served.source.generated = codegen::generate_paged_kernel_source(
-        parsed.mask, parsed.score, spec.dtype, spec.head_dim, arch_target(arch), tuning);
-    return served;
-  }
   if (schedule == codegen::Schedule::short_rows) {
     ServedSource served;
     served.source.generated = codegen::generate_kernel_source(

@@ -109,7 +109,8 @@ struct ServedVariantSource {
   int wide_block_n = 0;
   int wide_spill_bytes = 0;
 };
-// `schedule` paged_kv: the source of the variant's paged kernel (acquire_variant's).
+// `schedule` paged_kv: the source of the variant's paged kernel in the family ATTNJIT_KERNEL_FAMILY
+// and `arch` give (acquire_variant's): on sm_90a the sm90 kernel that paged prefills run.
 ServedVariantSource served_variant_source(const VariantSpec& spec, const std::string& arch,
                                           KernelCache& cache,
                                           codegen::Schedule schedule = codegen::Schedule::standard);
@@ -134,8 +135,8 @@ VariantKernel acquire_variant(const VariantSpec& spec, const std::string& arch, 
 // ATTNJIT_KERNEL_FAMILY (the CUDA backend's SM80 fallback for calls TMA cannot express);
 // `schedule` short_rows asks for the variant's short-rows kernel (codegen/short_rows.hpp: the
 // sm90 kernel with short_rows_tuning in place of ATTNJIT_TUNE's overrides, whatever `family`),
-// paged_kv for the kernel of its paged calls (the sm80 kernel with the page table, whatever
-// `family`).
+// paged_kv for a kernel of its paged calls (`family`'s kernel, tiles chosen as for the standard
+// schedule, reading through the page table).
 VariantKernel acquire_variant(
     const VariantSpec& spec, const ParsedVariant& parsed, const std::string& arch,
     KernelCache& cache, bool ptx = false,

@@ -357,7 +357,7 @@ void attach_summaries(CUstream stream, const LoadedKernel& loaded, const Summary
   }
 }
 
-// The sm90 kernel's argument: the parameters plus the Q, K, V tensor maps, encoded by the driver.
+// The sm90 kernel's argument: the parameters plus the tensor maps, encoded by the driver.
 Sm90FwdParams make_sm90_params(const FwdParams& base, const AttentionShape& shape,
                                const AttentionBuffers& buffers,
                                const codegen::KernelConfig& config) {
@@ -369,14 +369,12 @@ Sm90FwdParams make_sm90_params(const FwdParams& base, const AttentionShape& shap
   if (d.cuTensorMapEncodeTiled == nullptr) driver::throw_missing_symbol("cuTensorMapEncodeTiled");
   Sm90FwdParams params{};
   params.base = base;
-  const auto maps = sm90_tensor_maps(shape, buffers, config);
-  TensorMap* encoded[] = {&params.q_map, &params.k_map, &params.v_map};
-  for (std::size_t i = 0; i < maps.size(); ++i) {
-    driver::check(encode_tensor_map(d.cuTensorMapEncodeTiled, maps[i], encoded[i]),
-                  "cuTensorMapEncodeTiled");
-    apply_small_tensor_map_workaround(*encoded[i], d.driver_version,
-                                      tensor_map_span_bytes(maps[i]));
-  }
+  encode_sm90_tensor_maps(
+      shape, buffers, config, params, [&](const TensorMapRequest& request, TensorMap& map) {
+        driver::check(encode_tensor_map(d.cuTensorMapEncodeTiled, request, &map),
+                      "cuTensorMapEncodeTiled");
+        apply_small_tensor_map_workaround(map, d.driver_version, tensor_map_span_bytes(request));
+      });
   return params;
 }
 

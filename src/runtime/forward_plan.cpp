@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "attnjit/sm90_fwd_params.cuh"
 #include "common/error.hpp"
 #include "common/int_math.hpp"
 
@@ -26,14 +27,14 @@ struct ByteStride {
   int extent;
 };
 
-std::array<ByteStride, 3> byte_strides(const TensorView& view, const AttentionShape& s,
-                                       std::size_t element) {
+// `pool`: the view is a paged call's keys or values, pages in the batch's place.
+std::array<ByteStride, 3> byte_strides(const TensorView& view, std::size_t element, bool pool) {
   const auto bytes = [&](std::int64_t elements) {
     return elements * static_cast<std::int64_t>(element);
   };
   return {{{"row", bytes(view.strides.row), view.len},
            {"head", bytes(view.strides.head), view.heads},
-           {"batch", bytes(view.strides.batch), s.batch}}};
+           {pool ? "page" : "batch", bytes(view.strides.batch), view.batch}}};
 }
 
 // An auto|off switch: true when `name` is unset, empty or "auto", false for "off";
@@ -270,6 +271,10 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
 }
 
 std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& buffers) {
+  if (is_paged(buffers) && buffers.kv_pages.page_size < kSm90MinPagedBoxRows) {
+    return fmt::format("pages of {} rows: its boxes of keys and values need pages of at least {}",
+                       buffers.kv_pages.page_size, kSm90MinPagedBoxRows);
+  }
   const std::size_t element = dtype_size(buffers.q_dtype);
   const auto views = tensor_views(shape, buffers);
   for (std::size_t i = 0; i < 3; ++i) {  // query, key, value: what TMA loads
@@ -278,7 +283,7 @@ std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& 
       return fmt::format("the {} base address {} is not {}-byte aligned", view.name, view.data,
                          kTmaAlignment);
     }
-    for (const ByteStride& stride : byte_strides(view, shape, element)) {
+    for (const ByteStride& stride : byte_strides(view, element, is_paged(buffers) && i > 0)) {
       if (stride.extent == 1) continue;
       if (stride.bytes <= 0 || stride.bytes % kTmaAlignment != 0 ||
           static_cast<std::uint64_t>(stride.bytes) >= kTmaStrideLimit) {
@@ -305,8 +310,8 @@ std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
     map.dims[0] = static_cast<std::uint64_t>(shape.head_dim);
     map.dims[1] = static_cast<std::uint64_t>(view.len);
     map.dims[2] = static_cast<std::uint64_t>(view.heads);
-    map.dims[3] = static_cast<std::uint64_t>(shape.batch);
-    const auto strides = byte_strides(view, shape, element);
+    map.dims[3] = static_cast<std::uint64_t>(view.batch);  // a paged call's pools: pages
+    const auto strides = byte_strides(view, element, is_paged(buffers) && i > 0);
     // Note: a dimension of extent 1 may have any stride (even 0) in the call; TMA never steps
     // along it, but the encoding still wants a valid one, so it gets the packed stride (the
     // inner dimensions' bytes).
@@ -317,11 +322,26 @@ std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
       packed = map.strides[d] * map.dims[d + 1];
     }
     map.box[0] = kTmaBoxColumns;
-    map.box[1] = static_cast<std::uint32_t>(i == 0 ? config.block_m : config.block_n);
+    map.box[1] = static_cast<std::uint32_t>(
+        i == 0              ? config.block_m
+        : is_paged(buffers) ? sm90_paged_box_rows(buffers.kv_pages.page_size, config.block_n)
+                            : config.block_n);
     map.box[2] = 1;
     map.box[3] = 1;
   }
   return maps;
+}
+
+std::array<TensorMapRequest, 2> sm90_paged_tail_maps(const AttentionShape& shape,
+                                                     const AttentionBuffers& buffers,
+                                                     const codegen::KernelConfig& config) {
+  const auto maps = sm90_tensor_maps(shape, buffers, config);
+  // Note: kv_len - 1's row in its page is the last one read; a page of the tail maps ends there.
+  const int page_size = buffers.kv_pages.page_size;
+  const auto tail_rows = static_cast<std::uint64_t>((shape.kv_len - 1) % page_size + 1);
+  std::array<TensorMapRequest, 2> tails = {maps[1], maps[2]};
+  for (TensorMapRequest& tail : tails) tail.dims[1] = tail_rows;
+  return tails;
 }
 
 SummaryPlan plan_summaries(const std::vector<expr::SummaryRequest>& requests,

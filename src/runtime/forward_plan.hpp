@@ -195,13 +195,20 @@ struct TensorMapRequest {
 
 // Why TMA cannot load this call's Q, K or V, or empty when it can: TMA needs 16-byte aligned
 // bases and strides that are positive multiples of 16 bytes below 2^40 (a dimension of extent 1
-// is exempt: its stride is never used).
+// is exempt: its stride is never used), and a paged call pages of kSm90MinPagedBoxRows rows or
+// more.
 std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& buffers);
 
-// Q, K, V maps for the sm90 kernel of `config`; the call must have no tma_limitation.
+// Q, K, V maps for the sm90 kernel of `config`; the call must have no tma_limitation. A paged
+// call's K and V maps are of its pools, in boxes of sm90_paged_box_rows rows (sm90_fwd_params.cuh).
 std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
                                                  const AttentionBuffers& buffers,
                                                  const codegen::KernelConfig& config);
+// A paged call's K and V tail maps (Sm90FwdParams::k_tail_map, v_tail_map): its K and V maps
+// with pages cut after the row of key kv_len - 1.
+std::array<TensorMapRequest, 2> sm90_paged_tail_maps(const AttentionShape& shape,
+                                                     const AttentionBuffers& buffers,
+                                                     const codegen::KernelConfig& config);
 
 // One summary kernel launch: min/max of args.tensors[tensor] over blocks of `granularity`
 // indices (the forward kernel's tile size along `axis`), written at `offset` ints into a

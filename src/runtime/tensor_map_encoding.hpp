@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "attnjit/sm90_fwd_params.cuh"
 #include "attnjit/sm90_tma.cuh"
 #include "runtime/forward_plan.hpp"
 
@@ -32,6 +33,24 @@ CUresult encode_tensor_map(Encode encode, const TensorMapRequest& request, Tenso
                 4, const_cast<void*>(request.address), dims, strides, box, element_strides,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+// Every tensor map of a call's sm90 parameter block, each request handed with the map it fills to
+// `encode_one(request, map)`: Q, K and V, and a paged call's tail maps. The call must have no
+// tma_limitation.
+template <typename EncodeOne>
+void encode_sm90_tensor_maps(const AttentionShape& shape, const AttentionBuffers& buffers,
+                             const codegen::KernelConfig& config, Sm90FwdParams& params,
+                             EncodeOne encode_one) {
+  const auto maps = sm90_tensor_maps(shape, buffers, config);
+  encode_one(maps[0], params.q_map);
+  encode_one(maps[1], params.k_map);
+  encode_one(maps[2], params.v_map);
+  if (is_paged(buffers)) {
+    const auto tails = sm90_paged_tail_maps(shape, buffers, config);
+    encode_one(tails[0], params.k_tail_map);
+    encode_one(tails[1], params.v_tail_map);
+  }
 }
 
 // Bytes from the first element of the mapped tensor to the end of its last: what TMA may read.

@@ -90,15 +90,7 @@ const char* Variant::short_rows_barred() const {
 
 KernelChoice Variant::choose_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                     const VariantArgs& args, bool explain) {
-  if (is_paged(buffers)) {
-    // Note: on every arch; the sm90 kernel's TMA boxes would need a page per key tile and a
-    // coordinate per page, which it does not have.
-    return {paged_kernel(), KernelRole::paged_kv,
-            explain ? fmt::format("a paged key/value cache (pages of {} rows): the sm80 kernel "
-                                  "for {} with the page table",
-                                  buffers.kv_pages.page_size, runtime_.device_arch())
-                    : std::string()};
-  }
+  if (is_paged(buffers)) return choose_paged_kernel(shape, buffers, explain);
   KernelChoice choice{kernel(), KernelRole::standard, {}};
   if (explain) choice.why = fmt::format("the variant's kernel for {}", runtime_.device_arch());
   if (choice.binary->config.family != codegen::KernelFamily::sm90) return choice;
@@ -153,15 +145,52 @@ std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
   return sm80_kernel_;
 }
 
-std::shared_ptr<const KernelBinary> Variant::paged_kernel() {
-  std::lock_guard lock(paged_mutex_);
-  if (!paged_kernel_) {
-    paged_kernel_ =
-        acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache(),
-                        /*ptx=*/false, codegen::FamilyRequest::sm80, codegen::Schedule::paged_kv)
-            .binary;
+KernelChoice Variant::choose_paged_kernel(const AttentionShape& shape,
+                                          const AttentionBuffers& buffers, bool explain) {
+  const int page_size = buffers.kv_pages.page_size;
+  const std::string& arch = runtime_.device_arch();
+  std::string sm80_why;  // why the sm80 kernel, or empty where the sm90 kernel serves
+  if (!served_by_sm90()) {
+    sm80_why = fmt::format("the sm80 kernel for {}", arch);
+  } else if (const std::string limitation = tma_limitation(shape, buffers); !limitation.empty()) {
+    log().debug(
+        "the sm90 kernel cannot load this paged call with TMA ({}); it runs on the sm80 "
+        "kernel for {}",
+        limitation, arch);
+    sm80_why =
+        fmt::format("the sm90 kernel cannot load it with TMA ({}): the sm80 kernel", limitation);
+  } else if (decoding_on_sm80(shape)) {
+    sm80_why = "a decoding step: the sm80 kernel, which splits its keys or packs its query heads";
   }
-  return paged_kernel_;
+  const bool sm90 = sm80_why.empty();
+  KernelChoice choice{
+      paged_kernel(sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80),
+      KernelRole::paged_kv,
+      {}};
+  if (explain) {
+    choice.why =
+        fmt::format("a paged key/value cache (pages of {} rows): {} with the page table", page_size,
+                    sm90 ? fmt::format("the sm90 kernel for {}", arch) : sm80_why);
+  }
+  return choice;
+}
+
+std::shared_ptr<const KernelBinary> Variant::paged_kernel(codegen::FamilyRequest family) {
+  std::lock_guard lock(paged_mutex_);
+  std::shared_ptr<const KernelBinary>& kernel =
+      family == codegen::FamilyRequest::sm90 ? sm90_paged_kernel_ : paged_kernel_;
+  if (!kernel) {
+    kernel = acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache(),
+                             /*ptx=*/false, family, codegen::Schedule::paged_kv)
+                 .binary;
+  }
+  return kernel;
+}
+
+bool Variant::served_by_sm90() const {
+  return codegen::choose_kernel_family(
+             arch_target(runtime_.device_arch()), spec_.dtype, spec_.head_dim, parsed_.mask,
+             parsed_.score, codegen::FamilyRequest::environment) == codegen::KernelFamily::sm90;
 }
 
 codegen::KernelConfig Variant::sm80_config() {
@@ -188,10 +217,7 @@ void Variant::prepare() {
   if (runtime_.backend() != Backend::cuda) return;
   // Note: where the variant's kernel will be the sm90 kernel, the sm80 kernel compiles beside
   // it (two NVRTC runs at once on a machine with the cores: about a second each, cold).
-  const bool sm90 = codegen::choose_kernel_family(arch_target(runtime_.device_arch()), spec_.dtype,
-                                                  spec_.head_dim, parsed_.mask, parsed_.score,
-                                                  codegen::FamilyRequest::environment) ==
-                    codegen::KernelFamily::sm90;
+  const bool sm90 = served_by_sm90();
   std::future<std::shared_ptr<const KernelBinary>> sm80;
   if (sm90) sm80 = std::async(std::launch::async, [this] { return sm80_kernel(); });
   // Note: the future is waited for before an exception leaves (its destructor waits).
@@ -210,7 +236,8 @@ void Variant::prepare() {
 
 void Variant::prepare_paged() {
   if (runtime_.backend() != Backend::cuda) return;
-  cuda::load(*paged_kernel());
+  cuda::load(*paged_kernel(codegen::FamilyRequest::sm80));
+  if (served_by_sm90()) cuda::load(*paged_kernel(codegen::FamilyRequest::sm90));
 }
 
 VariantArgs Variant::pack_args(const ForwardCall& call) const {

@@ -41,7 +41,7 @@ enum class KernelRole {
   tma_fallback,  // an sm90 variant's call that TMA cannot load: the sm80 kernel
   decoding,      // an sm90 variant's decoding call: the sm80 kernel, which splits and packs
   short_rows,    // the short-rows kernel (codegen/short_rows.hpp)
-  paged_kv,      // a call with a paged key/value cache: the sm80 kernel with the page table
+  paged_kv,      // a call with a paged key/value cache: a kernel with the page table
 };
 const char* kernel_role_name(KernelRole role);  // "standard", "tma_fallback", ...
 
@@ -75,8 +75,8 @@ class Variant {
   // sm80 kernel that decoding steps and strides TMA cannot load run on, and the short-rows kernel
   // where the variant has one. No-op on the CPU backend.
   void prepare();
-  // The same for the kernel of calls with a paged key/value cache (AttentionBuffers::kv_pages),
-  // which prepare() leaves alone: only serving programs need it. No-op on the CPU backend.
+  // The same for the kernels of calls with a paged key/value cache (AttentionBuffers::kv_pages),
+  // which prepare() leaves alone: only serving programs need them. No-op on the CPU backend.
   void prepare_paged();
   void forward(const ForwardCall& call);
   // What forward(call) would launch and why, after the same checks of the shape, dtype and
@@ -92,8 +92,15 @@ class Variant {
   std::shared_ptr<const KernelBinary> kernel();
   // The sm80-family kernel for the same arch: what calls the sm90 kernel's TMA cannot load run.
   std::shared_ptr<const KernelBinary> sm80_kernel();
-  // The kernel of calls with a paged key/value cache (codegen::Schedule::paged_kv), on every arch.
-  std::shared_ptr<const KernelBinary> paged_kernel();
+  // The kernel of calls with a paged key/value cache (codegen::Schedule::paged_kv) in `family`
+  // (sm80: on every arch; sm90: where the variant's kernel is the sm90 kernel).
+  std::shared_ptr<const KernelBinary> paged_kernel(codegen::FamilyRequest family);
+  // Whether the variant's kernel on the runtime's device is the sm90 kernel (without compiling it).
+  bool served_by_sm90() const;
+  // choose_kernel for a paged call: the sm90 kernel's paged kernel where it can load the call
+  // and the call is not a decoding step, else the sm80 kernel's.
+  KernelChoice choose_paged_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
+                                   bool explain);
   // That kernel's configuration, without compiling it (what decides a call's split-KV).
   codegen::KernelConfig sm80_config();
   // Whether a call of an sm90-family variant runs on the sm80 kernel because that kernel packs
@@ -129,7 +136,8 @@ class Variant {
   std::mutex sm80_mutex_;
   std::shared_ptr<const KernelBinary> sm80_kernel_;
   std::mutex paged_mutex_;
-  std::shared_ptr<const KernelBinary> paged_kernel_;
+  std::shared_ptr<const KernelBinary> paged_kernel_;       // the sm80 family's
+  std::shared_ptr<const KernelBinary> sm90_paged_kernel_;  // the sm90 family's
   std::mutex config_mutex_;
   std::optional<codegen::KernelConfig> sm80_config_;
   std::mutex short_rows_mutex_;

@@ -128,34 +128,54 @@ TEST_CASE("a device below compute capability 8.0 is refused with the reason", "[
 }
 
 // A paged key/value cache through the C API on the (sm_90a) fake device: the table and pools
-// checked as device memory, the call planned and run on the variant's paged kernel (the sm80
-// family's), a decoding step (packed) and a prefill; and the same call's dense kernel refused.
+// checked as device memory, the call planned and run on the variant's paged kernel: the sm80
+// family's for a decoding step (packed) and for pages of one row, the sm90 family's for a
+// prefill; and the same call's dense kernel refused.
 TEST_CASE("fake device: paged caches run on the paged kernel through the C API", "[dispatch]") {
   const auto cache = work_dir("paged-cache");
   const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "auto");  // as users get it
   attnjit_runtime* runtime = cuda_runtime();
   const std::vector<KernelCase> all = paged_kv_cases();
-  const std::vector<KernelCase> cases = {all[0], all[6]};  // decoding in pages of 16, prefill
-  const auto module = emulated_module(cases);
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    INFO(cases[i].name());
-    device().use(module.get(), static_cast<int>(i));
-    attnjit_variant* variant = c_variant(runtime, cases[i]);
-    DeviceCall call(cases[i]);
+  const KernelCase prefill = sm90_paged_kv_cases()[0];
+  KernelCase small_pages = prefill;
+  small_pages.page_size = 4;
+  struct Expected {
+    KernelCase c;
+    codegen::FamilyRequest family;
+    const char* why;
+  };
+  // Note: [dispatch] runs on the fake sm_90a device and again on an sm_86 one, where every paged
+  // call takes the sm80 kernel.
+  const bool hopper = cuda::current_device().sm == 90;
+  constexpr auto sm80 = codegen::FamilyRequest::sm80;
+  const std::vector<Expected> cases = {
+      {all[0], sm80, hopper ? "a decoding step" : "the sm80 kernel for"},  // pages of 16
+      {prefill, hopper ? codegen::FamilyRequest::sm90 : sm80,
+       hopper ? "the sm90 kernel" : "the sm80 kernel for"},  // pages of 16
+      {small_pages, sm80, hopper ? "need pages of at least 8" : "the sm80 kernel for"},
+  };
+  for (const Expected& expected : cases) {
+    INFO(expected.c.name());
+    const auto module = emulated_module({expected.c}, expected.family);
+    device().use(module.get(), 0);
+    attnjit_variant* variant = c_variant(runtime, expected.c);
+    DeviceCall call(expected.c);
     const attnjit_launch_plan plan = launch_plan(variant, call.args);
     CHECK(std::string(plan.kernel) == "paged_kv");
-    CHECK(std::string(plan.kernel_family) == "sm80");
-    CHECK_THAT(plan.reason, Catch::Contains("pages of"));
-    const CaseResult result = run_variant_through_c_api(variant, cases[i]);
+    CHECK(std::string(plan.kernel_family) ==
+          (expected.family == codegen::FamilyRequest::sm90 ? "sm90" : "sm80"));
+    CHECK_THAT(plan.reason, Catch::Contains("pages of") && Catch::Contains(expected.why));
+    const CaseResult result = run_variant_through_c_api(variant, expected.c);
     INFO(result.describe() << "; emulator: " << device().error());
     CHECK(result.passed());
     attnjit_variant_destroy(variant);
+    device().use(nullptr, 0);
   }
-  device().use(nullptr, 0);
 
   // A page table in host memory is refused before anything runs, with its name.
-  attnjit_variant* variant = c_variant(runtime, cases[0]);
-  DeviceCall call(cases[0]);
+  attnjit_variant* variant = c_variant(runtime, all[0]);
+  DeviceCall call(all[0]);
   const std::vector<std::int32_t> host_table(call.prepared.paged->table);
   call.args.kv_page_table = host_table.data();
   CHECK(attnjit_forward(variant, &call.args) == ATTNJIT_ERROR_INVALID_ARGUMENT);

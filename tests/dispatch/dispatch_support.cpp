@@ -39,7 +39,8 @@ std::filesystem::path work_dir(const char* what) {
          fmt::format("attnjit-dispatch-{}-{}-{}", static_cast<long>(::getpid()), what, counter++);
 }
 
-std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>& cases) {
+std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>& cases,
+                                                  codegen::FamilyRequest paged_family) {
   const codegen::Target target = arch_target(nvrtc::device_arch(cuda::current_device().sm));
   std::vector<std::string> sources;
   for (const KernelCase& c : cases) {
@@ -48,7 +49,7 @@ std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>&
     sources.push_back(c.page_size > 0
                           ? codegen::generate_paged_kernel_source(
                                 prepared.mask, prepared.score, c.dtype, c.head_dim, target,
-                                codegen::kernel_tuning_from_environment())
+                                paged_family, codegen::kernel_tuning_from_environment())
                                 .source
                           : codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype,
                                                             c.head_dim, target)

@@ -114,8 +114,8 @@ std::string find_source(const unsigned char* image) {
                             : attnjit::codegen::FamilyRequest::sm80;
     const int head_dim = variant["head_dim"].get<int>();
     if (sidecar["config"].value("paged_kv", false)) {  // the kernel of a variant's paged calls
-      return attnjit::codegen::generate_paged_kernel_source(mask, score, dtype, head_dim, target,
-                                                            recorded_tuning(sidecar["config"]))
+      return attnjit::codegen::generate_paged_kernel_source(
+                 mask, score, dtype, head_dim, target, family, recorded_tuning(sidecar["config"]))
           .source;
     }
     return attnjit::codegen::generate_kernel_source(mask, score, dtype, head_dim, target, family,

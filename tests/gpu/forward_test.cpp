@@ -172,8 +172,14 @@ TEST_CASE("decoding on the forward entry matches the reference", "[gpu]") {
 }
 
 // Keys and values in a paged cache (shuffled pages, NaN pages unused, -1 slots behind the
-// lengths): the variant's paged kernel (sm80 family on every arch), decoding and prefill.
+// lengths): the variant's paged kernel of the run's family (the sm80 kernel's for pages of 1),
+// decoding and prefill.
 TEST_CASE("paged key/value caches match the reference", "[gpu]") { check_cases(paged_kv_cases()); }
+// Prefills in pages the sm90 kernel loads box by box (pages of 8 to 256, head dims 64 to 256,
+// 128- and 192-row blocks, a page's unused rows NaN): on the sm90 family, its paged kernel.
+TEST_CASE("paged prefills in boxes of pages match the reference", "[gpu]") {
+  check_cases(sm90_paged_kv_cases());
+}
 
 // Hardware only ([large]: the fake device's emulator would take hours over its 256 x 512 tiles).
 TEST_CASE("a serving-sized decoding step matches the reference", "[gpu][large]") {
@@ -404,8 +410,9 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   step.split_kv = 3;
   // Paged caches (the paged kernel): per-row lookups in pages of 16 with -1 entries past each
   // sequence's length (zero-filled, never read), and a tile a lookup in pages of 64.
+  // On the sm90 family, a prefill in pages of 16 (8 boxes a key tile, the tail maps).
   const std::vector<KernelCase> paged = paged_kv_cases();
-  check_cases({paged[1], paged[2]});
+  check_cases({paged[1], paged[2], sm90_paged_kv_cases()[0]});
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
                with(ring, DType::bf16, Layout::bhld, 128),

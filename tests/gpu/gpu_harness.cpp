@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 
+#include "attnjit/sm90_fwd_params.cuh"
 #include "compile/nvrtc_compiler.hpp"
 #include "graph_capture.hpp"
 #include "jit/kernel_cache.hpp"
@@ -64,13 +65,18 @@ std::string device_arch() { return nvrtc::device_arch(cuda::current_device().sm)
 
 CaseResult run_case(const KernelCase& c) {
   kernel_test::PreparedCase prepared(c);
-  // Note: a paged case runs on the variant's paged kernel, as the backend's calls do.
+  // Note: a paged case runs on the variant's paged kernel, as the backend's calls do: the one
+  // of the family ATTNJIT_KERNEL_FAMILY selects, but the sm80 kernel's for pages too small for
+  // the sm90 kernel's boxes (Variant::choose_paged_kernel).
+  const codegen::FamilyRequest paged_family = c.page_size >= kSm90MinPagedBoxRows
+                                                  ? codegen::FamilyRequest::environment
+                                                  : codegen::FamilyRequest::sm80;
   const KernelBinary kernel =
-      c.page_size > 0 ? *acquire_variant(prepared.spec, parse_variant(prepared.spec), device_arch(),
-                                         test_cache(), /*ptx=*/false, codegen::FamilyRequest::sm80,
-                                         codegen::Schedule::paged_kv)
-                             .binary
-                      : compile_variant(prepared.spec, device_arch(), test_cache());
+      c.page_size > 0
+          ? *acquire_variant(prepared.spec, parse_variant(prepared.spec), device_arch(),
+                             test_cache(), /*ptx=*/false, paged_family, codegen::Schedule::paged_kv)
+                 .binary
+          : compile_variant(prepared.spec, device_arch(), test_cache());
   reference::HostProblem& problem = prepared.problem;
   const AttentionBuffers host = prepared.call_buffers();
 

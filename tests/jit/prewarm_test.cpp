@@ -113,29 +113,60 @@ TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 and short
   CHECK(second[0].origin == KernelOrigin::disk);
 }
 
-// A manifest that says its calls read paged caches gets the paged kernel (the sm80 family's, on
-// every arch) prewarmed beside the variant's own.
-TEST_CASE("prewarm of a variant with paged_kv stores its paged kernel too", "[prewarm]") {
-  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm80");
+namespace {
+
+// What a cache root holds for `arch`: its cubins, and the family of each paged kernel among them.
+struct StoredKernels {
+  int cubins = 0;
+  std::multiset<std::string> paged_families;
+};
+StoredKernels stored_kernels(const fs::path& root, const std::string& arch) {
+  StoredKernels stored;
+  for (const auto& entry : fs::recursive_directory_iterator(root / "v1" / arch)) {
+    if (entry.path().extension() == ".cubin") ++stored.cubins;
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream file(entry.path());
+    const nlohmann::json sidecar = nlohmann::json::parse(file, nullptr, false);
+    if (sidecar.is_discarded() || !sidecar.contains("config")) continue;
+    if (sidecar["config"].value("paged_kv", false)) {
+      stored.paged_families.insert(sidecar["config"].value("family", std::string("sm80")));
+    }
+  }
+  return stored;
+}
+
+// Prewarms noop at head dim 64 (bf16) from a manifest that says its calls read paged caches,
+// for `arch` with ATTNJIT_KERNEL_FAMILY=`family`, into a fresh root; what it stored.
+StoredKernels prewarm_paged_noop(const char* family, const std::string& arch) {
+  const test::ScopedEnv family_env("ATTNJIT_KERNEL_FAMILY", family);
   test::TempDir dir;
   KernelCache cache{dir.path()};
   const auto variants = expand_manifest(parse_manifest(R"({"version": 1, "dtypes": ["bf16"],
       "paged_kv": true, "variants": [{"name": "noop", "head_dims": [64]}]})",
                                                        "paged.json"));
-  const auto jobs = prewarm_jobs(variants, {"sm_80"});
-  require_storable(cache, {"sm_80"});
+  const auto jobs = prewarm_jobs(variants, {arch});
+  require_storable(cache, {arch});
   const auto outcomes = prewarm(jobs, cache, 1);
   REQUIRE(outcomes.size() == 1);
   INFO(outcomes[0].error);
   CHECK_FALSE(outcomes[0].failed);
-  int cubins = 0, paged = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(dir.path() / "v1" / "sm_80")) {
-    if (entry.path().extension() == ".cubin") ++cubins;
-    if (entry.path().extension() != ".json") continue;
-    std::ifstream file(entry.path());
-    const nlohmann::json sidecar = nlohmann::json::parse(file, nullptr, false);
-    if (!sidecar.is_discarded() && sidecar["config"].value("paged_kv", false)) ++paged;
-  }
-  CHECK(cubins == 2);  // the variant's kernel and its paged kernel
-  CHECK(paged == 1);
+  return stored_kernels(dir.path(), arch);
+}
+
+}  // namespace
+
+// A manifest that says its calls read paged caches gets the paged kernel (the sm80 family's, on
+// every arch) prewarmed beside the variant's own.
+TEST_CASE("prewarm of a variant with paged_kv stores its paged kernel too", "[prewarm]") {
+  const StoredKernels stored = prewarm_paged_noop("sm80", "sm_80");
+  CHECK(stored.cubins == 2);  // the variant's kernel and its paged kernel
+  CHECK(stored.paged_families == std::multiset<std::string>{"sm80"});
+}
+
+// On sm_90a, where the variant's kernel is the sm90 kernel, both paged kernels: the sm90
+// family's (prefills) and the sm80 family's (decoding steps, pages under 8 rows).
+TEST_CASE("prewarm of a variant with paged_kv for sm_90a stores both families' paged kernels",
+          "[prewarm]") {
+  CHECK(prewarm_paged_noop("auto", "sm_90a").paged_families ==
+        std::multiset<std::string>{"sm80", "sm90"});
 }

@@ -54,8 +54,8 @@ void check_residency(int sm, int threads, const attnjit::ResourceUsage& usage, i
 
 // `tuning`: ATTNJIT_TUNE's sm80 tile overrides (none by default); `variants` and `dtypes`: the
 // standard manifest's variants in both dtypes unless given.
-// `paged`: the kernels of paged calls (generate_paged_kernel_source), for sm_80 and sm_90a (where
-// an H100's paged calls run them).
+// `paged`: the sm80 kernels of paged calls (generate_paged_kernel_source), for sm_80 and sm_90a
+// (where an H100's paged decoding steps run them).
 void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {},
                     const std::vector<attnjit::test::StandardVariant>& variants =
                         attnjit::test::standard_variants(),
@@ -69,7 +69,8 @@ void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {},
       for (const auto& variant : variants) {
         const auto kernel =
             paged ? codegen::generate_paged_kernel_source(variant.mask, variant.score, dtype,
-                                                          head_dim, target, tuning)
+                                                          head_dim, target,
+                                                          codegen::FamilyRequest::sm80, tuning)
                   : codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim,
                                                     target, codegen::FamilyRequest::sm80, tuning);
         CHECK(kernel.config.paged_kv == paged);
@@ -120,14 +121,19 @@ void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {},
 // The sm90 kernel of `variant` for sm_90a, compiled: its PTX uses wgmma, TMA bulk tensor copies
 // and setmaxnreg with the configuration's split (block_m 128: 240 registers for the consumers, 24
 // for the producer; 192: 160 and 32), ptxas never serialises its wgmma, and its resources are
-// printed. Null when the sm90 kernel does not implement the variant.
+// printed. Null when the sm90 kernel does not implement the variant. `paged`: the kernel of
+// paged calls, whose producer reads the page table (a shuffle hands each box its page).
 std::optional<attnjit::ResourceUsage> compile_sm90_kernel(
     const attnjit::test::StandardVariant& variant, attnjit::DType dtype, int head_dim,
-    const codegen::KernelTuning& tuning) {
-  const auto kernel = codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim,
-                                                      codegen::Target(90, true),
-                                                      codegen::FamilyRequest::sm90, tuning);
+    const codegen::KernelTuning& tuning, bool paged = false) {
+  const auto kernel = paged ? codegen::generate_paged_kernel_source(
+                                  variant.mask, variant.score, dtype, head_dim,
+                                  codegen::Target(90, true), codegen::FamilyRequest::sm90, tuning)
+                            : codegen::generate_kernel_source(variant.mask, variant.score, dtype,
+                                                              head_dim, codegen::Target(90, true),
+                                                              codegen::FamilyRequest::sm90, tuning);
   if (kernel.config.family != codegen::KernelFamily::sm90) return std::nullopt;
+  CHECK(kernel.config.paged_kv == paged);
   const auto compiled = attnjit::nvrtc::compile_program(kernel.source, "sm_90a", false);
   INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim
                     << (kernel.config.persistent ? " persistent" : "") << " block_m "
@@ -162,27 +168,27 @@ std::optional<attnjit::ResourceUsage> compile_sm90_kernel(
   CHECK(ptx.find("cp.async.bulk.tensor.4d") != std::string::npos);
   // Launched after the call's tensor summaries it may start early (grid_dependency.cuh).
   CHECK(ptx.find("griddepcontrol.wait") != std::string::npos);
+  CHECK((ptx.find("shfl.sync.idx") != std::string::npos) == paged);
   CHECK(ptx.find(fmt::format("setmaxnreg.inc.sync.aligned.u32 {}", consumer_registers)) !=
         std::string::npos);
   CHECK(ptx.find(fmt::format("setmaxnreg.dec.sync.aligned.u32 {}", producer_registers)) !=
         std::string::npos);
   std::printf(
-      "%-15s %-9s hd %3d sm_90a sm90%s%s: %3d registers, %6d B dynamic smem (%d x %d, "
+      "%-15s %-9s hd %3d sm_90a sm90%s%s%s: %3d registers, %6d B dynamic smem (%d x %d, "
       "%d warps, %d stages), spills %d/%d, stack %d\n",
       variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(), head_dim,
       kernel.config.overlap ? " overlap" : "", kernel.config.persistent ? " persistent" : "",
-      usage.registers, kernel.config.smem_bytes,
-      kernel.config.block_m, kernel.config.block_n, kernel.config.num_warps,
-      kernel.config.num_stages, usage.spill_store_bytes, usage.spill_load_bytes,
-      usage.stack_frame_bytes);
+      paged ? " paged" : "", usage.registers, kernel.config.smem_bytes, kernel.config.block_m,
+      kernel.config.block_n, kernel.config.num_warps, kernel.config.num_stages,
+      usage.spill_store_bytes, usage.spill_load_bytes, usage.stack_frame_bytes);
   return usage;
 }
 
 // As compile_sm90_kernel, and ptxas reports no spills and no stack frame. False when the sm90
 // kernel does not implement the variant.
 bool check_sm90_kernel(const attnjit::test::StandardVariant& variant, attnjit::DType dtype,
-                       int head_dim, const codegen::KernelTuning& tuning) {
-  const auto usage = compile_sm90_kernel(variant, dtype, head_dim, tuning);
+                       int head_dim, const codegen::KernelTuning& tuning, bool paged = false) {
+  const auto usage = compile_sm90_kernel(variant, dtype, head_dim, tuning, paged);
   if (usage) {
     INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim);
     check_resources(*usage, 255);
@@ -609,6 +615,37 @@ TEST_CASE("paged kernels of the standard variants compile without spills, head d
   for (const int head_dim : {32, 96, 256}) {
     check_head_dim(head_dim, {}, attnjit::test::standard_variants(), {attnjit::DType::bf16},
                    /*paged=*/true);
+  }
+}
+
+// The sm90 kernels of paged prefills (sm_90a), every standard variant in bf16 (fp16 differs only
+// in the MMA's type): the producer's page lookups fit its 24 registers (32 at 192 rows) and the
+// consumers' code is the dense kernel's.
+void check_sm90_paged_head_dim(int head_dim) {
+  for (const auto& variant : attnjit::test::standard_variants()) {
+    CHECK(check_sm90_kernel(variant, attnjit::DType::bf16, head_dim,
+                            codegen::kernel_tuning_from_environment(), /*paged=*/true));
+  }
+}
+TEST_CASE("sm90 paged kernels compile without spills, head dim 64", "[kernels][nvrtc][sm90]") {
+  check_sm90_paged_head_dim(64);
+}
+TEST_CASE("sm90 paged kernels compile without spills, head dim 128", "[kernels][nvrtc][sm90]") {
+  check_sm90_paged_head_dim(128);
+}
+TEST_CASE("sm90 paged kernels compile without spills, head dim 256", "[kernels][nvrtc][sm90]") {
+  check_sm90_paged_head_dim(256);
+}
+// The persistent schedule's producer walks its items in a loop (its box loop not unrolled): the
+// paged lookups on top of that, where registers were tightest (head dim 256).
+TEST_CASE("persistent sm90 paged kernels compile without spills, head dim 256",
+          "[kernels][nvrtc][sm90]") {
+  codegen::KernelTuning tuning;
+  tuning.sm90_persistent = true;
+  tuning.sm90_overlap = false;
+  for (const auto& variant : attnjit::test::standard_variants()) {
+    if (variant.name != "noop" && variant.name != "document") continue;
+    CHECK(check_sm90_kernel(variant, attnjit::DType::bf16, 256, tuning, /*paged=*/true));
   }
 }
 

@@ -40,9 +40,10 @@ Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
   }
   Sm90FwdParams params{};
   params.base = base;
-  const auto maps = sm90_tensor_maps(prepared.shape, buffers, config);
-  TensorMap* encoded[] = {&params.q_map, &params.k_map, &params.v_map};
-  for (std::size_t i = 0; i < maps.size(); ++i) encode_tensor_map(encode_fake, maps[i], encoded[i]);
+  encode_sm90_tensor_maps(prepared.shape, buffers, config, params,
+                          [](const TensorMapRequest& request, TensorMap& map) {
+                            encode_tensor_map(encode_fake, request, &map);
+                          });
   return params;
 }
 
@@ -151,7 +152,7 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
     const codegen::GeneratedKernel generated =
         c.page_size > 0
             ? codegen::generate_paged_kernel_source(
-                  p.mask, p.score, c.dtype, c.head_dim, target,
+                  p.mask, p.score, c.dtype, c.head_dim, target, family,
                   options.tuning ? *options.tuning : codegen::kernel_tuning_from_environment())
         : options.tuning
             ? codegen::generate_kernel_source(p.mask, p.score, c.dtype, c.head_dim, target, family,

@@ -565,3 +565,27 @@ TEST_CASE("emulated sm90 persistent with P in shared memory matches the referenc
     CHECK(outcome.passed());
   }
 }
+
+// Prefills over paged caches on the sm90 kernel: its producer reads each key tile's pages (a lane
+// a box) and loads the boxes from the pools' tensor maps; the dense keys and values are not
+// readable by the emulated kernel, and unused pool rows are NaN.
+TEST_CASE("emulated sm90: paged key/value caches match the reference", "[simt][sm90]") {
+  const std::vector<KernelCase> cases = sm90_paged_kv_cases();
+  const auto outcomes =
+      simt::run_simt_cases(cases, codegen::Target(90, true), codegen::FamilyRequest::sm90);
+  REQUIRE(outcomes.size() == cases.size());
+  for (const simt::SimtOutcome& outcome : outcomes) {
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.name.ends_with(" sm90"));
+    CHECK(outcome.config.paged_kv);
+    CHECK(outcome.passed());
+  }
+}
+
+// The persistent schedule over paged caches: a block's items are of several sequences, each read
+// through its own row of the table.
+TEST_CASE("emulated sm90 persistent: paged key/value caches match the reference", "[simt][sm90]") {
+  const std::vector<KernelCase> cases = sm90_paged_kv_cases();
+  check_sm90_persistent({cases[0], cases[2]}, 3);
+}

@@ -154,6 +154,14 @@ KernelCase& add_case(std::vector<KernelCase>& cases, const char* mask, Attention
   return cases.back();
 }
 
+// add_case with its keys and values in a paged cache of `page_size` rows.
+KernelCase& add_paged_case(std::vector<KernelCase>& cases, const char* mask, AttentionShape s,
+                           int head_dim, int page_size, std::uint64_t seed_base) {
+  KernelCase& c = add_case(cases, mask, s, head_dim, seed_base);
+  c.page_size = page_size;
+  return c;
+}
+
 }  // namespace
 
 std::vector<KernelCase> split_kv_cases() {
@@ -239,9 +247,7 @@ std::vector<KernelCase> paged_kv_cases() {
   std::vector<KernelCase> cases;
   const auto make = [&](const char* mask, AttentionShape s, int head_dim,
                         int page_size) -> KernelCase& {
-    KernelCase& c = add_case(cases, mask, s, head_dim, 8500);
-    c.page_size = page_size;
-    return c;
+    return add_paged_case(cases, mask, s, head_dim, page_size, 8500);
   };
   KernelCase& decode = make("true", shape(2, 8, 2, 1, 300), 128, 16);
   decode.layout = Layout::blhd;  // vLLM's and FlashInfer's NHD pages
@@ -261,6 +267,25 @@ std::vector<KernelCase> paged_kv_cases() {
   prefill.dtype = DType::fp16;
   KernelCase& chunk = make("kv_idx <= q_idx + kv_len - q_len", shape(1, 2, 1, 64, 320), 128, 128);
   chunk.layout = Layout::blhd;
+  return cases;
+}
+
+std::vector<KernelCase> sm90_paged_kv_cases() {
+  std::vector<KernelCase> cases;
+  const auto make = [&](const char* mask, AttentionShape s, int head_dim,
+                        int page_size) -> KernelCase& {
+    return add_paged_case(cases, mask, s, head_dim, page_size, 8700);
+  };
+  make("kv_idx <= q_idx + kv_len - q_len", shape(2, 2, 1, 130, 333), 64, 16);
+  KernelCase& large = make("true", shape(1, 2, 2, 100, 300), 128, 256);
+  large.layout = Layout::blhd;
+  KernelCase& ragged = make("kv_idx < len[b]", shape(3, 2, 2, 70, 200), 64, 8);
+  ragged.tensors = {TensorInput{"len:int32[1]", {150, 100, 37}, {}, {3, 1}}};
+  ragged.unmapped_tail_pages = 5;
+  KernelCase& wide = make("true", shape(1, 2, 2, 64, 250), 256, 32);
+  wide.dtype = DType::fp16;
+  KernelCase& three = make("true", shape(1, 2, 1, 200, 180), 64, 64);  // 192-row blocks
+  three.layout = Layout::blhd;
   return cases;
 }
 

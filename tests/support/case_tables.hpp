@@ -76,6 +76,15 @@ inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4, 4, 4, 8, 4, 4, 1
 // a chunk of 64 queries at the end of a 320-key cache in pages of 128.
 std::vector<KernelCase> paged_kv_cases();
 
+// Prefills over paged caches for the sm90 kernel (boxes of min(page, the largest power of two
+// dividing block_n) rows, each a TMA load from one page): a chunk's causal mask (the queries at
+// the end of the keys) in pages of 16 (8 boxes a key tile; the last page part-filled, its other
+// rows NaN: the tail maps must cut them), pages of 256 (a key tile inside a page, at an offset in
+// it), pages of 8 (the smallest) with -1 entries behind per-sequence lengths, and head dim 256 in
+// pages of 32 (80-key tiles straddle pages, in boxes of 16); unmasked head dim 64 (192-row blocks,
+// a producer of 32 registers) in pages of 64.
+std::vector<KernelCase> sm90_paged_kv_cases();
+
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no
 // mask) and in partial ones (the causal diagonal). Use whole tiles of queries and keys.

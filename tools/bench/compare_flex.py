@@ -871,7 +871,7 @@ def measure_decode(torch, env, name, spec, sets, opts, emit):
         emit(row)
 
 
-DECODE_HEADER = (f"{'variant':<16}{'L':>7}{'q':>4}{'D':>5}{'B':>4}{'H':>7}  {'impl':<18}"
+DECODE_HEADER = (f"{'variant':<16}{'L':>7}{'q':>6}{'D':>5}{'B':>4}{'H':>7}  {'impl':<18}"
                  f"{'ms':>9}{'GB/s':>8}{'x/jit':>8}{'max err':>10}{'lse err':>10}{'row s':>7}"
                  f"  note")
 
@@ -879,7 +879,7 @@ DECODE_HEADER = (f"{'variant':<16}{'L':>7}{'q':>4}{'D':>5}{'B':>4}{'H':>7}  {'im
 def format_decode_row(r):
     """x/jit: this row's time over the `attnjit` row's (above 1: attnjit as shipped is
     faster)."""
-    head = (f"{r['variant']:<16}{r['L']:>7}{r['q_len']:>4}{r['D']:>5}{r['B']:>4}"
+    head = (f"{r['variant']:<16}{r['L']:>7}{r['q_len']:>6}{r['D']:>5}{r['B']:>4}"
             f"{str(r['Hq']) + ':' + str(r['Hkv']):>7}  {r['impl']:<18}")
     if "error" in r:
         return f"{head}ERROR: {r['error']}"
@@ -894,7 +894,7 @@ def format_decode_row(r):
 def plan_decode(opts, variant_names):
     """--decode --plan: the configurations and rows a run would measure, without torch."""
     element = 2  # bf16 and fp16
-    print(f"{'variant':<16}{'L':>7}{'q':>4}{'D':>5}{'B':>4}{'H':>7}{'kept keys':>11}"
+    print(f"{'variant':<16}{'L':>7}{'q':>6}{'D':>5}{'B':>4}{'H':>7}{'kept keys':>11}"
           f"{'pairs/head':>12}{'MB/step':>10}{'sets':>6}  rows")
     baseline = bool(opts.baseline_lib or opts.baseline_family or opts.baseline_tune is not None)
     for batch, heads_q, heads_kv, q_len, kv_len, d in decode_shapes(opts):
@@ -906,7 +906,7 @@ def plan_decode(opts, variant_names):
             keys, pairs = decode_kept(name, q_len, kv_len)
             nbytes = decode_bytes(name, batch, heads_q, heads_kv, q_len, kv_len, d, element)
             rows = ", ".join(label for label, _, _ in decode_impls(name, opts, baseline))
-            print(f"{name:<16}{kv_len:>7}{q_len:>4}{d:>5}{batch:>4}"
+            print(f"{name:<16}{kv_len:>7}{q_len:>6}{d:>5}{batch:>4}"
                   f"{str(heads_q) + ':' + str(heads_kv):>7}{keys:>11}{pairs:>12}"
                   f"{nbytes / 1e6:>10.1f}{sets:>6}  {rows}")
     return 0

@@ -251,8 +251,9 @@ void add_inspect_command(CLI::App& app) {
       ->check(CLI::IsMember({"forward", "decode", "merge", "summary", "all"}))
       ->capture_default_str();
   command->add_flag("--paged", options->paged,
-                    "the kernel of the variant's calls over a paged key/value cache (the sm80 "
-                    "family's paged module, on every arch)");
+                    "the kernel of the variant's calls over a paged key/value cache: on sm_90a "
+                    "the sm90 kernel's, which prefills run (decoding steps and pages under 8 rows "
+                    "run the sm80 family's: ATTNJIT_KERNEL_FAMILY=sm80 shows it)");
   add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
 }

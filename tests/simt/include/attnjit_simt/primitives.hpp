@@ -55,24 +55,48 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
   warp_collective(Collective::syncwarp, input, [](WarpState& w) { ++w.sync_epoch; });
 }
 
-template <typename T>
-T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
-  using namespace attnjit::simt;
+namespace attnjit::simt {
+// A 32-bit shuffle of `op` (named `name` in reports): lane l gets the value of lane
+// source_lane(l, arg_l), each lane's `arg` passed along with its value.
+template <typename T, typename SourceLane>
+T emulated_shuffle(Collective op, const char* name, unsigned mask, T value, int arg,
+                   SourceLane source_lane) {
   static_assert(sizeof(T) == 4, "32-bit shuffles only");
-  if constexpr (std::is_same_v<T, float>) check_not_in_flight(value, "shfl.xor");
-  if (mask != 0xffffffffu) fail("__shfl_xor_sync with a partial mask 0x%x", mask);
+  if constexpr (std::is_same_v<T, float>) check_not_in_flight(value, collective_name(op));
+  if (mask != 0xffffffffu) fail("%s with a partial mask 0x%x", name, mask);
   LaneInput input{};
   std::memcpy(&input.u[0], &value, 4);
-  input.u[1] = static_cast<unsigned>(lane_mask);
-  const unsigned* out = warp_collective(Collective::shfl_xor, input, [](WarpState& w) {
+  input.u[1] = static_cast<unsigned>(arg);
+  const unsigned* out = warp_collective(op, input, [&](WarpState& w) {
     for (int lane = 0; lane < 32; ++lane) {
-      if (w.in[lane].u[1] != w.in[0].u[1]) fail("__shfl_xor_sync with different lane masks");
-      w.out[lane][0] = w.in[lane ^ static_cast<int>(w.in[lane].u[1] & 31)].u[0];
+      w.out[lane][0] = w.in[source_lane(w, lane, static_cast<int>(w.in[lane].u[1]))].u[0];
     }
   });
   T result;
   std::memcpy(&result, &out[0], 4);
   return result;
+}
+}  // namespace attnjit::simt
+
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
+  using namespace attnjit::simt;
+  return emulated_shuffle(Collective::shfl_xor, "__shfl_xor_sync", mask, value, lane_mask,
+                          [](const WarpState& w, int lane, int xor_mask) {
+                            if (static_cast<unsigned>(xor_mask) != w.in[0].u[1]) {
+                              fail("__shfl_xor_sync with different lane masks");
+                            }
+                            return lane ^ (xor_mask & 31);
+                          });
+}
+
+// Lane `src_lane` of every lane's value (src_lane taken modulo 32, as the hardware's width of 32
+// does); each lane may name its own.
+template <typename T>
+T __shfl_sync(unsigned mask, T value, int src_lane) {
+  using namespace attnjit::simt;
+  return emulated_shuffle(Collective::shfl_idx, "__shfl_sync", mask, value, src_lane,
+                          [](const WarpState&, int, int source) { return source & 31; });
 }
 
 inline unsigned __ballot_sync(unsigned mask, int predicate) {

@@ -42,6 +42,7 @@ enum class Collective {
   mma_bf16,
   mma_fp16,
   shfl_xor,
+  shfl_idx,
   ballot,
   syncwarp,
   elect,
@@ -58,6 +59,8 @@ inline const char* collective_name(Collective op) {
     case Collective::mma_bf16: return "mma.bf16";
     case Collective::mma_fp16: return "mma.f16";
     case Collective::shfl_xor: return "shfl.xor";
+    case Collective::shfl_idx:
+      return "shfl.idx";
     case Collective::ballot: return "vote.ballot";
     case Collective::syncwarp: return "__syncwarp";
     case Collective::elect: return "elect.sync";
