@@ -2,7 +2,9 @@
 // reports median time, TFLOP/s over unmasked pairs only, the memory a call reads and writes per
 // second, the fraction of tiles skipped and the host time of one call (attnjit's checks and
 // launches plus the driver's). Prefill by default; --q-len 1 (with --kv-heads for GQA) times
-// decoding steps. --json FILE also writes the rows, with the device and the shape, for scripts.
+// decoding steps; --page-size N reads the keys and values from a paged cache (the same buffers as
+// pools of pages, shuffled by a page table). --json FILE also writes the rows, with the device and
+// the shape, for scripts.
 // The variants run through the public API; device memory and events come from the test kit.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -17,7 +19,9 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -46,6 +50,8 @@ struct BenchOptions {
   std::optional<int> kv_heads;  // default: heads
   int head_dim = 128;
   std::string dtype = "bf16";
+  std::optional<std::string> layout;  // bhld (default) or blhd
+  std::optional<int> page_size;       // a paged cache of pages of this many rows
   int warmup = 5;
   int iterations = 30;
   std::string json_path;  // empty: no JSON
@@ -53,15 +59,69 @@ struct BenchOptions {
 
 struct InputSet {
   testkit::DeviceBuffer q, k, v, out;
+  testkit::DeviceBuffer page_table;  // a paged run's [batch, kv_len / page_size] int32
 };
 
-// `args` reading and writing `set`'s buffers.
+// `args` reading and writing `set`'s buffers (and, for a paged run, reading through its table).
 attnjit_forward_args on_inputs(attnjit_forward_args args, InputSet& set) {
   args.q = set.q.get();
   args.k = set.k.get();
   args.v = set.v.get();
   args.out = set.out.get();
+  if (args.kv_page_table != nullptr)
+    args.kv_page_table = static_cast<const std::int32_t*>(set.page_table.get());
   return args;
+}
+
+// A paged run's cache: K and V of [batch, kv_len, heads, head_dim] (BLHD) are pools of
+// batch * kv_len / page_size pages of [page_size, heads, head_dim] (vLLM's NHD pages), handed to
+// the sequences in a shuffled order, as a serving program's pools hold them after a while.
+struct PagedLayout {
+  int page_size = 0;  // 0: dense
+  int pages_per_sequence = 0;
+  int num_pages = 0;
+};
+
+PagedLayout paged_layout(const BenchOptions& options, int batch, int kv_len) {
+  if (!options.page_size) return {};
+  const int size = *options.page_size;
+  if (size <= 0 || (size & (size - 1)) != 0) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--page-size must be a power of two (1, 2, 4, ...); got {}", size);
+  }
+  if (kv_len % size != 0) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--seq-len {} is not a multiple of --page-size {}: the keys fill whole pages of the "
+         "pools",
+         kv_len, size);
+  }
+  return {size, kv_len / size, batch * (kv_len / size)};
+}
+
+// Each set's page table: a permutation of the pools' pages, row b the pages of sequence b.
+void attach_page_tables(std::vector<InputSet>& sets, const PagedLayout& paged) {
+  std::vector<std::int32_t> table(static_cast<std::size_t>(paged.num_pages));
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    std::iota(table.begin(), table.end(), 0);
+    std::mt19937 random(static_cast<std::uint32_t>(i) + 1);
+    std::shuffle(table.begin(), table.end(), random);
+    sets[i].page_table = testkit::DeviceBuffer(table.size() * sizeof(std::int32_t));
+    sets[i].page_table.upload(table.data(), table.size() * sizeof(std::int32_t));
+  }
+}
+
+attnjit_layout parse_layout(const std::optional<std::string>& text, const PagedLayout& paged) {
+  if (paged.page_size > 0) {
+    if (text && *text != "blhd") {
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+           "--page-size reads pools of [pages, page_size, heads, head_dim]: --layout blhd only");
+    }
+    return ATTNJIT_LAYOUT_BLHD;
+  }
+  if (!text || *text == "bhld") return ATTNJIT_LAYOUT_BHLD;
+  if (*text == "blhd") return ATTNJIT_LAYOUT_BLHD;
+  fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "unknown layout '{}' (expected bhld or blhd)",
+       printable(*text));
 }
 
 attnjit_dtype parse_dtype(const std::string& text) {
@@ -197,6 +257,8 @@ void run_bench(const BenchOptions& options) {
   if (options.iterations <= 0 || options.warmup < 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--iters must be positive and --warmup not negative");
   }
+  const PagedLayout paged = paged_layout(options, options.batch, options.seq_len);
+  const attnjit_layout layout = parse_layout(options.layout, paged);
   if (!options.json_path.empty()) check_json_writable(options.json_path);
   const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CUDA);  // throws without a GPU
   const std::string arch = attnjit_runtime_device_arch(runtime.get());
@@ -218,15 +280,20 @@ void run_bench(const BenchOptions& options) {
   const std::size_t q_bytes = tensor_bytes(shape.num_heads_q, shape.q_len);
   std::vector<InputSet> sets = make_input_sets(
       q_bytes, tensor_bytes(shape.num_heads_kv, shape.kv_len), dtype, device.l2_bytes);
+  if (paged.page_size > 0) attach_page_tables(sets, paged);
 
   fmt::print(
-      "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}; {} input sets, median "
+      "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}{}{}; {} input sets, median "
       "of {} runs after {} warm-up\n",
       device.name, arch, device.multiprocessors, std::max(device.l2_bytes, 1) >> 20, shape.batch,
       shape.num_heads_q,
       shape.num_heads_kv != shape.num_heads_q ? fmt::format(" over {}", shape.num_heads_kv) : "",
       shape.kv_len, shape.q_len != shape.kv_len ? fmt::format(" (queries {})", shape.q_len) : "",
-      shape.head_dim, testkit::dtype_name(dtype), sets.size(), options.iterations, options.warmup);
+      shape.head_dim, testkit::dtype_name(dtype), layout == ATTNJIT_LAYOUT_BLHD ? " blhd" : "",
+      paged.page_size > 0
+          ? fmt::format(", paged: {} pages of {} rows, shuffled", paged.num_pages, paged.page_size)
+          : "",
+      sets.size(), options.iterations, options.warmup);
   nlohmann::json run = {{"device",
                          {{"name", device.name},
                           {"arch", arch},
@@ -239,7 +306,9 @@ void run_bench(const BenchOptions& options) {
                           {"q_len", shape.q_len},
                           {"kv_len", shape.kv_len},
                           {"head_dim", shape.head_dim},
-                          {"dtype", testkit::dtype_name(dtype)}}},
+                          {"dtype", testkit::dtype_name(dtype)},
+                          {"layout", layout == ATTNJIT_LAYOUT_BLHD ? "blhd" : "bhld"},
+                          {"page_size", paged.page_size}}},
                         {"warmup", options.warmup},
                         {"iterations", options.iterations},
                         {"input_sets", sets.size()},
@@ -258,6 +327,7 @@ void run_bench(const BenchOptions& options) {
     const c::VariantPtr variant =
         create_variant(runtime.get(), testkit::manifest_variant_desc(mv, dtype, options.head_dim));
     c::check(attnjit_variant_prepare(variant.get()));
+    if (paged.page_size > 0) c::check(attnjit_variant_prepare_paged(variant.get()));
     const testkit::ExampleInputs inputs =
         testkit::example_inputs(mv, options.seq_len, options.heads);
     const testkit::DeviceTensors device_tensors = testkit::upload_tensors(inputs);
@@ -269,9 +339,17 @@ void run_bench(const BenchOptions& options) {
     call.num_heads_kv = shape.num_heads_kv;
     call.q_len = shape.q_len;
     call.kv_len = shape.kv_len;
-    call.layout = ATTNJIT_LAYOUT_BHLD;
-    const attnjit_forward_args timed_call =
+    call.layout = layout;
+    // The census below reads only the shape and the per-call tensors: the dense call serves it.
+    attnjit_forward_args timed_call =
         testkit::with_values(call, inputs.params, device_tensors.args);
+    if (paged.page_size > 0) {
+      timed_call.kv_page_table =  // on_inputs takes each set's own
+          static_cast<const std::int32_t*>(sets[0].page_table.get());
+      timed_call.kv_page_table_width = paged.pages_per_sequence;
+      timed_call.kv_page_size = paged.page_size;
+      timed_call.kv_num_pages = paged.num_pages;
+    }
     const BenchTimes times =
         median_times(variant.get(), timed_call, sets, options.warmup, options.iterations);
     const double ms = times.gpu_ms;
@@ -329,6 +407,12 @@ void add_bench_command(CLI::App& app) {
                     "Key/value heads, dividing --heads (GQA; default: --heads)");
   bench->add_option("--head-dim", options->head_dim, "Head dimension")->capture_default_str();
   bench->add_option("--dtype", options->dtype, "bf16 or fp16")->capture_default_str();
+  bench->add_option("--layout", options->layout,
+                    "bhld ([B, H, L, D], the default) or blhd ([B, L, H, D])");
+  bench->add_option("--page-size", options->page_size,
+                    "Read the keys and values from a paged cache of pages of this many rows (a "
+                    "power of two dividing --seq-len; pools of [pages, page_size, heads, "
+                    "head_dim] in a shuffled order, layout blhd)");
   bench->add_option("--warmup", options->warmup, "Untimed calls first")->capture_default_str();
   bench->add_option("--iters", options->iterations, "Timed calls")->capture_default_str();
   bench->add_option("--json", options->json_path,
