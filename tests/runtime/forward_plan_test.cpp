@@ -3,13 +3,13 @@
 // split-KV: how many slices a call's keys get and where their partials live.
 #include "runtime/forward_plan.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "attnjit/sm90_fwd_params.cuh"
 #include "support/scoped_env.hpp"
 
 using namespace attnjit;
@@ -118,6 +118,47 @@ TEST_CASE("sm90 tensor maps are {head_dim, len, heads, batch} with byte strides 
   CHECK(k.strides[0] == 2 * 64 * 2);
   CHECK(k.strides[1] == 64 * 2);
   CHECK(k.strides[2] == 70 * 2 * 64 * 2);
+}
+
+// A paged call (kv_len 70 of 2 sequences, pools of 9 pages of 16 rows, [pages, page, heads, dim]):
+// K and V map the pools, pages in the batch's place, in boxes of a page (at most the key tile's
+// largest power-of-two divisor); the tail maps cut each page after the row of key 69.
+TEST_CASE("a paged call's sm90 tensor maps are the pools' in boxes of pages, with tail maps",
+          "[runtime][tma]") {
+  Call call(Layout::blhd);
+  const std::int32_t table[2 * 5] = {3, 0, 7, 1, 2, 4, 6, 8, 5, -1};
+  call.buffers.kv_pages = {table, 5, 16, 9};
+  call.buffers.k_strides = call.buffers.v_strides = layout_strides(Layout::blhd, 2, 16, 64);
+  const auto config = codegen::sm90_kernel_config(64);
+  CHECK(tma_limitation(call.shape, call.buffers).empty());
+  const auto maps = sm90_tensor_maps(call.shape, call.buffers, config);
+  CHECK(maps[0].dims[3] == 2);  // Q: the call's batch
+  for (const TensorMapRequest* kv : {&maps[1], &maps[2]}) {
+    CHECK(kv->dims[1] == 16);
+    CHECK(kv->dims[2] == 2);
+    CHECK(kv->dims[3] == 9);
+    CHECK(kv->strides[2] == 16 * 2 * 64 * 2);  // a page
+    CHECK(kv->box[1] == 16u);
+  }
+  const auto tails = sm90_paged_tail_maps(call.shape, call.buffers, config);
+  for (const TensorMapRequest& tail : tails) {
+    CHECK(tail.dims[1] == 6);  // key 69 is row 5 of its page
+    CHECK(tail.dims[3] == 9);
+    CHECK(tail.box[1] == 16u);
+  }
+  CHECK(tails[0].address == call.buffers.k);
+  CHECK(tails[1].address == call.buffers.v);
+  // Pages of 256: boxes of the whole key tile (its rows a power of two), at most 256 rows.
+  call.buffers.kv_pages = {table, 5, 256, 9};
+  call.buffers.k_strides = call.buffers.v_strides = layout_strides(Layout::blhd, 2, 256, 64);
+  CHECK(sm90_tensor_maps(call.shape, call.buffers, config)[1].box[1] ==
+        static_cast<unsigned>(config.block_n & -config.block_n));
+  CHECK(sm90_paged_tail_maps(call.shape, call.buffers, config)[0].dims[1] == 70);
+  CHECK(sm90_paged_box_rows(32, 80) == 16);  // D=256's 80-key tiles: boxes of 16 rows
+  // Pages under 8 rows: the sm90 kernel's boxes would not be whole swizzle atoms.
+  call.buffers.kv_pages = {table, 5, 4, 9};
+  CHECK(tma_limitation(call.shape, call.buffers) ==
+        "pages of 4 rows: its boxes of keys and values need pages of at least 8");
 }
 
 TEST_CASE("a dimension of extent 1 gets a packed stride whatever the call's", "[runtime][tma]") {
