@@ -96,6 +96,13 @@ inline KernelCase random_expression_case(std::uint64_t seed, int max_len, int ma
   // Last, so that the draws above stay what they were: a quarter of the cases have rows padded
   // (explicit strides; the padding is poisoned, so a read or a write there shows).
   c.row_padding = generator.pick(4) == 0 ? 8 : 0;
+  // Last again: a quarter read their keys and values from a paged cache (the pools shuffled, the
+  // rows no sequence holds NaN): on the sm90 family in boxes of pages of 8 rows and more, pages
+  // of 4 on the sm80 family's paged kernel.
+  if (generator.pick(4) == 0) {
+    static const int page_sizes[] = {4, 8, 16, 32, 64, 128, 256};
+    c.page_size = page_sizes[generator.pick(7)];
+  }
   return c;
 }
 
