@@ -601,9 +601,10 @@ TEST_CASE("the decoding manifest's variants compile without spills", "[kernels][
   }
 }
 
-// The kernels of paged calls (a paged key/value cache, the sm80 family on every arch) for the
-// decoding manifest's variants, which a serving fleet runs over paged caches, and the standard
-// variants at the head dims the manifest lacks (bf16: fp16 differs only in the MMA's type).
+// The sm80 kernels of paged calls (a paged key/value cache: decoding steps and small pages,
+// on every arch) for the decoding manifest's variants, which a serving fleet runs over paged
+// caches, and the standard variants at the head dims the manifest lacks (bf16: fp16 differs
+// only in the MMA's type).
 TEST_CASE("paged kernels of the decoding manifest compile without spills", "[kernels][nvrtc]") {
   for (const int head_dim : {64, 128}) {
     check_head_dim(head_dim, {}, attnjit::test::decoding_variants(), {attnjit::DType::bf16},
