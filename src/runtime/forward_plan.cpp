@@ -332,10 +332,9 @@ std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
   return maps;
 }
 
-std::array<TensorMapRequest, 2> sm90_paged_tail_maps(const AttentionShape& shape,
-                                                     const AttentionBuffers& buffers,
-                                                     const codegen::KernelConfig& config) {
-  const auto maps = sm90_tensor_maps(shape, buffers, config);
+std::array<TensorMapRequest, 2> sm90_paged_tail_maps(const std::array<TensorMapRequest, 3>& maps,
+                                                     const AttentionShape& shape,
+                                                     const AttentionBuffers& buffers) {
   // Note: kv_len - 1's row in its page is the last one read; a page of the tail maps ends there.
   const int page_size = buffers.kv_pages.page_size;
   const auto tail_rows = static_cast<std::uint64_t>((shape.kv_len - 1) % page_size + 1);

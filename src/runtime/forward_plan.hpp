@@ -205,10 +205,10 @@ std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
                                                  const AttentionBuffers& buffers,
                                                  const codegen::KernelConfig& config);
 // A paged call's K and V tail maps (Sm90FwdParams::k_tail_map, v_tail_map): its K and V maps
-// with pages cut after the row of key kv_len - 1.
-std::array<TensorMapRequest, 2> sm90_paged_tail_maps(const AttentionShape& shape,
-                                                     const AttentionBuffers& buffers,
-                                                     const codegen::KernelConfig& config);
+// (`maps`, sm90_tensor_maps') with pages cut after the row of key kv_len - 1.
+std::array<TensorMapRequest, 2> sm90_paged_tail_maps(const std::array<TensorMapRequest, 3>& maps,
+                                                     const AttentionShape& shape,
+                                                     const AttentionBuffers& buffers);
 
 // One summary kernel launch: min/max of args.tensors[tensor] over blocks of `granularity`
 // indices (the forward kernel's tile size along `axis`), written at `offset` ints into a

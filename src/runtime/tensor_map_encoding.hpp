@@ -47,7 +47,7 @@ void encode_sm90_tensor_maps(const AttentionShape& shape, const AttentionBuffers
   encode_one(maps[1], params.k_map);
   encode_one(maps[2], params.v_map);
   if (is_paged(buffers)) {
-    const auto tails = sm90_paged_tail_maps(shape, buffers, config);
+    const auto tails = sm90_paged_tail_maps(maps, shape, buffers);
     encode_one(tails[0], params.k_tail_map);
     encode_one(tails[1], params.v_tail_map);
   }

@@ -147,30 +147,37 @@ std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
 
 KernelChoice Variant::choose_paged_kernel(const AttentionShape& shape,
                                           const AttentionBuffers& buffers, bool explain) {
-  const int page_size = buffers.kv_pages.page_size;
   const std::string& arch = runtime_.device_arch();
-  std::string sm80_why;  // why the sm80 kernel, or empty where the sm90 kernel serves
-  if (!served_by_sm90()) {
-    sm80_why = fmt::format("the sm80 kernel for {}", arch);
-  } else if (const std::string limitation = tma_limitation(shape, buffers); !limitation.empty()) {
-    log().debug(
-        "the sm90 kernel cannot load this paged call with TMA ({}); it runs on the sm80 "
-        "kernel for {}",
-        limitation, arch);
-    sm80_why =
-        fmt::format("the sm90 kernel cannot load it with TMA ({}): the sm80 kernel", limitation);
-  } else if (decoding_on_sm80(shape)) {
-    sm80_why = "a decoding step: the sm80 kernel, which splits its keys or packs its query heads";
+  std::string limitation;  // why TMA cannot load the call, where that keeps it off the sm90 kernel
+  bool decoding = false;
+  const bool family_sm90 = served_by_sm90();
+  if (family_sm90) {
+    limitation = tma_limitation(shape, buffers);
+    if (!limitation.empty()) {
+      log().debug(
+          "the sm90 kernel cannot load this paged call with TMA ({}); it runs on the "
+          "sm80 kernel for {}",
+          limitation, arch);
+    } else {
+      decoding = decoding_on_sm80(shape);
+    }
   }
-  const bool sm90 = sm80_why.empty();
+  const bool sm90 = family_sm90 && limitation.empty() && !decoding;
   KernelChoice choice{
       paged_kernel(sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80),
       KernelRole::paged_kv,
       {}};
   if (explain) {
-    choice.why =
-        fmt::format("a paged key/value cache (pages of {} rows): {} with the page table", page_size,
-                    sm90 ? fmt::format("the sm90 kernel for {}", arch) : sm80_why);
+    const std::string kernel =
+        !family_sm90 ? fmt::format("the sm80 kernel for {}", arch)
+        : !limitation.empty()
+            ? fmt::format("the sm90 kernel cannot load it with TMA ({}): the sm80 kernel",
+                          limitation)
+        : decoding ? "a decoding step: the sm80 kernel, which splits its keys or packs its query "
+                     "heads"
+                   : fmt::format("the sm90 kernel for {}", arch);
+    choice.why = fmt::format("a paged key/value cache (pages of {} rows): {} with the page table",
+                             buffers.kv_pages.page_size, kernel);
   }
   return choice;
 }
@@ -187,10 +194,16 @@ std::shared_ptr<const KernelBinary> Variant::paged_kernel(codegen::FamilyRequest
   return kernel;
 }
 
-bool Variant::served_by_sm90() const {
-  return codegen::choose_kernel_family(
-             arch_target(runtime_.device_arch()), spec_.dtype, spec_.head_dim, parsed_.mask,
-             parsed_.score, codegen::FamilyRequest::environment) == codegen::KernelFamily::sm90;
+bool Variant::served_by_sm90() {
+  // Note: once, like the kernels (ATTNJIT_KERNEL_FAMILY is read when a variant's kernel is first
+  // asked for), so that a paged call does not read the environment again.
+  std::call_once(served_by_sm90_once_, [this] {
+    served_by_sm90_ =
+        codegen::choose_kernel_family(
+            arch_target(runtime_.device_arch()), spec_.dtype, spec_.head_dim, parsed_.mask,
+            parsed_.score, codegen::FamilyRequest::environment) == codegen::KernelFamily::sm90;
+  });
+  return served_by_sm90_;
 }
 
 codegen::KernelConfig Variant::sm80_config() {

@@ -95,8 +95,9 @@ class Variant {
   // The kernel of calls with a paged key/value cache (codegen::Schedule::paged_kv) in `family`
   // (sm80: on every arch; sm90: where the variant's kernel is the sm90 kernel).
   std::shared_ptr<const KernelBinary> paged_kernel(codegen::FamilyRequest family);
-  // Whether the variant's kernel on the runtime's device is the sm90 kernel (without compiling it).
-  bool served_by_sm90() const;
+  // Whether the variant's kernel on the runtime's device is the sm90 kernel (without compiling it;
+  // decided once).
+  bool served_by_sm90();
   // choose_kernel for a paged call: the sm90 kernel's paged kernel where it can load the call
   // and the call is not a decoding step, else the sm80 kernel's.
   KernelChoice choose_paged_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
@@ -138,6 +139,8 @@ class Variant {
   std::mutex paged_mutex_;
   std::shared_ptr<const KernelBinary> paged_kernel_;       // the sm80 family's
   std::shared_ptr<const KernelBinary> sm90_paged_kernel_;  // the sm90 family's
+  std::once_flag served_by_sm90_once_;
+  bool served_by_sm90_ = false;
   std::mutex config_mutex_;
   std::optional<codegen::KernelConfig> sm80_config_;
   std::mutex short_rows_mutex_;

@@ -140,7 +140,7 @@ TEST_CASE("a paged call's sm90 tensor maps are the pools' in boxes of pages, wit
     CHECK(kv->strides[2] == 16 * 2 * 64 * 2);  // a page
     CHECK(kv->box[1] == 16u);
   }
-  const auto tails = sm90_paged_tail_maps(call.shape, call.buffers, config);
+  const auto tails = sm90_paged_tail_maps(maps, call.shape, call.buffers);
   for (const TensorMapRequest& tail : tails) {
     CHECK(tail.dims[1] == 6);  // key 69 is row 5 of its page
     CHECK(tail.dims[3] == 9);
@@ -151,9 +151,9 @@ TEST_CASE("a paged call's sm90 tensor maps are the pools' in boxes of pages, wit
   // Pages of 256: boxes of the whole key tile (its rows a power of two), at most 256 rows.
   call.buffers.kv_pages = {table, 5, 256, 9};
   call.buffers.k_strides = call.buffers.v_strides = layout_strides(Layout::blhd, 2, 256, 64);
-  CHECK(sm90_tensor_maps(call.shape, call.buffers, config)[1].box[1] ==
-        static_cast<unsigned>(config.block_n & -config.block_n));
-  CHECK(sm90_paged_tail_maps(call.shape, call.buffers, config)[0].dims[1] == 70);
+  const auto large = sm90_tensor_maps(call.shape, call.buffers, config);
+  CHECK(large[1].box[1] == static_cast<unsigned>(config.block_n & -config.block_n));
+  CHECK(sm90_paged_tail_maps(large, call.shape, call.buffers)[0].dims[1] == 70);
   CHECK(sm90_paged_box_rows(32, 80) == 16);  // D=256's 80-key tiles: boxes of 16 rows
   // Pages under 8 rows: the sm90 kernel's boxes would not be whole swizzle atoms.
   call.buffers.kv_pages = {table, 5, 4, 9};

@@ -118,10 +118,7 @@ attnjit_layout parse_layout(const std::optional<std::string>& text, const PagedL
     }
     return ATTNJIT_LAYOUT_BLHD;
   }
-  if (!text || *text == "bhld") return ATTNJIT_LAYOUT_BHLD;
-  if (*text == "blhd") return ATTNJIT_LAYOUT_BLHD;
-  fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "unknown layout '{}' (expected bhld or blhd)",
-       printable(*text));
+  return text && *text == "blhd" ? ATTNJIT_LAYOUT_BLHD : ATTNJIT_LAYOUT_BHLD;  // --layout's check
 }
 
 attnjit_dtype parse_dtype(const std::string& text) {
@@ -407,8 +404,10 @@ void add_bench_command(CLI::App& app) {
                     "Key/value heads, dividing --heads (GQA; default: --heads)");
   bench->add_option("--head-dim", options->head_dim, "Head dimension")->capture_default_str();
   bench->add_option("--dtype", options->dtype, "bf16 or fp16")->capture_default_str();
-  bench->add_option("--layout", options->layout,
-                    "bhld ([B, H, L, D], the default) or blhd ([B, L, H, D])");
+  bench
+      ->add_option("--layout", options->layout,
+                   "bhld ([B, H, L, D], the default) or blhd ([B, L, H, D])")
+      ->check(CLI::IsMember({"bhld", "blhd"}));
   bench->add_option("--page-size", options->page_size,
                     "Read the keys and values from a paged cache of pages of this many rows (a "
                     "power of two dividing --seq-len; pools of [pages, page_size, heads, "
