@@ -153,9 +153,10 @@ ATTNJIT_API attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit
  * it, each call compiles and loads what it runs the first time it needs it. No-op on the CPU. */
 ATTNJIT_API attnjit_status attnjit_variant_prepare(attnjit_variant* variant);
 /* The same for the kernels of calls with a paged key/value cache (attnjit_forward_args'
- * kv_page_table), which attnjit_variant_prepare leaves alone: the sm80 family's (decoding steps,
- * pages under 8 rows; every GPU) and, on an H100, the Hopper kernel's (prefills). A serving
- * program calls both before it captures paged calls into a graph. No-op on the CPU. */
+ * kv_page_table) or variable-length sequences (q_seq_starts ...), which attnjit_variant_prepare
+ * leaves alone: the sm80 family's (decoding steps, pages under 8 rows, every variable-length call;
+ * every GPU) and, on an H100, the Hopper kernel's (paged prefills). A serving program calls both
+ * before it captures such calls into a graph. No-op on the CPU. */
 ATTNJIT_API attnjit_status attnjit_variant_prepare_paged(attnjit_variant* variant);
 ATTNJIT_API void attnjit_variant_destroy(attnjit_variant* variant);
 
@@ -171,10 +172,12 @@ typedef struct attnjit_tensor_arg {
   int64_t dims[2];  /* dims[1] ignored for rank-1 tensors; row-major, contiguous */
 } attnjit_tensor_arg;
 
-/* 2 adds the paged key/value cache (kv_page_table ...); a struct of version 1 is still accepted. */
-#define ATTNJIT_FORWARD_ARGS_VERSION 2
+/* 2 adds the paged key/value cache (kv_page_table ...), 3 variable-length sequences
+ * (q_seq_starts ...); structs of versions 1 and 2 are still accepted. */
+#define ATTNJIT_FORWARD_ARGS_VERSION 3
 typedef struct attnjit_forward_args {
-  int version; /* ATTNJIT_FORWARD_ARGS_VERSION, or 1 (without the fields after `stream`) */
+  int version; /* ATTNJIT_FORWARD_ARGS_VERSION, 2 (without the fields after kv_num_pages) or 1
+                  (without the fields after `stream`) */
   const void* q;
   const void* k;
   const void* v;
@@ -208,12 +211,34 @@ typedef struct attnjit_forward_args {
    * and FlashInfer's NHD). Row j of sequence b is row j % kv_page_size of page
    * kv_page_table[b * kv_page_table_width + j / kv_page_size]. An entry outside [0, kv_num_pages)
    * (say -1 in a slot past a sequence's end) reads as zero rows: give such keys a mask (kv_idx <
-   * lens[b]). On the CUDA backend the calls run on the sm80 kernel (on an H100 too) and the table
-   * is device memory; on the CPU backend, host memory. */
+   * lens[b], or kv_seq_lens below). On an H100 prefills run on the Hopper kernel (pages of at least
+   * 8 rows), decoding steps on the sm80 kernel. The table is device memory on the CUDA backend,
+   * host memory on the CPU backend. */
   const int32_t* kv_page_table; /* [batch, kv_page_table_width] */
   int kv_page_table_width;      /* >= ceil(kv_len / kv_page_size) */
   int kv_page_size;             /* a power of two: 1, 16, 64, 128 ... */
   int kv_num_pages;             /* pages in each of the key and value pools */
+  /* Variable-length sequences (version 3; FlashAttention's cu_seqlens_q, cu_seqlens_k and
+   * seqused_k). All NULL: every sequence has q_len queries and kv_len keys. The tables are int32
+   * in device memory on the CUDA backend (host memory on the CPU backend) and their contents are
+   * not checked: starts must not decrease, and every count must be at most q_len or kv_len
+   * (rows past them are not computed; a start or count outside the tensors is clamped to them).
+   * The mask and score see each sequence's own q_len and kv_len, so a causal mask aligned to
+   * the end of each sequence's keys is q_idx + kv_len - q_len >= kv_idx.
+   * With q_seq_starts, q and out hold the sequences' queries packed: sequence b's are rows
+   * q_seq_starts[b] .. q_seq_starts[b + 1] - 1 of q_total rows, [q_total, num_heads_q,
+   * head_dim] for BLHD, [num_heads_q, q_total, head_dim] for BHLD (batch strides unused); q_len
+   * is the longest sequence's count; lse is [num_heads_q, q_total].
+   * kv_seq_starts does the same for dense k and v (kv_total rows, kv_len the longest); or
+   * kv_seq_lens gives sequence b kv_seq_lens[b] keys of its batch entry of a padded k and v, or
+   * of its row of the page table.
+   * These calls run on the sm80 kernel (on an H100 too); packed queries on its forward entry,
+   * unsplit: prefills. attnjit_variant_prepare_paged readies their kernel. */
+  const int32_t* q_seq_starts;  /* [batch + 1], or NULL */
+  int q_total;                  /* rows of q and out with q_seq_starts, else 0 */
+  const int32_t* kv_seq_starts; /* [batch + 1], or NULL (not with kv_page_table) */
+  int kv_total;                 /* rows of k and v with kv_seq_starts, else 0 */
+  const int32_t* kv_seq_lens;   /* [batch], or NULL (not with kv_seq_starts) */
 } attnjit_forward_args;
 
 ATTNJIT_API void attnjit_forward_args_init(attnjit_forward_args* args);
@@ -533,7 +558,9 @@ typedef struct attnjit_tile_census_options {
 
 ATTNJIT_API void attnjit_tile_census_options_init(attnjit_tile_census_options* options);
 /* options may be NULL for the defaults. Costs one classification per tile plus one mask
- * evaluation per element of each partial tile. out is caller-owned. */
+ * evaluation per element of each partial tile. out is caller-owned. A call with sequence tables
+ * (q_seq_starts ...) is refused, here, in attnjit_variant_tile_map and in
+ * attnjit_variant_reference: examine each sequence as a call of its own (batch 1, its lengths). */
 ATTNJIT_API attnjit_status attnjit_variant_tile_census(attnjit_tile_census* out,
                                                        attnjit_variant* variant,
                                                        const attnjit_forward_args* args,

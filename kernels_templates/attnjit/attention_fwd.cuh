@@ -62,6 +62,18 @@ struct PagedKvOf<VARIANT, decltype(void(VARIANT::kPagedKv))> {
   static constexpr bool kPaged = VARIANT::kPagedKv;
 };
 
+// Whether a variant's kernel reads per-sequence extents (FwdParams::sequences: packed queries,
+// packed keys, per-sequence key counts): the sm80 family's kernel of paged and variable-length
+// calls declares kSequenceTables; the others do not, so their code stays what it was.
+template <typename VARIANT, typename = void>
+struct SequenceTablesOf {
+  static constexpr bool kTables = false;
+};
+template <typename VARIANT>
+struct SequenceTablesOf<VARIANT, decltype(void(VARIANT::kSequenceTables))> {
+  static constexpr bool kTables = VARIANT::kSequenceTables;
+};
+
 // Where each lane's data lives: ldmatrix row addresses, mma fragment coordinates and the output
 // staging, as pure integer functions (host-callable, so tests/kernels/fragment_emulation_test.cpp
 // can replay a warp's path against the PTX ISA fragment layouts). Fragment layouts: mma.cuh.
@@ -191,6 +203,12 @@ struct AttentionForward {
   // only in the kernels generated for paged calls (PagedKvOf), so that the dense kernels' code is
   // what it was.
   static constexpr bool kPagedKv = PagedKvOf<VARIANT>::kPaged;
+  // Whether the block's sequence has its own extent (FwdParams::sequences, SequenceTablesOf):
+  // its query and key counts are then `sequence`'s, not the call's q_len and kv_len, which size
+  // the grid and bound them.
+  static constexpr bool kSequenceTables = SequenceTablesOf<VARIANT>::kTables;
+  static_assert(!kSequenceTables || NUM_WARPS <= kMaxForwardWarps - kSequenceWords,
+                "the sequence's words lie past the warps' words of the tile window");
   // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and
   // whether the softmax adds a multiple of each column's step too (apply_scores, RowShift).
   static constexpr bool kRowShift = ScoreRowShiftOf<VARIANT>::kShift;
@@ -237,6 +255,11 @@ struct AttentionForward {
   // launch's problem; with packed GQA those rows are query heads (FwdParams::pack_gqa), and the
   // hooks see the one real query instead (hook_q, hook_q_len).
   int b = 0, h = 0, h_kv = 0, q0 = 0, q_end = 0, kv_tile_begin = 0, num_kv_tiles = 0;
+  // The block's sequence: its rows in packed tensors and its lengths (kSequenceTables only).
+  // Note: read here only while the block sets up; later uses read its copy in shared memory
+  // (sequence_word), which costs a shared load where this would hold registers through the
+  // tile loop (the head-dim-32 kernels' 128 spilled 24-64 bytes with them).
+  SequenceExtent sequence{0, 0, 0, 0};
   typename VARIANT::Block block_values;
   // Where the Q tile (BLOCK_M x HEAD_DIM, SwizzledTile layout) lies: the output is staged there.
   unsigned char* q_tile;
@@ -273,8 +296,38 @@ struct AttentionForward {
     if (!packed()) return q_idx;
     return kPackedQueries ? packed_row_query(q_idx, params.pack_gqa_inverse) : 0;
   }
+  // The block's sequence's query and key counts and its first packed query row: the call's, or
+  // its own (kSequenceTables).
+  ATTNJIT_DEVICE int seq_q_len() const {
+    if constexpr (kSequenceTables) {
+      return sequence_word(0);
+    } else {
+      return params.q_len;
+    }
+  }
+  ATTNJIT_DEVICE int seq_kv_len() const {
+    if constexpr (kSequenceTables) {
+      return sequence_word(1);
+    } else {
+      return params.kv_len;
+    }
+  }
+  ATTNJIT_DEVICE int seq_q_row0() const {
+    if constexpr (kSequenceTables) {
+      return sequence_word(2);
+    } else {
+      return 0;
+    }
+  }
+  ATTNJIT_DEVICE static unsigned char* sequence_words() {
+    return attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes +
+           4 * (kMaxForwardWarps - kSequenceWords);
+  }
+  ATTNJIT_DEVICE static int sequence_word(int i) {
+    return static_cast<int>(load_shared_u32(sequence_words() + 4 * i));
+  }
   ATTNJIT_DEVICE int hook_q_len() const {
-    if (!packed()) return params.q_len;
+    if (!packed()) return seq_q_len();
     return kPackedQueries ? params.pack_q_len : 1;
   }
   // Row q_idx's place among its (batch, head)'s rows of the call's own layout, which lse and the
@@ -310,17 +363,29 @@ struct AttentionForward {
     h = bh % params.num_heads_q;
     h_kv = h / (params.num_heads_q / params.num_heads_kv);
     q0 = q_tile_index * BLOCK_M;
-    q_end = min(q0 + BLOCK_M, params.q_len);
-    num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
+    if constexpr (kSequenceTables) {
+      sequence = sequence_extent(params.sequences, b, params.q_len, params.kv_len);
+      // Note: the block's threads all assign their work here, before any other use of the window.
+      if (threadIdx.x == 0) {
+        store_shared_32(sequence_words(), static_cast<unsigned>(sequence.q_len));
+        store_shared_32(sequence_words() + 4, static_cast<unsigned>(sequence.kv_len));
+        store_shared_32(sequence_words() + 8, static_cast<unsigned>(sequence.q_row0));
+      }
+      __syncthreads();
+      // Note: a shorter sequence's query tiles past its end have no rows: the block ends here.
+      if (q0 >= sequence.q_len) return false;
+    }
+    q_end = min(q0 + BLOCK_M, seq_q_len());
+    num_kv_tiles = (seq_kv_len() + BLOCK_N - 1) / BLOCK_N;
     if (num_splits > 1) {
       kv_tile_begin = min(split * params.split_tiles, num_kv_tiles);
       num_kv_tiles = min(kv_tile_begin + params.split_tiles, num_kv_tiles);
     }
     block_values =
-        VARIANT::block(params.args, b, h, hook_q_len(), params.kv_len, params.num_heads_q);
+        VARIANT::block(params.args, b, h, hook_q_len(), seq_kv_len(), params.num_heads_q);
     if constexpr (VARIANT::kHasScore) {
       score_constants = VARIANT::score_constants(block_values, params.args, params.scale, b, h,
-                                                 hook_q_len(), params.kv_len, params.num_heads_q);
+                                                 hook_q_len(), seq_kv_len(), params.num_heads_q);
     }
     return true;
   }
@@ -333,7 +398,7 @@ struct AttentionForward {
       for (int r = 0; r < 2; ++r) {
         row_values[mt][r] = VARIANT::row(block_values, params.args, b, h,
                                          hook_q(q0 + Layout::acc_row(warp, lane, mt, 2 * r)),
-                                         hook_q_len(), params.kv_len, params.num_heads_q);
+                                         hook_q_len(), seq_kv_len(), params.num_heads_q);
       }
     }
   }
@@ -349,9 +414,9 @@ struct AttentionForward {
     bounds.q_begin = hook_q(q0);
     bounds.q_end = packed() ? hook_q(q_end - 1) + 1 : q_end;
     bounds.kv_begin = first * BLOCK_N;
-    bounds.kv_end = min(end * BLOCK_N, params.kv_len);
+    bounds.kv_end = min(end * BLOCK_N, seq_kv_len());
     bounds.q_len = hook_q_len();
-    bounds.kv_len = params.kv_len;
+    bounds.kv_len = seq_kv_len();
     bounds.num_heads = params.num_heads_q;
     return static_cast<int>(VARIANT::classify(params.args, bounds));
   }
@@ -462,14 +527,24 @@ struct AttentionForward {
     // ---- Work assignment (head-major, heavy query tiles first; see the header comment).
     if (!assign_block()) return;
 
+    // Note: packed sequences' tensors have a batch stride of 0 (the host's) and the sequence's
+    // first row; the others' first row is 0.
     const unsigned short* q_base = static_cast<const unsigned short*>(params.q) +
-                                   b * params.q_stride[0] + h * params.q_stride[1];
-    // Note: a paged call's pools start at page 0; its sequence is its row of the page table.
+                                   b * params.q_stride[0] + h * params.q_stride[1] +
+                                   sequence.q_row0 * params.q_stride[2];
+    // Note: a paged call's pools start at page 0; its sequence is its row of the page table. The
+    // kernel with sequence tables serves dense calls too (variable-length sequences without a
+    // page table), as one page of the batch entry's rows (load_paged_kv_async's DENSE_PAGE: the
+    // host passes a null table and pages of 2^30 rows): page b of the batch stride, or with
+    // packed keys (a batch stride of 0) the sequence's first row.
     const long long kv_batch = kPagedKv ? 0 : b;
+    const long long kv_row0 = sequence.kv_row0;
     const unsigned short* k_base = static_cast<const unsigned short*>(params.k) +
-                                   kv_batch * params.k_stride[0] + h_kv * params.k_stride[1];
+                                   kv_batch * params.k_stride[0] + h_kv * params.k_stride[1] +
+                                   kv_row0 * params.k_stride[2];
     const unsigned short* v_base = static_cast<const unsigned short*>(params.v) +
-                                   kv_batch * params.v_stride[0] + h_kv * params.v_stride[1];
+                                   kv_batch * params.v_stride[0] + h_kv * params.v_stride[1] +
+                                   kv_row0 * params.v_stride[2];
 
     // ---- Shared memory: [Q tile][K stage 0..S-1][V stage 0..S-1].
     const unsigned q_smem = smem_address(attnjit_dynamic_smem);
@@ -478,18 +553,21 @@ struct AttentionForward {
 
     auto load_kv = [&](int tile, int stage) {
       if constexpr (kPagedKv) {
-        load_paged_kv_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
+        const int* pages =
+            !kSequenceTables || params.kv_pages != nullptr
+                ? params.kv_pages + static_cast<long long>(b) * params.kv_pages_stride
+                : nullptr;
+        load_paged_kv_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources, kSequenceTables>(
             k_smem + stage * KVTile::kBytes, v_smem + stage * KVTile::kBytes, k_base,
-            params.k_stride, v_base, params.v_stride,
-            params.kv_pages + static_cast<long long>(b) * params.kv_pages_stride,
-            params.kv_page_shift, params.kv_num_pages, tile * BLOCK_N, params.kv_len, thread);
+            params.k_stride, v_base, params.v_stride, pages, params.kv_page_shift,
+            params.kv_num_pages, tile * BLOCK_N, seq_kv_len(), thread, b);
       } else {
         load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
             k_smem + stage * KVTile::kBytes, k_base, params.k_stride[2], tile * BLOCK_N,
-            params.kv_len, thread);
+            seq_kv_len(), thread);
         load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(
             v_smem + stage * KVTile::kBytes, v_base, params.v_stride[2], tile * BLOCK_N,
-            params.kv_len, thread);
+            seq_kv_len(), thread);
       }
     };
 
@@ -502,7 +580,7 @@ struct AttentionForward {
     } else {
       load_tile_async<BLOCK_M, HEAD_DIM, kThreads, kSafeSources>(q_smem, q_base,
                                                                  params.q_stride[2], q0,
-                                                                 params.q_len, thread);
+                                                                 seq_q_len(), thread);
     }
     cp_async_commit();
     // Launched after the call's tensor summaries, the kernel may have started while they still
@@ -734,7 +812,7 @@ struct AttentionForward {
     // in many, and unmasking moved ptxas's allocation under their 128-register caps (16-24
     // bytes of spills in the head-dim-32 document kernel and two 192-row sm90 kernels).
     const bool ragged =
-        k0 + BLOCK_N > params.kv_len || (!DECODING && q0 + BLOCK_M > params.q_len);
+        k0 + BLOCK_N > seq_kv_len() || (!DECODING && q0 + BLOCK_M > seq_q_len());
     const bool partial = VARIANT::kHasMask && tile_class != kTileFull;
     const float scale = params.scale;
     // log2(e) * scale, or with a score expression its factored form's factor (the score is
@@ -767,7 +845,7 @@ struct AttentionForward {
                                     col_values[e & 1], params.args, acc_s[mt][j][e], b, h,
                                     hook_q(q0 + Layout::acc_row(warp, lane, mt, e)),
                                     k0 + Layout::acc_col(lane, j, e), hook_q_len(),
-                                    params.kv_len, params.num_heads_q);
+                                    seq_kv_len(), params.num_heads_q);
           }
         }
       }
@@ -787,11 +865,11 @@ struct AttentionForward {
             const int kv_idx = k0 + Layout::acc_col(lane, j, e);
             const typename VARIANT::Row& row = row_values[mt][e >> 1];
             const typename VARIANT::Col& col = col_values[e & 1];
-            bool keep = !ragged || ((DECODING || q_idx < params.q_len) && kv_idx < params.kv_len);
+            bool keep = !ragged || ((DECODING || q_idx < seq_q_len()) && kv_idx < seq_kv_len());
             if constexpr (VARIANT::kHasMask) {
               if (partial && keep) {
                 keep = VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),
-                                     kv_idx, hook_q_len(), params.kv_len, params.num_heads_q);
+                                     kv_idx, hook_q_len(), seq_kv_len(), params.num_heads_q);
               }
             }
             if constexpr (!VARIANT::kHasScore && FOLD_SCALE) {
@@ -807,7 +885,7 @@ struct AttentionForward {
               if (keep) {
                 s = VARIANT::score_core(score_constants, block_values, row, col, params.args, s,
                                         b, h, hook_q(q_idx), kv_idx, hook_q_len(),
-                                        params.kv_len, params.num_heads_q);
+                                        seq_kv_len(), params.num_heads_q);
               }
               acc_s[mt][j][e] = keep ? s * unfolded_scale : neg_infinity();
             }
@@ -838,7 +916,7 @@ struct AttentionForward {
               unit * VARIANT::score_row_shift(
                          score_constants, block_values, row_values[mt][r], params.args, b, h,
                          hook_q(q0 + Layout::acc_row(warp, lane, mt, 2 * r)), key_base,
-                         hook_q_len(), params.kv_len, params.num_heads_q);
+                         hook_q_len(), seq_kv_len(), params.num_heads_q);
         }
       }
     }
@@ -864,7 +942,7 @@ struct AttentionForward {
     for (int c = 0; c < 2; ++c) {
       col_values[c] =
           VARIANT::col(block_values, params.args, b, h, k0 + Layout::acc_col(lane, j, c),
-                       hook_q_len(), params.kv_len, params.num_heads_q);
+                       hook_q_len(), seq_kv_len(), params.num_heads_q);
     }
   }
 
@@ -917,6 +995,14 @@ struct AttentionForward {
     const long long slice_rows =
         static_cast<long long>(params.batch) * params.num_heads_q * params.q_len;
     float* lse_out = split_kv ? params.lse_partial + split_of_block() * slice_rows : params.lse;
+    // The block's first row of lse: (b, h, 0) of [batch, num_heads_q, q_len], or with packed
+    // queries (h, the sequence's first row) of [num_heads_q, q_total].
+    long long lse_row0 = row0 * params.q_len;
+    if constexpr (kSequenceTables) {
+      if (params.sequences.q_starts != nullptr) {
+        lse_row0 = static_cast<long long>(h) * params.sequences.q_total + seq_q_row0();
+      }
+    }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -934,10 +1020,10 @@ struct AttentionForward {
           acc_o[mt][j][2 * r + 1] *= inv;
         }
         const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
-        if (lse_out != nullptr && tig == 0 && q_idx < params.q_len) {
+        if (lse_out != nullptr && tig == 0 && q_idx < seq_q_len()) {
           const float lse =
               masked_row ? neg_infinity() : (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2;
-          store_global_f32(lse_out + row0 * params.q_len + call_row(q_idx), lse);
+          store_global_f32(lse_out + lse_row0 + call_row(q_idx), lse);
         }
       }
     }
@@ -964,12 +1050,13 @@ struct AttentionForward {
     __syncwarp();
 
     unsigned short* o_base = static_cast<unsigned short*>(params.o) + b * params.o_stride[0] +
-                             h * params.o_stride[1];
+                             h * params.o_stride[1] +
+                             static_cast<long long>(seq_q_row0()) * params.o_stride[2];
 #pragma unroll
     for (int i = 0; i < Layout::kOutputPasses; ++i) {
       const int chunk = Layout::o_read_chunk(lane, i);
       const int q_idx = q0 + Layout::warp_row0(warp) + Layout::o_read_row(lane, i);
-      if (q_idx < params.q_len) {
+      if (q_idx < seq_q_len()) {
         store_global_16(o_base + output_row_offset(q_idx) + chunk * 8,
                         load_shared_16(smem_warp + Layout::o_read(lane, i)));
       }
@@ -988,7 +1075,7 @@ struct AttentionForward {
   // them, which every caller takes for none. Block-uniform (the walk's barriers).
   ATTNJIT_DEVICE void slice_kept_span(TileWindow& window) {
     kv_tile_begin = 0;
-    num_kv_tiles = (params.kv_len + BLOCK_N - 1) / BLOCK_N;
+    num_kv_tiles = (seq_kv_len() + BLOCK_N - 1) / BLOCK_N;
     int first_class = kTileEmpty;
     const int first = next_tile(0, first_class, window);
     const KeySlice slice =
@@ -1016,7 +1103,7 @@ struct AttentionForward {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
-        if (q_idx >= params.q_len) continue;
+        if (q_idx >= seq_q_len()) continue;
         float* out = params.o_partial + (first_row + call_row(q_idx)) * HEAD_DIM;
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) {

@@ -530,6 +530,8 @@ struct AttentionForwardSm90 {
   // j * kKVBoxBytes + i * box_rows * 128: the dense tile's layout, since box_rows is a multiple
   // of the 8-row swizzle atom.
   static constexpr bool kPagedKv = RowMath::kPagedKv;
+  static_assert(!RowMath::kSequenceTables,
+                "variable-length sequences run on the sm80 family's kernel (its tables)");
   static_assert(!kPagedKv || (BLOCK_N & -BLOCK_N) >= kSm90MinPagedBoxRows,
                 "a paged key tile of whole swizzle atoms");
   static_assert(!kPagedKv || BLOCK_N / kSm90MinPagedBoxRows <= 32, "a page per lane");

@@ -244,16 +244,20 @@ ATTNJIT_DEVICE void load_packed_rows_async(unsigned smem_tile, const unsigned sh
 // rows hold a whole tile: one lookup, then load_tile_async's copies. Smaller pages take a lookup
 // per distinct row a thread copies (TileLoadPlan::kRowSlots), all issued before the first copy
 // so that their latencies overlap, and shared by the key and the value copies.
-template <int ROWS, int HEAD_DIM, int NUM_THREADS, bool SAFE_SOURCE>
+// DENSE_PAGE: a null `pages` means dense keys and values, read as one page `dense_page` of
+// 2^page_shift rows (the kernel with sequence tables, whose dense calls pass a page as large as
+// any sequence): one code path for both kinds of call, where two cost that kernel 16 bytes of
+// spills at head dim 32.
+template <int ROWS, int HEAD_DIM, int NUM_THREADS, bool SAFE_SOURCE, bool DENSE_PAGE = false>
 ATTNJIT_DEVICE void load_paged_kv_async(unsigned k_tile, unsigned v_tile,
                                         const unsigned short* k_base, const long long* k_stride,
                                         const unsigned short* v_base, const long long* v_stride,
                                         const int* pages, int page_shift, int num_pages, int row0,
-                                        int num_rows, int thread) {
+                                        int num_rows, int thread, int dense_page = 0) {
   using Plan = TileLoadPlan<ROWS, HEAD_DIM, NUM_THREADS>;
   const int in_page = (1 << page_shift) - 1;
   if ((1 << page_shift) >= ROWS) {  // a tile (row0 a multiple of ROWS) lies inside one page
-    const int page = pages[row0 >> page_shift];
+    const int page = DENSE_PAGE && pages == nullptr ? dense_page : pages[row0 >> page_shift];
     const bool valid = static_cast<unsigned>(page) < static_cast<unsigned>(num_pages);
     const int first = row0 & in_page;
     const int rows = valid ? first + (num_rows - row0) : first;

@@ -17,6 +17,11 @@ constexpr int kMaxForwardWarps = 16;
 // the same function before it splits or packs a call.
 ATTNJIT_HD constexpr bool has_decoding_features(int head_dim) { return head_dim >= 64; }
 constexpr int kTileWindowBytes = 2 * kMaxForwardWarps * 4;
+// A kernel with sequence tables (variable-length sequences) keeps its block's sequence extent in
+// the last kSequenceWords words of the window's first half, which kernels of at most
+// kMaxForwardWarps - kSequenceWords warps leave unused: read there at each use, the counts hold
+// no register through the tile loop.
+constexpr int kSequenceWords = 3;
 
 // The decoding entry (attnjit_fwd_decode, sm80 modules with the decoding features): the forward
 // kernel with 32-row blocks of two warps, for launches of at most 32 query rows (a decoding step,

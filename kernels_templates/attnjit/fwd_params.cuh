@@ -3,6 +3,7 @@
 
 #include "attnjit/hd.cuh"
 #include "attnjit/packed_rows.cuh"
+#include "attnjit/sequences.cuh"
 #include "attnjit/variant_args.cuh"
 
 namespace attnjit {
@@ -57,6 +58,12 @@ struct FwdParams {
   int kv_pages_stride;
   int kv_page_shift;
   int kv_num_pages;
+  // Variable-length sequences (sequences.cuh; only a kernel with sequence tables reads them,
+  // SequenceTablesOf in attention_fwd.cuh): with q_starts the query and output tensors are
+  // packed rows (their batch strides unused) and q_len is the longest sequence's query count,
+  // with kv_starts the same for keys and values; lse then is [num_heads_q, q_total]. All null for
+  // a call without them.
+  SequenceTables sequences;
   VariantArgs args;
 };
 

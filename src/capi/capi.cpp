@@ -141,6 +141,19 @@ attnjit::KvPages kv_pages_of(const attnjit_forward_args& a) {
   return {a.kv_page_table, a.kv_page_table_width, a.kv_page_size, a.kv_num_pages};
 }
 
+// The sequence tables of a version-3 struct (older ones have none: uniform sequences).
+attnjit::SequenceTables sequences_of(const attnjit_forward_args& a) {
+  if (a.version < 3) return {};
+  if ((a.q_seq_starts == nullptr && a.q_total != 0) ||
+      (a.kv_seq_starts == nullptr && a.kv_total != 0)) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "q_total or kv_total is set but its q_seq_starts or kv_seq_starts is "
+                         "NULL: pass the starts, or zero the total for tensors that are not "
+                         "packed");
+  }
+  return {a.q_seq_starts, a.kv_seq_starts, a.kv_seq_lens, a.q_total, a.kv_total};
+}
+
 ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   attnjit::ForwardCall call;
   call.shape = {a.batch, a.num_heads_q, a.num_heads_kv, a.q_len, a.kv_len, head_dim};
@@ -154,20 +167,28 @@ ForwardCall to_call(const attnjit_forward_args& a, int head_dim) {
   b.k_dtype = to_dtype(enum_value(a.k_dtype), "k");
   b.v_dtype = to_dtype(enum_value(a.v_dtype), "v");
   const int layout = enum_value(a.layout);
+  // Note: packed sequences' tensors are one batch entry of their total rows.
+  b.sequences = sequences_of(a);
+  const bool packed_q = attnjit::packs_queries(b);
+  const int q_batch = packed_q ? 1 : a.batch;
+  const int q_rows = packed_q ? b.sequences.q_total : a.q_len;
   b.q_strides =
-      strides_or_layout("q_strides", a.q_strides, layout, a.batch, a.num_heads_q, a.q_len, head_dim);
+      strides_or_layout("q_strides", a.q_strides, layout, q_batch, a.num_heads_q, q_rows, head_dim);
   // Note: a paged call's keys and values are pools: pages in place of the batch, and each page's
   // rows in place of the sequence's.
   b.kv_pages = kv_pages_of(a);
   const bool paged = attnjit::is_paged(b);
-  const int kv_batch = paged ? b.kv_pages.num_pages : a.batch;
-  const int kv_rows = paged ? std::max(b.kv_pages.page_size, 1) : a.kv_len;
+  const bool packed_kv = attnjit::packs_keys(b);
+  const int kv_batch = paged ? b.kv_pages.num_pages : packed_kv ? 1 : a.batch;
+  const int kv_rows = paged       ? std::max(b.kv_pages.page_size, 1)
+                      : packed_kv ? b.sequences.kv_total
+                                  : a.kv_len;
   b.k_strides = strides_or_layout("k_strides", a.k_strides, layout, kv_batch, a.num_heads_kv,
                                   kv_rows, head_dim);
   b.v_strides = strides_or_layout("v_strides", a.v_strides, layout, kv_batch, a.num_heads_kv,
                                   kv_rows, head_dim);
-  b.out_strides = strides_or_layout("out_strides", a.out_strides, layout, a.batch,
-                                    a.num_heads_q, a.q_len, head_dim);
+  b.out_strides = strides_or_layout("out_strides", a.out_strides, layout, q_batch, a.num_heads_q,
+                                    q_rows, head_dim);
   b.scale = a.scale;
   if (a.num_params < 0 || a.num_tensors < 0 || (a.num_params > 0 && !a.params) ||
       (a.num_tensors > 0 && !a.tensors)) {
@@ -215,7 +236,9 @@ attnjit_kernel_origin to_c_origin(KernelOrigin origin) {
 }
 
 void require_forward_args_version(int got) {
-  if (got != 1) require_version(got, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
+  if (got != 1 && got != 2) {
+    require_version(got, ATTNJIT_FORWARD_ARGS_VERSION, "attnjit_forward_args");
+  }
 }
 
 }  // namespace attnjit::capi

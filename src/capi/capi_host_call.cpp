@@ -89,6 +89,11 @@ HostCall examine_call(attnjit_variant& variant, const attnjit_forward_args* args
   const attnjit_tile_census_options& o = options != nullptr ? *options : defaults;
   require_version(o.version, ATTNJIT_TILE_CENSUS_OPTIONS_VERSION, "attnjit_tile_census_options");
   HostCall host{{}, attnjit::capi::to_call(a, variant.impl.spec().head_dim), {}};
+  if (attnjit::has_sequence_tables(host.call.buffers)) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "the tiles of a call with variable-length sequences are each "
+                         "sequence's: examine each as a call of its own (batch 1, its lengths)");
+  }
   host.packed = variant.impl.pack_args(host.call);
   attnjit::reference::validate_variant_call(variant.impl.mask(), variant.impl.score(),
                                             host.packed, host.call.shape, host.call.buffers);

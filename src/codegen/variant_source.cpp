@@ -44,6 +44,21 @@ KernelConfig config_for(const expr::Expression& mask, const expr::Expression& sc
   return config;
 }
 
+// The sm80 family's kernel of paged and variable-length calls reads the sequence tables, whose
+// per-block counts cost registers where they were tightest (ptxas, sm_80 and sm_90a, the standard
+// variants): under head dim 32's two blocks per SM (128 registers) the masked kernels spilled 8-52
+// bytes, so it promises one block; at head dim 256 the document kernel spilled 12-24 bytes in
+// 64-key tiles, so its forward entry takes 32-key tiles (its decoding entry keeps its own). A
+// tuning that sets these keeps its values.
+void sequence_tables_tiles(int head_dim, const KernelTuning& tuning, KernelConfig& config) {
+  if (head_dim <= 32 && !tuning.sm80_blocks_per_sm) config.blocks_per_sm = 1;
+  if (head_dim == 256 && !tuning.sm80_block_n && config.block_n > 32) {
+    config.block_n = 32;
+    config.smem_bytes =
+        forward_smem_bytes(head_dim, config.block_m, config.block_n, config.num_stages);
+  }
+}
+
 GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& score, DType dtype,
                          int head_dim, Target target, FamilyRequest family,
                          const KernelTuning* tuning, bool paged_kv = false) {
@@ -58,6 +73,10 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   GeneratedKernel kernel;
   kernel.config = config_for(mask, score, dtype, head_dim, target, family, tuning);
   kernel.config.paged_kv = paged_kv;
+  if (paged_kv && kernel.config.family == KernelFamily::sm80) {
+    sequence_tables_tiles(head_dim, tuning != nullptr ? *tuning : kernel_tuning_from_environment(),
+                          kernel.config);
+  }
   const KernelConfig& config = kernel.config;
   const bool sm90 = config.family == KernelFamily::sm90;
   const bool has_mask = !mask.is_constant_true();
@@ -114,6 +133,9 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   // Note: declared only when on, so that the dense kernels' source (hence their cache keys) stays
   // as it was (attention_fwd.cuh, PagedKvOf).
   if (config.paged_kv) s += "  static constexpr bool kPagedKv = true;\n";
+  // Note: the sm80 family's paged kernel also serves variable-length sequences (packed queries or
+  // keys, per-sequence key counts: FwdParams::sequences), with a page table or without one.
+  if (config.paged_kv && !sm90) s += "  static constexpr bool kSequenceTables = true;\n";
   s += "\n";
   s += lower_element_hooks(mask, score, config.score_row_shift);
   s += "\n";

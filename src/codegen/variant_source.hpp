@@ -46,7 +46,9 @@ struct KernelConfig {
   // sm80 kernel only: ATTNJIT_TUNE's sm80_safe_sources (copy.cuh, load_tile_async).
   bool sm80_safe_sources = false;
   // Both kernels: keys and values read through a paged cache's page table (FwdParams::kv_pages;
-  // the kernel of a variant's paged calls, Schedule::paged_kv).
+  // the kernel of a variant's paged calls, Schedule::paged_kv). The sm80 family's such kernel
+  // also reads the sequence tables of variable-length calls (FwdParams::sequences), with or
+  // without a page table.
   bool paged_kv = false;
   // sm80 kernel with the decoding features only: the tiles of the module's decoding entry
   // (kDecodeEntry: kDecodeBlockM rows, kDecodeWarps warps; decode_config). 0: no such entry.
@@ -119,8 +121,9 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
                                        FamilyRequest family, const KernelTuning& tuning);
 // The kernel of a variant's paged calls (a paged key/value cache, AttentionBuffers::kv_pages) in
 // `family` (sm80: what decoding steps, pages under kSm90MinPagedBoxRows rows and strides TMA
-// cannot load run on, on every arch; sm90: the prefill kernel of sm_90a), with `tuning`'s
-// overrides, reading keys and values through the page table (KernelConfig::paged_kv).
+// cannot load run on, on every arch, and every call with variable-length sequences; sm90: the
+// prefill kernel of sm_90a), with `tuning`'s overrides, reading keys and values through the page
+// table (KernelConfig::paged_kv).
 GeneratedKernel generate_paged_kernel_source(const expr::Expression& mask,
                                              const expr::Expression& score, DType dtype,
                                              int head_dim, Target target, FamilyRequest family,

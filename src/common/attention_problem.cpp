@@ -128,13 +128,20 @@ Strides layout_strides(Layout layout, int num_heads, int len, int head_dim) {
 
 std::array<TensorView, 4> tensor_views(const AttentionShape& s, const AttentionBuffers& b) {
   // Note: a paged call's keys and values are its pools, whatever its batch and kv_len.
+  // Packed sequences are one batch entry of their total rows.
   const bool paged = is_paged(b);
-  const int kv_batch = paged ? b.kv_pages.num_pages : s.batch;
-  const int kv_rows = paged ? b.kv_pages.page_size : s.kv_len;
-  return {{{"query", b.q, b.q_strides, s.num_heads_q, s.q_len, s.batch},
+  int kv_batch = paged ? b.kv_pages.num_pages : s.batch;
+  int kv_rows = paged ? b.kv_pages.page_size : s.kv_len;
+  if (packs_keys(b)) {
+    kv_batch = 1;
+    kv_rows = b.sequences.kv_total;
+  }
+  const int q_batch = packs_queries(b) ? 1 : s.batch;
+  const int q_rows = packs_queries(b) ? b.sequences.q_total : s.q_len;
+  return {{{"query", b.q, b.q_strides, s.num_heads_q, q_rows, q_batch},
            {"key", b.k, b.k_strides, s.num_heads_kv, kv_rows, kv_batch},
            {"value", b.v, b.v_strides, s.num_heads_kv, kv_rows, kv_batch},
-           {"output", b.out, b.out_strides, s.num_heads_q, s.q_len, s.batch}}};
+           {"output", b.out, b.out_strides, s.num_heads_q, q_rows, q_batch}}};
 }
 
 std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const AttentionShape& shape,
@@ -146,6 +153,7 @@ std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const Atte
 std::optional<std::int64_t> kv_row_offset(const AttentionBuffers& buffers, const Strides& strides,
                                           int b, int h, int row) {
   const std::int64_t head = h * strides.head;
+  if (packs_keys(buffers)) return head + row * strides.row;
   if (!is_paged(buffers)) return b * strides.batch + head + row * strides.row;
   const KvPages& pages = buffers.kv_pages;
   const std::int32_t page =
@@ -187,6 +195,39 @@ void validate_pages(const AttentionShape& s, const KvPages& pages) {
   }
 }
 
+void validate_sequences(const AttentionShape& s, const AttentionBuffers& b) {
+  const SequenceTables& t = b.sequences;
+  if (has_sequence_tables(b) && !is_paged(b) &&
+      std::max(s.kv_len, t.kv_total) >= (1 << kDensePageShift)) {
+    throw_error(Status::invalid_argument,
+                "variable-length sequences over dense keys take fewer than 2^{} key rows; got "
+                "kv_len {} and kv_total {}",
+                kDensePageShift, s.kv_len, t.kv_total);
+  }
+  if (t.q_starts != nullptr && t.q_total <= 0) {
+    throw_error(Status::invalid_argument,
+                "q_total must be positive with q_seq_starts (the rows of the packed query and "
+                "output tensors); got {}",
+                t.q_total);
+  }
+  if (t.kv_starts != nullptr && t.kv_total <= 0) {
+    throw_error(Status::invalid_argument,
+                "kv_total must be positive with kv_seq_starts (the rows of the packed key and "
+                "value tensors); got {}",
+                t.kv_total);
+  }
+  if (t.kv_starts != nullptr && t.kv_lens != nullptr) {
+    throw_error(Status::invalid_argument,
+                "kv_seq_starts and kv_seq_lens both given: packed keys have their counts in their "
+                "starts; pass one of them");
+  }
+  if (t.kv_starts != nullptr && is_paged(b)) {
+    throw_error(Status::invalid_argument,
+                "kv_seq_starts with a page table: a paged cache's sequences are its table's rows; "
+                "give their key counts as kv_seq_lens");
+  }
+}
+
 }  // namespace
 
 void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {
@@ -211,6 +252,7 @@ void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {
                 dtype_name(b.q_dtype), dtype_name(b.k_dtype), dtype_name(b.v_dtype));
   }
   if (is_paged(b)) validate_pages(s, b.kv_pages);
+  validate_sequences(s, b);
   const std::size_t element_size = dtype_size(b.q_dtype);
   for (const TensorView& view : tensor_views(s, b)) {
     const Strides& st = view.strides;
@@ -224,16 +266,18 @@ void validate_problem(const AttentionShape& s, const AttentionBuffers& b) {
   }
   // Note: inputs may share memory between heads or batches (reads only); output elements may not,
   // or two threads would write one element and the result would depend on their order.
-  if (view_overlaps(dimensions(b.out_strides, s.batch, s.num_heads_q, s.q_len, s.head_dim))) {
+  const TensorView out = tensor_views(s, b)[3];
+  if (view_overlaps(dimensions(b.out_strides, out.batch, out.heads, out.len, s.head_dim))) {
     throw_error(Status::invalid_argument,
                 "output strides (batch={}, head={}, row={}) make elements of [batch={}, "
                 "heads={}, len={}, head_dim={}] overlap; every output element needs its own memory",
-                b.out_strides.batch, b.out_strides.head, b.out_strides.row, s.batch,
-                s.num_heads_q, s.q_len, s.head_dim);
+                b.out_strides.batch, b.out_strides.head, b.out_strides.row, out.batch, out.heads,
+                out.len, s.head_dim);
   }
   if (b.lse != nullptr) {
-    const Strides lse_strides{std::int64_t{s.num_heads_q} * s.q_len, s.q_len, 1};
-    check_addressable("lse", b.lse, dimensions(lse_strides, s.batch, s.num_heads_q, s.q_len, 1),
+    // [batch, num_heads_q, q_len], or [num_heads_q, q_total] with packed queries.
+    const Strides lse_strides{std::int64_t{out.heads} * out.len, out.len, 1};
+    check_addressable("lse", b.lse, dimensions(lse_strides, out.batch, out.heads, out.len, 1),
                       sizeof(float));
   }
 }

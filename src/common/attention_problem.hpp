@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include "attnjit/sequences.cuh"
+
 namespace attnjit {
 
 enum class DType { bf16, fp16, fp32 };
@@ -62,10 +64,30 @@ struct AttentionBuffers {
   Strides q_strides, k_strides, v_strides, out_strides;
   float scale = 0.0f;  // 0 means 1/sqrt(head_dim)
   KvPages kv_pages;    // table null: k and v are [batch, heads, kv_len, head_dim] views
+  // Variable-length sequences (attnjit/sequences.cuh; tables in memory of the backend's kind). With
+  // q_starts, q and out are [1, heads, q_total, head_dim] views of packed rows (their batch
+  // strides unused), q_len is the longest sequence's query count and lse is
+  // [num_heads_q, q_total]; with kv_starts (dense only) the same for k and v; kv_lens gives each
+  // sequence's key count in a padded or paged cache. The mask and score see each sequence's own
+  // q_len and kv_len.
+  SequenceTables sequences{};
 };
 
 // Whether a call reads its keys and values through a page table.
 inline bool is_paged(const AttentionBuffers& buffers) { return buffers.kv_pages.table != nullptr; }
+
+// Whether a call's sequences have extents of their own (any sequence table), and whether its
+// queries or its keys are packed.
+inline bool has_sequence_tables(const AttentionBuffers& buffers) {
+  const SequenceTables& t = buffers.sequences;
+  return t.q_starts != nullptr || t.kv_starts != nullptr || t.kv_lens != nullptr;
+}
+inline bool packs_queries(const AttentionBuffers& buffers) {
+  return buffers.sequences.q_starts != nullptr;
+}
+inline bool packs_keys(const AttentionBuffers& buffers) {
+  return buffers.sequences.kv_starts != nullptr;
+}
 
 // One of the four [batch, heads, len, head_dim] tensors of a call, for the checks that go over
 // each of them.
@@ -75,7 +97,8 @@ struct TensorView {
   Strides strides;
   int heads;
   int len;
-  int batch;  // the call's batch, or the pool's pages for the keys and values of a paged call
+  int batch;  // the call's batch, the pool's pages for the keys and values of a paged call, or 1
+              // for packed sequences (whose len is then their total rows)
 };
 
 // query, key, value, output.
@@ -90,7 +113,7 @@ std::optional<std::int64_t> view_extent_bytes(const TensorView& view, const Atte
 // The element offset of row `row` of sequence `b`, key/value head `h`, in a tensor of `strides`
 // (the pool's, for a paged call: table[b * table_width + row / page_size]'s row row % page_size),
 // or nullopt where that page is outside the pool (the row reads as zeros). `table` is read: host
-// memory only (the CPU backend's).
+// memory only (the CPU backend's). With packed keys (kv_starts) `row` is the packed row.
 std::optional<std::int64_t> kv_row_offset(const AttentionBuffers& buffers, const Strides& strides,
                                           int b, int h, int row);
 
@@ -103,8 +126,10 @@ float effective_scale(const AttentionShape& shape, const AttentionBuffers& buffe
 // null buffers, negative strides or rows that overlap, a view whose last element's offset
 // overflows 64 bits or wraps the address space, output elements that share memory (e.g. a head
 // stride of 0), an lse too large to address, and for a paged call a page size that is not a power
-// of two, a table too narrow for kv_len or too large to address, an empty pool. Nothing is read
-// or written before these checks.
+// of two, a table too narrow for kv_len or too large to address, an empty pool; sequence tables
+// with a non-positive total, packed keys with a page table or with per-sequence key counts. The
+// tables' and the page table's contents are not read (device memory on the CUDA backend): the
+// kernels clamp them (sequence_extent). Nothing is read or written before these checks.
 void validate_problem(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 }  // namespace attnjit

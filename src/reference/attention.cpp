@@ -104,7 +104,6 @@ struct Job {
   int tile_q;
   int tile_kv;
   int num_q_tiles;
-  int num_kv_tiles;
   float scale;
   bool score_is_identity;
 };
@@ -174,13 +173,8 @@ void accumulate_tile(const Job& job, const TileBounds& tile, TileClass tile_clas
     dot_rows_fp32(q_row, scratch.k_transposed.data(), job.tile_kv, head_dim, cols, scores);
     float tile_max = kNegInf;
     for (int c = 0; c < cols; ++c) {
-      const expr::ElementIndex at{tile.b,
-                                  tile.h,
-                                  q_idx,
-                                  tile.kv_begin + c,
-                                  job.shape.q_len,
-                                  job.shape.kv_len,
-                                  job.shape.num_heads_q};
+      const expr::ElementIndex at{
+          tile.b, tile.h, q_idx, tile.kv_begin + c, tile.q_len, tile.kv_len, job.shape.num_heads_q};
       if (tile_class == kTilePartial && !expr::evaluate_mask(job.mask, job.args, at)) {
         scores[c] = kNegInf;
         continue;
@@ -215,9 +209,17 @@ void accumulate_tile(const Job& job, const TileBounds& tile, TileClass tile_clas
   }
 }
 
-void write_rows(const Job& job, int b, int h, int q_begin, int rows, Scratch& scratch) {
+// Rows [q_begin, q_begin + rows) of sequence b (of `extent`), query head h.
+void write_rows(const Job& job, int b, int h, const SequenceExtent& extent, int q_begin, int rows,
+                Scratch& scratch) {
   const int head_dim = job.shape.head_dim;
   const AttentionBuffers& buffers = job.buffers;
+  // Note: packed queries are rows of one batch entry; lse is then [num_heads_q, q_total].
+  const bool packed = packs_queries(buffers);
+  const std::int64_t out_batch = packed ? 0 : b;
+  const std::int64_t lse_row0 =
+      packed ? std::int64_t{h} * buffers.sequences.q_total + extent.q_row0
+             : (static_cast<std::int64_t>(b) * job.shape.num_heads_q + h) * job.shape.q_len;
   for (int r = 0; r < rows; ++r) {
     const int q_idx = q_begin + r;
     float* acc = scratch.acc.data() + static_cast<std::size_t>(r) * head_dim;
@@ -229,13 +231,12 @@ void write_rows(const Job& job, int b, int h, int q_begin, int rows, Scratch& sc
     } else {
       for (int d = 0; d < head_dim; ++d) acc[d] /= sum;
     }
-    const std::int64_t offset = b * buffers.out_strides.batch + h * buffers.out_strides.head +
-                                static_cast<std::int64_t>(q_idx) * buffers.out_strides.row;
+    const std::int64_t offset = out_batch * buffers.out_strides.batch +
+                                h * buffers.out_strides.head +
+                                (std::int64_t{extent.q_row0} + q_idx) * buffers.out_strides.row;
     store_row(buffers.out, buffers.q_dtype, offset, head_dim, acc);
     if (buffers.lse != nullptr) {
-      const std::int64_t lse_index =
-          (static_cast<std::int64_t>(b) * job.shape.num_heads_q + h) * job.shape.q_len + q_idx;
-      buffers.lse[lse_index] = empty_row ? kNegInf : scratch.row_max[r] + std::log(sum);
+      buffers.lse[lse_row0 + q_idx] = empty_row ? kNegInf : scratch.row_max[r] + std::log(sum);
     }
   }
 }
@@ -249,22 +250,29 @@ void run_work_item(const Job& job, std::int64_t item, Scratch& scratch, TileStat
   const int b = static_cast<int>(item / job.num_q_tiles / shape.num_heads_q);
   const int kv_head = h / (shape.num_heads_q / shape.num_heads_kv);
   const int q_begin = q_tile * job.tile_q;
+  // The sequence's own rows and lengths (the call's, without sequence tables), clamped as the
+  // kernels clamp them.
+  const SequenceExtent extent = sequence_extent(buffers.sequences, b, shape.q_len, shape.kv_len);
+  if (q_begin >= extent.q_len) return;  // a shorter sequence: no rows in this tile
   // Note: sums in 64 bits; q_begin + tile_q overflows int when q_len is near INT_MAX.
-  const int q_end = static_cast<int>(std::min<std::int64_t>(std::int64_t{q_begin} + job.tile_q, shape.q_len));
+  const int q_end =
+      static_cast<int>(std::min<std::int64_t>(std::int64_t{q_begin} + job.tile_q, extent.q_len));
   const int rows = q_end - q_begin;
+  const int num_kv_tiles =
+      static_cast<int>((std::int64_t{extent.kv_len} + job.tile_kv - 1) / job.tile_kv);
 
-  load_rows(buffers.q, buffers.q_dtype, buffers.q_strides, b, h, q_begin, rows, shape.head_dim,
-            scratch.q.data());
+  load_rows(buffers.q, buffers.q_dtype, buffers.q_strides, packs_queries(buffers) ? 0 : b, h,
+            extent.q_row0 + q_begin, rows, shape.head_dim, scratch.q.data());
   std::fill(scratch.acc.begin(), scratch.acc.end(), 0.0f);
   std::fill(scratch.row_max.begin(), scratch.row_max.end(), kNegInf);
   std::fill(scratch.row_sum.begin(), scratch.row_sum.end(), 0.0f);
 
-  for (int kv_tile = 0; kv_tile < job.num_kv_tiles; ++kv_tile) {
+  for (int kv_tile = 0; kv_tile < num_kv_tiles; ++kv_tile) {
     const int kv_begin = kv_tile * job.tile_kv;
-    const int kv_end =
-        static_cast<int>(std::min<std::int64_t>(std::int64_t{kv_begin} + job.tile_kv, shape.kv_len));
+    const int kv_end = static_cast<int>(
+        std::min<std::int64_t>(std::int64_t{kv_begin} + job.tile_kv, extent.kv_len));
     const TileBounds tile{
-        b, h, q_begin, q_end, kv_begin, kv_end, shape.q_len, shape.kv_len, shape.num_heads_q};
+        b, h, q_begin, q_end, kv_begin, kv_end, extent.q_len, extent.kv_len, shape.num_heads_q};
     const TileClass tile_class = expr::classify_tile(job.mask, job.args, tile);
     ++stats.total;
     if (tile_class == kTileEmpty) {
@@ -272,14 +280,15 @@ void run_work_item(const Job& job, std::int64_t item, Scratch& scratch, TileStat
       continue;
     }
     ++(tile_class == kTileFull ? stats.full : stats.partial);
+    // Note: packed keys' rows are rows of the packed tensors (kv_row_offset).
     load_kv_rows_transposed(buffers, buffers.k, buffers.k_dtype, buffers.k_strides, b, kv_head,
-                            kv_begin, kv_end - kv_begin, shape.head_dim, job.tile_kv,
-                            scratch.k_transposed.data(), scratch.row_buffer.data());
-    load_kv_rows(buffers, buffers.v, buffers.v_dtype, buffers.v_strides, b, kv_head, kv_begin,
-                 kv_end - kv_begin, shape.head_dim, scratch.v.data());
+                            extent.kv_row0 + kv_begin, kv_end - kv_begin, shape.head_dim,
+                            job.tile_kv, scratch.k_transposed.data(), scratch.row_buffer.data());
+    load_kv_rows(buffers, buffers.v, buffers.v_dtype, buffers.v_strides, b, kv_head,
+                 extent.kv_row0 + kv_begin, kv_end - kv_begin, shape.head_dim, scratch.v.data());
     accumulate_tile(job, tile, tile_class, scratch);
   }
-  write_rows(job, b, h, q_begin, rows, scratch);
+  write_rows(job, b, h, extent, q_begin, rows, scratch);
 }
 
 }  // namespace
@@ -308,8 +317,6 @@ TileStats attention_forward(const expr::Expression& mask, const expr::Expression
 
   const int num_q_tiles =
       static_cast<int>((std::int64_t{shape.q_len} + options.tile_q - 1) / options.tile_q);
-  const int num_kv_tiles =
-      static_cast<int>((std::int64_t{shape.kv_len} + options.tile_kv - 1) / options.tile_kv);
   const Job job{mask,
                 score,
                 prepared.args,
@@ -318,7 +325,6 @@ TileStats attention_forward(const expr::Expression& mask, const expr::Expression
                 options.tile_q,
                 options.tile_kv,
                 num_q_tiles,
-                num_kv_tiles,
                 effective_scale(shape, buffers),
                 score.is_identity()};
 

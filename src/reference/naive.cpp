@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/error.hpp"
 #include "expr/evaluate.hpp"
 #include "reference/attention.hpp"
 #include "reference/row_math.hpp"
@@ -41,8 +42,16 @@ std::vector<double> load_kv_rows_as_double(const AttentionBuffers& buffers, cons
 void naive_attention(const expr::Expression& mask, const expr::Expression& score,
                      const VariantArgs& args, const AttentionShape& shape,
                      const AttentionBuffers& buffers, std::vector<double>& out,
-                     std::vector<double>& lse) {
+                     std::vector<double>& lse, const SequenceLengths& lengths) {
   validate_variant_call(mask, score, args, shape, buffers);
+  if (has_sequence_tables(buffers)) {
+    throw_error(Status::invalid_argument,
+                "the naive reference reads padded sequences (its lengths argument), not sequence "
+                "tables: check each sequence as a call of its own (batch 1, its lengths)");
+  }
+  const auto length_of = [&](std::span<const int> lens, int b, int uniform) {
+    return lens.empty() ? uniform : std::clamp(lens[static_cast<std::size_t>(b)], 0, uniform);
+  };
   const double scale = effective_scale(shape, buffers);
   const int dim = shape.head_dim;
   const int group = shape.num_heads_q / shape.num_heads_kv;
@@ -54,18 +63,20 @@ void naive_attention(const expr::Expression& mask, const expr::Expression& score
   std::vector<bool> kept(static_cast<std::size_t>(shape.kv_len));
 
   for (int b = 0; b < shape.batch; ++b) {
+    const int q_len = length_of(lengths.q_lens, b, shape.q_len);
+    const int kv_len = length_of(lengths.kv_lens, b, shape.kv_len);
     for (int h = 0; h < shape.num_heads_q; ++h) {
-      const auto q = load_rows_as_double(buffers.q, buffers.q_dtype, buffers.q_strides, b, h,
-                                         shape.q_len, dim);
+      const auto q =
+          load_rows_as_double(buffers.q, buffers.q_dtype, buffers.q_strides, b, h, q_len, dim);
       const auto k = load_kv_rows_as_double(buffers, buffers.k, buffers.k_dtype, buffers.k_strides,
-                                            b, h / group, shape.kv_len, dim);
+                                            b, h / group, kv_len, dim);
       const auto v = load_kv_rows_as_double(buffers, buffers.v, buffers.v_dtype, buffers.v_strides,
-                                            b, h / group, shape.kv_len, dim);
-      for (int i = 0; i < shape.q_len; ++i) {
+                                            b, h / group, kv_len, dim);
+      for (int i = 0; i < q_len; ++i) {
         double max_score = kNegInf;
         bool any_kept = false;
-        for (int j = 0; j < shape.kv_len; ++j) {
-          const expr::ElementIndex at{b, h, i, j, shape.q_len, shape.kv_len, shape.num_heads_q};
+        for (int j = 0; j < kv_len; ++j) {
+          const expr::ElementIndex at{b, h, i, j, q_len, kv_len, shape.num_heads_q};
           kept[j] = expr::evaluate_mask(mask, args, at);
           if (!kept[j]) continue;
           double dot = 0.0;
@@ -87,7 +98,7 @@ void naive_attention(const expr::Expression& mask, const expr::Expression& score
             (static_cast<std::size_t>(b) * shape.num_heads_q + h) * shape.q_len + i;
         double* out_row = out.data() + row * dim;
         double sum = 0.0;
-        for (int j = 0; j < shape.kv_len; ++j) {
+        for (int j = 0; j < kv_len; ++j) {
           if (!kept[j]) continue;
           const double p = std::exp(scores[j] - max_score);
           sum += p;

@@ -200,12 +200,29 @@ void check_buffers(const AttentionShape& s, const AttentionBuffers& b, const Dev
                         kVectorAlignment, device, context);
   }
   if (b.lse != nullptr) {
-    const std::size_t rows = static_cast<std::size_t>(s.batch) * s.num_heads_q * s.q_len;
+    // [batch, num_heads_q, q_len], or [num_heads_q, q_total] with packed queries.
+    const TensorView out = tensor_views(s, b)[3];
+    const std::size_t rows = static_cast<std::size_t>(out.batch) * out.heads * out.len;
     check_device_buffer("lse", b.lse, rows * sizeof(float), alignof(float), device, context);
   }
   if (is_paged(b)) {
     const std::size_t entries = static_cast<std::size_t>(s.batch) * b.kv_pages.table_width;
     check_device_buffer("kv_page_table", b.kv_pages.table, entries * sizeof(std::int32_t),
+                        alignof(std::int32_t), device, context);
+  }
+  const std::size_t starts_bytes = (static_cast<std::size_t>(s.batch) + 1) * sizeof(std::int32_t);
+  const SequenceTables& tables = b.sequences;
+  if (tables.q_starts != nullptr) {
+    check_device_buffer("q_seq_starts", tables.q_starts, starts_bytes, alignof(std::int32_t),
+                        device, context);
+  }
+  if (tables.kv_starts != nullptr) {
+    check_device_buffer("kv_seq_starts", tables.kv_starts, starts_bytes, alignof(std::int32_t),
+                        device, context);
+  }
+  if (tables.kv_lens != nullptr) {
+    check_device_buffer("kv_seq_lens", tables.kv_lens,
+                        static_cast<std::size_t>(s.batch) * sizeof(std::int32_t),
                         alignof(std::int32_t), device, context);
   }
 }
@@ -396,14 +413,20 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   check_dtypes(buffers);
   validate_problem(shape, buffers);
   check_grid(shape, kernel.config);
-  // Note: a dense kernel given a paged call would read the pools as one sequence each, and a
-  // paged kernel given a dense call would read through a null table.
-  if (kernel.config.paged_kv != is_paged(buffers)) {
+  // Note: a dense kernel given a paged call would read the pools as one sequence each, a
+  // paged kernel given a dense call would read through a null table, and a kernel without
+  // sequence tables would run every sequence to the call's q_len and kv_len.
+  const bool tables_kernel =
+      kernel.config.paged_kv && kernel.config.family == codegen::KernelFamily::sm80;
+  if (has_sequence_tables(buffers) ? !tables_kernel : kernel.config.paged_kv != is_paged(buffers)) {
     throw_error(Status::internal,
-                "kernel {} {} a paged key/value cache but the call {} one (Variant::forward "
-                "chooses the kernel of paged calls)",
-                kernel.key, kernel.config.paged_kv ? "reads" : "does not read",
-                is_paged(buffers) ? "has" : "has no");
+                "kernel {} cannot run this call ({}; Variant::forward chooses the kernel of "
+                "paged and variable-length calls)",
+                kernel.key,
+                has_sequence_tables(buffers) ? "variable-length sequences need the sm80 family's "
+                                               "kernel with sequence tables"
+                : is_paged(buffers) ? "a paged key/value cache needs the kernel with the page table"
+                                    : "a dense call on the kernel of a paged key/value cache");
   }
 
   const ContextRef context = current_context();

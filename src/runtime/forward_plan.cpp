@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "attnjit/sm90_fwd_params.cuh"
@@ -266,6 +267,17 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
     params.kv_page_shift = std::countr_zero(static_cast<unsigned>(pages.page_size));
     params.kv_num_pages = pages.num_pages;
   }
+  // Note: packed tensors are one batch entry of their rows; the kernel adds the sequence's first
+  // row, so their batch strides (the caller's, unused) must not move it. A dense call with
+  // sequence tables runs on the kernel of paged calls, which reads each sequence's keys as one
+  // page (the batch entry) of 2^kDensePageShift rows (attention_fwd.cuh, load_kv).
+  params.sequences = buffers.sequences;
+  if (has_sequence_tables(buffers) && !is_paged(buffers)) {
+    params.kv_page_shift = kDensePageShift;
+    params.kv_num_pages = std::numeric_limits<int>::max();
+  }
+  if (packs_queries(buffers)) params.q_stride[0] = params.o_stride[0] = 0;
+  if (packs_keys(buffers)) params.k_stride[0] = params.v_stride[0] = 0;
   params.args = args;
   return params;
 }
@@ -379,7 +391,14 @@ ForwardLaunch plan_forward_launch(const AttentionShape& shape, const AttentionBu
                                   const VariantArgs& args, int multiprocessors,
                                   const LaunchChoices& choices) {
   ForwardLaunch launch;
-  launch.decoding = plan_decoding(shape, config, hooks_use_heads, multiprocessors, choices);
+  if (packs_queries(buffers)) {
+    // Note: packed queries run on the forward entry, unsplit and unpacked: their sequences' rows
+    // are theirs alone (the decoding entry's GQA packing and the split-KV partials index rows
+    // of a uniform q_len).
+    launch.decoding.config = config;
+  } else {
+    launch.decoding = plan_decoding(shape, config, hooks_use_heads, multiprocessors, choices);
+  }
   const codegen::KernelConfig& entry_config = launch.decoding.config;
   launch.entry = launch.decoding.decode_entry ? codegen::kDecodeEntry : codegen::kForwardEntry;
   launch.shape = shape;

@@ -90,6 +90,19 @@ const char* Variant::short_rows_barred() const {
 
 KernelChoice Variant::choose_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                     const VariantArgs& args, bool explain) {
+  if (has_sequence_tables(buffers)) {
+    // Note: only the sm80 family's kernel reads the sequence tables (the sm90 kernel's TMA boxes
+    // would need each sequence's coordinates); it reads a page table too.
+    KernelChoice choice{paged_kernel(codegen::FamilyRequest::sm80), KernelRole::varlen, {}};
+    if (explain) {
+      choice.why = fmt::format(
+          "variable-length sequences ({}{}): the sm80 kernel for {} with the sequence tables{}",
+          packs_queries(buffers) ? "packed queries" : "per-sequence key counts",
+          packs_keys(buffers) ? ", packed keys" : "", runtime_.device_arch(),
+          is_paged(buffers) ? " and the page table" : "");
+    }
+    return choice;
+  }
   if (is_paged(buffers)) return choose_paged_kernel(shape, buffers, explain);
   KernelChoice choice{kernel(), KernelRole::standard, {}};
   if (explain) choice.why = fmt::format("the variant's kernel for {}", runtime_.device_arch());
@@ -351,6 +364,8 @@ const char* kernel_role_name(KernelRole role) {
     case KernelRole::short_rows: return "short_rows";
     case KernelRole::paged_kv:
       return "paged_kv";
+    case KernelRole::varlen:
+      return "varlen";
   }
   return "unknown";
 }

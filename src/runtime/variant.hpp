@@ -42,6 +42,7 @@ enum class KernelRole {
   decoding,      // an sm90 variant's decoding call: the sm80 kernel, which splits and packs
   short_rows,    // the short-rows kernel (codegen/short_rows.hpp)
   paged_kv,      // a call with a paged key/value cache: a kernel with the page table
+  varlen,        // variable-length sequences: the sm80 family's kernel with the sequence tables
 };
 const char* kernel_role_name(KernelRole role);  // "standard", "tma_fallback", ...
 
@@ -75,8 +76,9 @@ class Variant {
   // sm80 kernel that decoding steps and strides TMA cannot load run on, and the short-rows kernel
   // where the variant has one. No-op on the CPU backend.
   void prepare();
-  // The same for the kernels of calls with a paged key/value cache (AttentionBuffers::kv_pages),
-  // which prepare() leaves alone: only serving programs need them. No-op on the CPU backend.
+  // The same for the kernels of calls with a paged key/value cache (AttentionBuffers::kv_pages)
+  // or variable-length sequences (AttentionBuffers::sequences), which prepare() leaves alone:
+  // only serving programs need them. No-op on the CPU backend.
   void prepare_paged();
   void forward(const ForwardCall& call);
   // What forward(call) would launch and why, after the same checks of the shape, dtype and

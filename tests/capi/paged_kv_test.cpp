@@ -124,7 +124,9 @@ TEST_CASE("a version-1 argument struct is read without the paged fields") {
   INFO(attnjit_last_error());
   REQUIRE(attnjit_forward(v.variant.get(), &args) == ATTNJIT_OK);
   CHECK(inputs.out == expected);
-  args.version = 3;
+  args.version = 2;  // the garbage page table is read now
+  CHECK(attnjit_forward(v.variant.get(), &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  args.version = ATTNJIT_FORWARD_ARGS_VERSION + 1;  // a later library's struct
   CHECK(attnjit_forward(v.variant.get(), &args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
 }
 

@@ -184,6 +184,49 @@ TEST_CASE("fake device: paged caches run on the paged kernel through the C API",
   attnjit_runtime_destroy(runtime);
 }
 
+// Variable-length sequences through the C API on the fake device (sm_90a, and sm_86 in the
+// second run): the tables checked as device memory, the call planned and run on the sm80
+// family's kernel with the tables on either arch, packed queries on the forward entry.
+TEST_CASE("fake device: variable-length sequences run on the kernel with the tables",
+          "[dispatch]") {
+  const auto cache = work_dir("varlen");
+  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "auto");  // as users get it
+  attnjit_runtime* runtime = cuda_runtime();
+  const std::vector<KernelCase> all = varlen_cases();
+  // Packed queries and keys (without the tensor: c_variant declares none); packed queries over a
+  // paged cache; a split decoding step over a paged cache with per-sequence key counts.
+  KernelCase chunks = all[0];
+  chunks.mask = "kv_idx <= q_idx + kv_len - q_len";
+  chunks.tensors.clear();
+  for (const KernelCase& c : {chunks, all[2], all[3]}) {
+    INFO(c.name());
+    const auto module = emulated_module({c});
+    device().use(module.get(), 0);
+    attnjit_variant* variant = c_variant(runtime, c);
+    DeviceCall call(c);
+    const attnjit_launch_plan plan = launch_plan(variant, call.args);
+    CHECK(std::string(plan.kernel) == "varlen");
+    CHECK(std::string(plan.kernel_family) == "sm80");
+    CHECK_THAT(plan.reason, Catch::Contains("variable-length sequences"));
+    if (c.sequences->pack_queries) CHECK(std::string(plan.entry) == codegen::kForwardEntry);
+    const CaseResult result = run_variant_through_c_api(variant, c);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    attnjit_variant_destroy(variant);
+    device().use(nullptr, 0);
+  }
+  // Tables in host memory are refused before anything runs, with their names.
+  attnjit_variant* variant = c_variant(runtime, chunks);
+  DeviceCall call(chunks);
+  const std::vector<std::int32_t> host_starts(call.prepared.packed->q_starts);
+  call.args.q_seq_starts = host_starts.data();
+  CHECK(attnjit_forward(variant, &call.args) == ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(attnjit_last_error(), Catch::Contains("q_seq_starts"));
+  attnjit_variant_destroy(variant);
+  attnjit_runtime_destroy(runtime);
+}
+
 // The backend refuses a kernel that does not match the call's cache (a dense kernel would read
 // the pools as one sequence each, a paged one read through a null table): an internal error,
 // before anything is checked on the device or launched.

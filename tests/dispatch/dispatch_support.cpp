@@ -45,11 +45,13 @@ std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>&
   std::vector<std::string> sources;
   for (const KernelCase& c : cases) {
     const PreparedCase prepared(c);
-    // Note: a paged case runs on the variant's paged kernel, as the backend's calls do.
-    sources.push_back(c.page_size > 0
+    // Note: a paged case runs on the variant's paged kernel, as the backend's calls do, and a
+    // case with sequence tables on the sm80 family's one.
+    sources.push_back(c.page_size > 0 || c.sequences
                           ? codegen::generate_paged_kernel_source(
                                 prepared.mask, prepared.score, c.dtype, c.head_dim, target,
-                                paged_family, codegen::kernel_tuning_from_environment())
+                                c.sequences ? codegen::FamilyRequest::sm80 : paged_family,
+                                codegen::kernel_tuning_from_environment())
                                 .source
                           : codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype,
                                                             c.head_dim, target)
@@ -134,18 +136,28 @@ DeviceCall::DeviceCall(const KernelCase& c) : prepared(c) {
     buffer->upload({static_cast<const std::byte*>(data), size});
     return buffer;
   };
-  q = upload(problem.q.data(), problem.q.storage_bytes());
-  // A paged case's pools and table in place of the dense keys and values.
+  // A case's packed sequences in place of its padded queries (and keys), a paged case's pools and
+  // table in place of the dense keys and values.
+  const PackedSequences* packed = prepared.packed.get();
+  const bool packed_queries = packed != nullptr && packed->options.pack_queries;
+  const bool packed_keys = packed != nullptr && packed->options.pack_keys;
+  const reference::HostTensor& q_host = packed_queries ? packed->q : problem.q;
+  const reference::HostTensor& out_host = packed_queries ? packed->out : problem.out;
+  const std::vector<float>& lse_host = packed_queries ? packed->lse : problem.lse;
+  q = upload(q_host.data(), q_host.storage_bytes());
   if (const PagedCache* paged = prepared.paged.get()) {
     k = upload(paged->k_pool.data(), paged->k_pool.storage_bytes());
     v = upload(paged->v_pool.data(), paged->v_pool.storage_bytes());
     page_table = upload(paged->table.data(), paged->table.size() * sizeof(std::int32_t));
+  } else if (packed_keys) {
+    k = upload(packed->k.data(), packed->k.storage_bytes());
+    v = upload(packed->v.data(), packed->v.storage_bytes());
   } else {
     k = upload(problem.k.data(), problem.k.storage_bytes());
     v = upload(problem.v.data(), problem.v.storage_bytes());
   }
-  out = upload(problem.out.data(), problem.out.storage_bytes());
-  lse = upload(problem.lse.data(), problem.lse.size() * sizeof(float));
+  out = upload(out_host.data(), out_host.storage_bytes());
+  lse = upload(lse_host.data(), lse_host.size() * sizeof(float));
   attnjit_forward_args_init(&args);
   args.q = q->get();
   args.k = k->get();
@@ -166,6 +178,24 @@ DeviceCall::DeviceCall(const KernelCase& c) : prepared(c) {
     args.kv_page_size = paged->pages.page_size;
     args.kv_num_pages = paged->pages.num_pages;
   }
+  if (packed != nullptr) {
+    const auto table = [&](const std::vector<std::int32_t>& host) {
+      return upload(host.data(), host.size() * sizeof(std::int32_t));
+    };
+    if (packed_queries) {
+      q_starts = table(packed->q_starts);
+      args.q_seq_starts = static_cast<const std::int32_t*>(q_starts->get());
+      args.q_total = packed->q_total;
+    }
+    if (packed_keys) {
+      kv_starts = table(packed->kv_starts);
+      args.kv_seq_starts = static_cast<const std::int32_t*>(kv_starts->get());
+      args.kv_total = packed->kv_total;
+    } else {
+      kv_lens = table(packed->kv_lens);
+      args.kv_seq_lens = static_cast<const std::int32_t*>(kv_lens->get());
+    }
+  }
   for (const std::int32_t bits : c.scalars) scalars.push_back({.i = bits});
   args.params = scalars.data();
   args.num_params = static_cast<int>(scalars.size());
@@ -173,9 +203,13 @@ DeviceCall::DeviceCall(const KernelCase& c) : prepared(c) {
 
 CaseResult DeviceCall::check() {
   reference::HostProblem& problem = prepared.problem;
-  out->download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
-  lse->download({reinterpret_cast<std::byte*>(problem.lse.data()), problem.lse.size() * 4});
-  return prepared.check(problem.lse);
+  PackedSequences* packed = prepared.packed.get();
+  const bool packed_queries = packed != nullptr && packed->options.pack_queries;
+  reference::HostTensor& out_host = packed_queries ? packed->out : problem.out;
+  std::vector<float>& lse_host = packed_queries ? packed->lse : problem.lse;
+  out->download({static_cast<std::byte*>(out_host.data()), out_host.storage_bytes()});
+  lse->download({reinterpret_cast<std::byte*>(lse_host.data()), lse_host.size() * 4});
+  return prepared.check(lse_host);
 }
 
 attnjit_launch_plan launch_plan(attnjit_variant* variant, const attnjit_forward_args& args) {

@@ -76,6 +76,9 @@ struct DeviceCall {
   PreparedCase prepared;
   std::unique_ptr<cuda::DeviceBuffer> q, k, v, out, lse;
   std::unique_ptr<cuda::DeviceBuffer> page_table;  // a paged case's (k and v are its pools)
+  // A case with sequence tables: the tables (q, out, lse, k and v are then its packed tensors
+  // where it packs them).
+  std::unique_ptr<cuda::DeviceBuffer> q_starts, kv_starts, kv_lens;
   std::vector<attnjit_scalar> scalars;
   attnjit_forward_args args;
 };

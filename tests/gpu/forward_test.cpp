@@ -181,6 +181,10 @@ TEST_CASE("paged prefills in boxes of pages match the reference", "[gpu]") {
   check_cases(sm90_paged_kv_cases());
 }
 
+// Variable-length sequences (packed queries and keys, per-sequence key counts over padded and
+// paged caches; varlen_cases): on the sm80 family's kernel with the sequence tables, either family.
+TEST_CASE("variable-length sequences match the reference", "[gpu]") { check_cases(varlen_cases()); }
+
 // Hardware only ([large]: the fake device's emulator would take hours over its 256 x 512 tiles).
 TEST_CASE("a serving-sized decoding step matches the reference", "[gpu][large]") {
   // 8 sequences, 32 query heads over 8, one query, 32K keys of a cache; and one sequence. Both
@@ -413,6 +417,9 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   // On the sm90 family, a prefill in pages of 16 (8 boxes a key tile, the tail maps).
   const std::vector<KernelCase> paged = paged_kv_cases();
   check_cases({paged[1], paged[2], sm90_paged_kv_cases()[0]});
+  // Variable-length sequences: packed queries and keys with an empty sequence and one without
+  // keys (the tables' loads, the block's early end, the counts in shared memory).
+  check_cases({varlen_cases()[0]});
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
                with(ring, DType::bf16, Layout::bhld, 128),

@@ -68,11 +68,12 @@ CaseResult run_case(const KernelCase& c) {
   // Note: a paged case runs on the variant's paged kernel, as the backend's calls do: the one
   // of the family ATTNJIT_KERNEL_FAMILY selects, but the sm80 kernel's for pages too small for
   // the sm90 kernel's boxes (Variant::choose_paged_kernel).
-  const codegen::FamilyRequest paged_family = c.page_size >= kSm90MinPagedBoxRows
+  // A case with sequence tables runs on the sm80 family's kernel of paged calls, which reads them.
+  const codegen::FamilyRequest paged_family = c.page_size >= kSm90MinPagedBoxRows && !c.sequences
                                                   ? codegen::FamilyRequest::environment
                                                   : codegen::FamilyRequest::sm80;
   const KernelBinary kernel =
-      c.page_size > 0
+      c.page_size > 0 || c.sequences
           ? *acquire_variant(prepared.spec, parse_variant(prepared.spec), device_arch(),
                              test_cache(), /*ptx=*/false, paged_family, codegen::Schedule::paged_kv)
                  .binary
@@ -81,12 +82,27 @@ CaseResult run_case(const KernelCase& c) {
   const AttentionBuffers host = prepared.call_buffers();
 
   // Device copies; out and lse start as NaN (the host problem poisons them, padding included).
+  // A case's packed sequences in place of its padded queries, output, lse (and keys).
+  kernel_test::PackedSequences* packed = prepared.packed.get();
+  const bool packed_queries = packed != nullptr && packed->options.pack_queries;
+  const bool packed_keys = packed != nullptr && packed->options.pack_keys;
+  const reference::HostTensor& q_host = packed_queries ? packed->q : problem.q;
+  reference::HostTensor& out_host = packed_queries ? packed->out : problem.out;
+  const std::size_t lse_count = packed_queries ? packed->lse.size() : problem.lse.size();
+  const reference::HostTensor& k_host = packed_keys ? packed->k : problem.k;
+  const reference::HostTensor& v_host = packed_keys ? packed->v : problem.v;
   const cuda::MemoryKind kind = c.managed ? cuda::MemoryKind::managed : cuda::MemoryKind::device;
-  cuda::DeviceBuffer q(problem.q.storage_bytes(), kind), k(problem.k.storage_bytes(), kind),
-      v(problem.v.storage_bytes(), kind), out(problem.out.storage_bytes(), kind);
-  q.upload(bytes_of(problem.q.data(), problem.q.storage_bytes()));
-  k.upload(bytes_of(problem.k.data(), problem.k.storage_bytes()));
-  v.upload(bytes_of(problem.v.data(), problem.v.storage_bytes()));
+  cuda::DeviceBuffer q(q_host.storage_bytes(), kind), k(k_host.storage_bytes(), kind),
+      v(v_host.storage_bytes(), kind), out(out_host.storage_bytes(), kind);
+  q.upload(bytes_of(q_host.data(), q_host.storage_bytes()));
+  k.upload(bytes_of(k_host.data(), k_host.storage_bytes()));
+  v.upload(bytes_of(v_host.data(), v_host.storage_bytes()));
+  std::vector<cuda::DeviceBuffer> tables;  // the sequence tables, in the order they are set
+  const auto upload_table = [&](const std::vector<std::int32_t>& table) {
+    tables.emplace_back(table.size() * sizeof(std::int32_t), kind);
+    tables.back().upload(bytes_of(table.data(), table.size() * sizeof(std::int32_t)));
+    return static_cast<const std::int32_t*>(tables.back().get());
+  };
   // A paged case's pools and table in place of the dense keys and values.
   std::unique_ptr<cuda::DeviceBuffer> k_pool, v_pool, page_table;
   if (const kernel_test::PagedCache* paged = prepared.paged.get()) {
@@ -97,10 +113,10 @@ CaseResult run_case(const KernelCase& c) {
     v_pool->upload(bytes_of(paged->v_pool.data(), paged->v_pool.storage_bytes()));
     page_table->upload(bytes_of(paged->table.data(), paged->table.size() * 4));
   }
-  out.upload(bytes_of(problem.out.data(), problem.out.storage_bytes()));
+  out.upload(bytes_of(out_host.data(), out_host.storage_bytes()));
   std::unique_ptr<cuda::DeviceBuffer> lse;
   if (c.with_lse) {
-    std::vector<float> poison(problem.lse.size(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> poison(lse_count, std::numeric_limits<float>::quiet_NaN());
     lse = std::make_unique<cuda::DeviceBuffer>(poison.size() * sizeof(float), kind);
     lse->upload(bytes_of(poison));
   }
@@ -123,6 +139,12 @@ CaseResult run_case(const KernelCase& c) {
   if (page_table) device.kv_pages.table = static_cast<const std::int32_t*>(page_table->get());
   device.out = out.get();
   device.lse = lse ? static_cast<float*>(lse->get()) : nullptr;
+  if (packed != nullptr) {
+    tables.reserve(3);
+    if (packed_queries) device.sequences.q_starts = upload_table(packed->q_starts);
+    if (packed_keys) device.sequences.kv_starts = upload_table(packed->kv_starts);
+    if (!packed_keys) device.sequences.kv_lens = upload_table(packed->kv_lens);
+  }
   // The decoding switches as a variant created now would read them (a test's ScopedEnv), with
   // the case's slice count.
   LaunchChoices choices = launch_choices_from_environment();
@@ -138,7 +160,7 @@ CaseResult run_case(const KernelCase& c) {
         std::make_unique<Runtime>(RuntimeOptions{test_cache().root().string(), Backend::cuda});
     variant = std::make_unique<Variant>(*runtime, prepared.spec);
     variant->prepare();
-    if (c.page_size > 0) variant->prepare_paged();
+    if (c.page_size > 0 || c.sequences) variant->prepare_paged();
   }
   const auto forward = [&](void* stream) {
     if (variant) {
@@ -159,8 +181,8 @@ CaseResult run_case(const KernelCase& c) {
   };
   // The outputs back from the device, checked against the reference.
   const auto check = [&] {
-    out.download({static_cast<std::byte*>(problem.out.data()), problem.out.storage_bytes()});
-    std::vector<float> lse_result(problem.lse.size());
+    out.download({static_cast<std::byte*>(out_host.data()), out_host.storage_bytes()});
+    std::vector<float> lse_result(lse_count);
     if (lse) {
       lse->download({reinterpret_cast<std::byte*>(lse_result.data()), lse_result.size() * 4});
     }
@@ -178,11 +200,10 @@ CaseResult run_case(const KernelCase& c) {
   // do) unless cold or after prepare, then the call captured, and two replays, the outputs poisoned
   // before each (the host problem's output is still the poisoned one it uploaded: nothing was read
   // back).
-  const std::vector<float> poisoned_lse(problem.lse.size(),
-                                        std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> poisoned_lse(lse_count, std::numeric_limits<float>::quiet_NaN());
   const std::vector<std::byte> poisoned_out(
-      static_cast<const std::byte*>(problem.out.data()),
-      static_cast<const std::byte*>(problem.out.data()) + problem.out.storage_bytes());
+      static_cast<const std::byte*>(out_host.data()),
+      static_cast<const std::byte*>(out_host.data()) + out_host.storage_bytes());
   cuda::Stream stream;
   if (c.graph == KernelCase::Graph::after_plain_call) {
     forward(stream.get());

@@ -407,3 +407,29 @@ TEST_CASE("emulated: paged key/value caches match the reference", "[simt]") {
   CHECK(outcomes[0].packed_group == 4);
   CHECK(outcomes[4].num_splits == 3);
 }
+
+// Variable-length sequences: the sm80 family's kernel with the sequence tables reads packed
+// queries and keys (and a paged cache) at each sequence's rows and counts; the padded tensors are
+// not among the emulator's readable buffers where a case packs them, and their rows past each
+// count are NaN, so a read at the wrong rows or past a count fails.
+TEST_CASE("emulated: variable-length sequences match the reference", "[simt]") {
+  const std::vector<KernelCase> cases = varlen_cases();
+  const auto outcomes = simt::run_simt_cases(cases, 80);
+  REQUIRE(outcomes.size() == cases.size());
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const simt::SimtOutcome& outcome = outcomes[i];
+    INFO(outcome.name);
+    INFO(outcome.describe());
+    CHECK(outcome.config.paged_kv);
+    // Packed queries run on the forward entry, unsplit and unpacked.
+    if (cases[i].sequences->pack_queries) {
+      CHECK_FALSE(outcome.decode_entry);
+      CHECK(outcome.num_splits == 1);
+      CHECK(outcome.packed_group == 1);
+    }
+    CHECK(outcome.passed());
+  }
+  CHECK(outcomes[3].num_splits == 3);  // per-sequence key counts on split decoding steps
+  CHECK(outcomes[3].decode_entry);
+  CHECK(outcomes[4].packed_group == 4);
+}

@@ -57,12 +57,37 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   const int multiprocessors = options.multiprocessors;
   reference::HostProblem& problem = prepared.problem;
   const AttentionBuffers buffers = prepared.call_buffers();
-  // Note: a paged case's dense keys and values are not the kernel's to read: only the pools.
-  std::vector<SimtRegion> regions = {region(problem.q.data(), problem.q.storage_bytes(), false),
-                                     region(problem.out.data(), problem.out.storage_bytes(), true)};
-  if (!prepared.paged) {
+  // Note: a paged case's dense keys and values are not the kernel's to read: only the pools;
+  // nor are a case's padded tensors where it packs them: only the packed ones and the tables.
+  const kernel_test::PackedSequences* packed = prepared.packed.get();
+  const bool packed_queries = packed != nullptr && packed->options.pack_queries;
+  const bool packed_keys = packed != nullptr && packed->options.pack_keys;
+  std::vector<SimtRegion> regions;
+  if (!packed_queries) {
+    regions.push_back(region(problem.q.data(), problem.q.storage_bytes(), false));
+    regions.push_back(region(problem.out.data(), problem.out.storage_bytes(), true));
+  }
+  if (!prepared.paged && !packed_keys) {
     regions.push_back(region(problem.k.data(), problem.k.storage_bytes(), false));
     regions.push_back(region(problem.v.data(), problem.v.storage_bytes(), false));
+  }
+  if (packed_queries) {
+    regions.push_back(region(packed->q.data(), packed->q.storage_bytes(), false));
+    regions.push_back(region(packed->out.data(), packed->out.storage_bytes(), true));
+    regions.push_back(
+        region(packed->q_starts.data(), packed->q_starts.size() * sizeof(std::int32_t), false));
+    if (!packed->lse.empty()) {
+      regions.push_back(region(packed->lse.data(), packed->lse.size() * sizeof(float), true));
+    }
+  }
+  if (packed_keys) {
+    regions.push_back(region(packed->k.data(), packed->k.storage_bytes(), false));
+    regions.push_back(region(packed->v.data(), packed->v.storage_bytes(), false));
+    regions.push_back(
+        region(packed->kv_starts.data(), packed->kv_starts.size() * sizeof(std::int32_t), false));
+  } else if (packed != nullptr) {
+    regions.push_back(
+        region(packed->kv_lens.data(), packed->kv_lens.size() * sizeof(std::int32_t), false));
   }
   if (const kernel_test::PagedCache* paged = prepared.paged.get()) {
     regions.push_back(region(paged->k_pool.data(), paged->k_pool.storage_bytes(), false));
@@ -70,7 +95,7 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
     regions.push_back(
         region(paged->table.data(), paged->table.size() * sizeof(std::int32_t), false));
   }
-  if (!problem.lse.empty()) {
+  if (!problem.lse.empty() && !packed_queries) {
     regions.push_back(region(problem.lse.data(), problem.lse.size() * sizeof(float), true));
   }
 
@@ -148,11 +173,13 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
   for (const KernelCase& c : cases) {
     prepared.push_back(std::make_unique<PreparedCase>(c));
     const PreparedCase& p = *prepared.back();
-    // Note: a paged case runs on the variant's paged kernel, as the CUDA backend's calls do.
+    // Note: a paged case runs on the variant's paged kernel, as the CUDA backend's calls do, and
+    // a case with sequence tables on the sm80 family's one (Variant::choose_kernel).
     const codegen::GeneratedKernel generated =
-        c.page_size > 0
+        c.page_size > 0 || c.sequences
             ? codegen::generate_paged_kernel_source(
-                  p.mask, p.score, c.dtype, c.head_dim, target, family,
+                  p.mask, p.score, c.dtype, c.head_dim, target,
+                  c.sequences ? codegen::FamilyRequest::sm80 : family,
                   options.tuning ? *options.tuning : codegen::kernel_tuning_from_environment())
         : options.tuning
             ? codegen::generate_kernel_source(p.mask, p.score, c.dtype, c.head_dim, target, family,
@@ -177,7 +204,10 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
       outcome.grid = run_emulated(module, kernel_of_case[i], configs[i], options, *prepared[i],
                                   outcome.num_splits, outcome.packed_group, outcome.decode_entry,
                                   outcome.block_barriers);
-      outcome.result = prepared[i]->check(prepared[i]->problem.lse);
+      const kernel_test::PackedSequences* packed = prepared[i]->packed.get();
+      outcome.result = prepared[i]->check(packed != nullptr && packed->options.pack_queries
+                                              ? packed->lse
+                                              : prepared[i]->problem.lse);
     } catch (const std::exception& error) {
       outcome.error = error.what();
     }

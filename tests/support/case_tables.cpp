@@ -270,6 +270,36 @@ std::vector<KernelCase> paged_kv_cases() {
   return cases;
 }
 
+std::vector<KernelCase> varlen_cases() {
+  std::vector<KernelCase> cases;
+  const auto make = [&](const char* mask, AttentionShape s, int head_dim,
+                        SequenceOptions sequences) -> KernelCase& {
+    KernelCase& c = add_case(cases, mask, s, head_dim, 8900);
+    c.sequences = std::move(sequences);
+    return c;
+  };
+  KernelCase& chunks =
+      make("kv_idx <= q_idx + kv_len - q_len && kv_idx != skip[b]", shape(4, 4, 2, 130, 300), 64,
+           {{130, 1, 0, 65}, {300, 17, 40, 0}, true, true, 5});
+  chunks.tensors = {TensorInput{"skip:int32[1]", {5, 3, 0, 1}, {}, {4, 1}}};
+  KernelCase& padded =
+      make("true", shape(3, 2, 2, 100, 200), 128, {{40, 100, 7}, {200, 64, 129}, true, false, 0});
+  padded.dtype = DType::fp16;
+  padded.layout = Layout::blhd;
+  KernelCase& paged = make("kv_idx <= q_idx + kv_len - q_len", shape(2, 2, 1, 90, 150), 64,
+                           {{33, 90}, {150, 91}, true, false, 3});
+  paged.page_size = 16;
+  KernelCase& decode = make("true", shape(2, 8, 2, 1, 300), 128, {{1, 1}, {300, 45}, false});
+  decode.page_size = 16;
+  decode.split_kv = 3;
+  KernelCase& speculative = make("kv_idx <= q_idx + kv_len - q_len", shape(3, 4, 1, 4, 250), 64,
+                                 {{4, 4, 4}, {100, 250, 3}, false, true, 2});
+  speculative.layout = Layout::blhd;
+  make("q_idx >= kv_idx", shape(2, 2, 2, 70, 70), 32, {{70, 20}, {70, 50}, true, true, 0});
+  make("true", shape(2, 1, 1, 50, 130), 256, {{20, 50}, {64, 130}, true, false, 1});
+  return cases;
+}
+
 std::vector<KernelCase> sm90_paged_kv_cases() {
   std::vector<KernelCase> cases;
   const auto make = [&](const char* mask, AttentionShape s, int head_dim,

@@ -85,6 +85,15 @@ std::vector<KernelCase> paged_kv_cases();
 // a producer of 32 registers) in pages of 64.
 std::vector<KernelCase> sm90_paged_kv_cases();
 
+// Variable-length sequences (KernelCase::sequences; the sm80 family's kernel with the tables):
+// packed queries and keys under a causal mask aligned to each sequence's end that also reads a
+// tensor at b (an empty sequence, one with no keys, unused rows around them); packed queries
+// over a padded fp16 cache with per-sequence key counts (BLHD, head dim 128); packed queries
+// over a paged cache (pages of 16); decoding steps with per-sequence key counts over a paged
+// cache, split in 3 slices and GQA-packed; speculative steps over packed keys; head dims 32 and
+// 256.
+std::vector<KernelCase> varlen_cases();
+
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no
 // mask) and in partial ones (the causal diagonal). Use whole tiles of queries and keys.

@@ -103,6 +103,21 @@ inline KernelCase random_expression_case(std::uint64_t seed, int max_len, int ma
     static const int page_sizes[] = {4, 8, 16, 32, 64, 128, 256};
     c.page_size = page_sizes[generator.pick(7)];
   }
+  // Last again: an eighth have variable-length sequences (on the sm80 family's kernel with the
+  // tables, whatever the family): each sequence's counts drawn up to the lengths (zero too),
+  // queries packed in three of four, keys packed in half of the dense ones, else key counts.
+  if (generator.pick(8) == 0) {
+    SequenceOptions sequences;
+    sequences.pack_queries = generator.pick(4) != 0;
+    sequences.pack_keys = c.page_size == 0 && generator.pick(2) == 0;
+    sequences.gap_rows = generator.pick(3);
+    for (int b = 0; b < c.shape.batch; ++b) {
+      sequences.q_lens.push_back(sequences.pack_queries ? generator.pick(c.shape.q_len + 1)
+                                                        : c.shape.q_len);
+      sequences.kv_lens.push_back(generator.pick(c.shape.kv_len + 1));
+    }
+    c.sequences = std::move(sequences);
+  }
   return c;
 }
 

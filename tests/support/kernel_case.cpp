@@ -1,6 +1,7 @@
 #include "kernel_case.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <bit>
 #include <cstring>
@@ -74,6 +75,13 @@ std::string KernelCase::name() const {
     text += fmt::format(" pages of {}", page_size);
     if (unmapped_tail_pages > 0) text += fmt::format(" ({} unmapped)", unmapped_tail_pages);
   }
+  if (sequences) {
+    text +=
+        fmt::format(" sequences q={} kv={}{}{}", fmt::join(sequences->q_lens, ","),
+                    fmt::join(sequences->kv_lens, ","), sequences->pack_queries ? " packed-q" : "",
+                    sequences->pack_keys ? " packed-kv" : " kv-lens");
+    if (sequences->gap_rows > 0) text += fmt::format(" gap={}", sequences->gap_rows);
+  }
   if (graph != Graph::none) {
     text += graph == Graph::cold            ? " graph (cold)"
             : graph == Graph::after_prepare ? " graph (after prepare)"
@@ -146,6 +154,8 @@ PreparedCase::PreparedCase(const KernelCase& c)
     arg.data = is_int ? static_cast<const void*>(input.ints.data()) : input.floats.data();
     host_args.tensors[i] = arg;
   }
+  // Note: before the paged cache, which then copies the poisoned rows past each key count.
+  if (c.sequences) packed = std::make_unique<PackedSequences>(problem, c.layout, *c.sequences);
   if (c.page_size > 0) {
     paged = std::make_unique<PagedCache>(
         problem, c.layout, PagedCacheOptions{c.page_size, c.unmapped_tail_pages, c.seed + 17});
@@ -153,13 +163,19 @@ PreparedCase::PreparedCase(const KernelCase& c)
 }
 
 AttentionBuffers PreparedCase::call_buffers() {
-  return paged ? paged->buffers(problem.buffers()) : problem.buffers();
+  const AttentionBuffers buffers = paged ? paged->buffers(problem.buffers()) : problem.buffers();
+  return packed ? packed->buffers(buffers) : buffers;
 }
 
-CaseResult PreparedCase::check(const std::vector<float>& lse) {
+CaseResult PreparedCase::check(const std::vector<float>& written_lse) {
   const AttentionBuffers host = problem.buffers();
   std::vector<double> expected_out, expected_lse;
-  reference::naive_attention(mask, score, host_args, shape, host, expected_out, expected_lse);
+  reference::SequenceLengths lengths;
+  if (test_case.sequences) lengths = {test_case.sequences->q_lens, test_case.sequences->kv_lens};
+  reference::naive_attention(mask, score, host_args, shape, host, expected_out, expected_lse,
+                             lengths);
+  // Note: packed output rows go back to the padded problem, in the reference's order.
+  const std::vector<float> lse = packed ? packed->unpack(problem, written_lse) : written_lse;
 
   CaseResult result;
   result.out = reference::compare_output(shape, host, expected_out);
@@ -169,7 +185,9 @@ CaseResult PreparedCase::check(const std::vector<float>& lse) {
   result.lse_limit = reference::lse_tolerance();
   if (test_case.with_lse) result.lse = reference::compare_lse(shape, lse.data(), expected_lse);
   result.padding_writes =
-      writes_outside_view(problem.out, poisoned_out, shape, shape.num_heads_q, shape.q_len);
+      packed && packed->options.pack_queries
+          ? packed->gap_writes()
+          : writes_outside_view(problem.out, poisoned_out, shape, shape.num_heads_q, shape.q_len);
   if (!result.passed()) {
     const std::vector<double> actual_out = reference::output_values(shape, host);
     const std::vector<double> actual_lse(lse.begin(), lse.end());

@@ -13,6 +13,7 @@
 #include "common/attention_problem.hpp"
 #include "expr/expression.hpp"
 #include "jit/variant_compiler.hpp"
+#include "packed_sequences.hpp"
 #include "paged_cache.hpp"
 #include "testkit/error_anatomy.hpp"
 #include "testkit/internal/compare.hpp"
@@ -66,6 +67,10 @@ struct KernelCase {
   // last unmapped_tail_pages pages of each sequence are -1 in the table (the mask must drop them).
   int page_size = 0;
   int unmapped_tail_pages = 0;
+  // Variable-length sequences (packed_sequences.hpp; the sm80 family's kernel with the sequence
+  // tables): shape.batch sequences of these counts, at most shape.q_len and kv_len. With
+  // page_size the keys are the paged cache's, with kv_seq_lens.
+  std::optional<SequenceOptions> sequences;
 
   std::string name() const;  // every parameter spelled out, for test output
 };
@@ -103,13 +108,16 @@ struct PreparedCase {
   std::vector<std::byte> poisoned_out;  // problem.out's bytes before the call
   VariantArgs host_args{};
   std::unique_ptr<PagedCache> paged;  // the case's paged cache, when it has a page size
+  std::unique_ptr<PackedSequences> packed;  // the case's sequence tables, when it has them
 
   // The buffers a kernel is launched with (host memory): the problem's, with the paged cache's
-  // pools and table in place of the keys and values when the case has one. The check reads the
-  // problem's own (dense) buffers.
+  // pools and table in place of the keys and values when the case has one, and the packed
+  // sequences' tensors and tables when it has them. The check reads the problem's own (dense)
+  // buffers.
   AttentionBuffers call_buffers();
 
-  // Compares what the executor left in problem.out and `lse` (when the case asks for it).
+  // Compares what the executor left in problem.out and `lse` (when the case asks for it): the
+  // call's lse buffer as read back (for packed queries, packed->lse's order).
   CaseResult check(const std::vector<float>& lse);
 };
 

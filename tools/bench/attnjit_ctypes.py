@@ -60,7 +60,7 @@ ATTNJIT_TENSOR_FLOAT32 = 1
 
 ATTNJIT_RUNTIME_OPTIONS_VERSION = 1
 ATTNJIT_VARIANT_DESC_VERSION = 1
-ATTNJIT_FORWARD_ARGS_VERSION = 2
+ATTNJIT_FORWARD_ARGS_VERSION = 3
 ATTNJIT_LAUNCH_PLAN_VERSION = 1
 
 # C enums are `int` on every ABI the library targets (sizeof == 4, checked in the self-test).
@@ -138,7 +138,12 @@ class ForwardArgs(ctypes.Structure):
                 ("kv_page_table", ctypes.c_void_p),
                 ("kv_page_table_width", ctypes.c_int),
                 ("kv_page_size", ctypes.c_int),
-                ("kv_num_pages", ctypes.c_int)]
+                ("kv_num_pages", ctypes.c_int),
+                ("q_seq_starts", ctypes.c_void_p),
+                ("q_total", ctypes.c_int),
+                ("kv_seq_starts", ctypes.c_void_p),
+                ("kv_total", ctypes.c_int),
+                ("kv_seq_lens", ctypes.c_void_p)]
 
 
 class LaunchPlan(ctypes.Structure):
@@ -172,12 +177,14 @@ EXPECTED_LAYOUT = {
                            num_tensors=48, dtype=52, head_dim=56)),
     Scalar: (4, dict(i=0, f=0)),
     TensorArg: (24, dict(data=0, dims=8)),
-    ForwardArgs: (256, dict(version=0, q=8, k=16, v=24, out=32, lse=40, q_dtype=48, k_dtype=52,
+    ForwardArgs: (296, dict(version=0, q=8, k=16, v=24, out=32, lse=40, q_dtype=48, k_dtype=52,
                             v_dtype=56, batch=60, num_heads_q=64, num_heads_kv=68, q_len=72,
                             kv_len=76, layout=80, q_strides=88, k_strides=112, v_strides=136,
                             out_strides=160, scale=184, params=192, num_params=200,
                             tensors=208, num_tensors=216, stream=224, kv_page_table=232,
-                            kv_page_table_width=240, kv_page_size=244, kv_num_pages=248)),
+                            kv_page_table_width=240, kv_page_size=244, kv_num_pages=248,
+                            q_seq_starts=256, q_total=264, kv_seq_starts=272, kv_total=280,
+                            kv_seq_lens=288)),
     LaunchPlan: (344, dict(version=0, backend=4, kernel_family=8, kernel=16, entry=24,
                            reason=32, block_m=288, block_n=292, num_warps=296,
                            blocks_per_sm=300, grid_x=304, grid_y=308, threads=312,

@@ -7,6 +7,7 @@
 // the shape, for scripts.
 // The variants run through the public API; device memory and events come from the test kit.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -52,10 +54,43 @@ struct BenchOptions {
   std::string dtype = "bf16";
   std::optional<std::string> layout;  // bhld (default) or blhd
   std::optional<int> page_size;       // a paged cache of pages of this many rows
+  std::vector<int> seq_lens;          // variable-length sequences, packed (batch: their count)
   int warmup = 5;
   int iterations = 30;
   std::string json_path;  // empty: no JSON
 };
+
+// A variable-length run's sequences: prefills of these lengths (queries and keys alike), packed
+// one after another into [total, heads, head_dim] tensors (BLHD), with their starts
+// (FlashAttention's cu_seqlens) on the GPU.
+struct SequenceLayout {
+  std::vector<int> lens;  // empty: uniform sequences
+  std::vector<std::int32_t> starts;
+  int total = 0;
+  int longest = 0;
+  testkit::DeviceBuffer device_starts;
+};
+
+SequenceLayout sequence_layout(const BenchOptions& options) {
+  SequenceLayout layout;
+  if (options.seq_lens.empty()) return layout;
+  if (options.page_size || options.q_len) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--seq-lens gives each sequence's queries and keys: not with --page-size or --q-len");
+  }
+  layout.starts.push_back(0);
+  for (const int len : options.seq_lens) {
+    if (len <= 0) fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--seq-lens must be positive; got {}", len);
+    if (len > std::numeric_limits<int>::max() - layout.starts.back()) {
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--seq-lens add up to more than 2^31 - 1 rows");
+    }
+    layout.starts.push_back(layout.starts.back() + len);
+    layout.longest = std::max(layout.longest, len);
+  }
+  layout.lens = options.seq_lens;
+  layout.total = layout.starts.back();
+  return layout;
+}
 
 struct InputSet {
   testkit::DeviceBuffer q, k, v, out;
@@ -110,11 +145,13 @@ void attach_page_tables(std::vector<InputSet>& sets, const PagedLayout& paged) {
   }
 }
 
-attnjit_layout parse_layout(const std::optional<std::string>& text, const PagedLayout& paged) {
-  if (paged.page_size > 0) {
+attnjit_layout parse_layout(const std::optional<std::string>& text, const PagedLayout& paged,
+                            const SequenceLayout& sequences) {
+  if (paged.page_size > 0 || !sequences.lens.empty()) {
     if (text && *text != "blhd") {
       fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
-           "--page-size reads pools of [pages, page_size, heads, head_dim]: --layout blhd only");
+           "{} reads [rows, heads, head_dim] tensors: --layout blhd only",
+           paged.page_size > 0 ? "--page-size" : "--seq-lens");
     }
     return ATTNJIT_LAYOUT_BLHD;
   }
@@ -255,7 +292,9 @@ void run_bench(const BenchOptions& options) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--iters must be positive and --warmup not negative");
   }
   const PagedLayout paged = paged_layout(options, options.batch, options.seq_len);
-  const attnjit_layout layout = parse_layout(options.layout, paged);
+  SequenceLayout sequences = sequence_layout(options);
+  const attnjit_layout layout = parse_layout(options.layout, paged, sequences);
+  const bool varlen = !sequences.lens.empty();
   if (!options.json_path.empty()) check_json_writable(options.json_path);
   const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CUDA);  // throws without a GPU
   const std::string arch = attnjit_runtime_device_arch(runtime.get());
@@ -266,18 +305,34 @@ void run_bench(const BenchOptions& options) {
                                  options.manifest.empty() ? nullptr : options.manifest.c_str()));
   const c::ManifestPtr manifest(raw_manifest);
 
-  const testkit::Shape shape{options.batch, options.heads,   kv_heads,
-                             q_len,         options.seq_len, options.head_dim};
+  // Note: a variable-length run's shape is its sequences' count and the longest; its tensors
+  // are one batch entry of their total rows.
+  const testkit::Shape shape =
+      varlen ? testkit::Shape{static_cast<int>(sequences.lens.size()),
+                              options.heads,
+                              kv_heads,
+                              sequences.longest,
+                              sequences.longest,
+                              options.head_dim}
+             : testkit::Shape{options.batch, options.heads,   kv_heads,
+                              q_len,         options.seq_len, options.head_dim};
   const std::size_t element_bytes = testkit::dtype_size(dtype);
   const auto tensor_bytes = [&](int heads, int length) {
-    return static_cast<std::size_t>(shape.batch) * static_cast<std::size_t>(heads) *
-           static_cast<std::size_t>(length) * static_cast<std::size_t>(shape.head_dim) *
+    const int entries = varlen ? 1 : shape.batch;
+    const int rows = varlen ? sequences.total : length;
+    return static_cast<std::size_t>(entries) * static_cast<std::size_t>(heads) *
+           static_cast<std::size_t>(rows) * static_cast<std::size_t>(shape.head_dim) *
            element_bytes;
   };
   const std::size_t q_bytes = tensor_bytes(shape.num_heads_q, shape.q_len);
   std::vector<InputSet> sets = make_input_sets(
       q_bytes, tensor_bytes(shape.num_heads_kv, shape.kv_len), dtype, device.l2_bytes);
   if (paged.page_size > 0) attach_page_tables(sets, paged);
+  if (varlen) {
+    const std::size_t bytes = sequences.starts.size() * sizeof(std::int32_t);
+    sequences.device_starts = testkit::DeviceBuffer(bytes);
+    sequences.device_starts.upload(sequences.starts.data(), bytes);
+  }
 
   fmt::print(
       "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}{}{}; {} input sets, median "
@@ -289,7 +344,9 @@ void run_bench(const BenchOptions& options) {
       shape.head_dim, testkit::dtype_name(dtype), layout == ATTNJIT_LAYOUT_BLHD ? " blhd" : "",
       paged.page_size > 0
           ? fmt::format(", paged: {} pages of {} rows, shuffled", paged.num_pages, paged.page_size)
-          : "",
+      : varlen ? fmt::format(", sequences of {} packed ({} rows)", fmt::join(sequences.lens, ","),
+                             sequences.total)
+               : "",
       sets.size(), options.iterations, options.warmup);
   nlohmann::json run = {{"device",
                          {{"name", device.name},
@@ -305,7 +362,8 @@ void run_bench(const BenchOptions& options) {
                           {"head_dim", shape.head_dim},
                           {"dtype", testkit::dtype_name(dtype)},
                           {"layout", layout == ATTNJIT_LAYOUT_BLHD ? "blhd" : "bhld"},
-                          {"page_size", paged.page_size}}},
+                          {"page_size", paged.page_size},
+                          {"seq_lens", sequences.lens}}},
                         {"warmup", options.warmup},
                         {"iterations", options.iterations},
                         {"input_sets", sets.size()},
@@ -324,9 +382,9 @@ void run_bench(const BenchOptions& options) {
     const c::VariantPtr variant =
         create_variant(runtime.get(), testkit::manifest_variant_desc(mv, dtype, options.head_dim));
     c::check(attnjit_variant_prepare(variant.get()));
-    if (paged.page_size > 0) c::check(attnjit_variant_prepare_paged(variant.get()));
+    if (paged.page_size > 0 || varlen) c::check(attnjit_variant_prepare_paged(variant.get()));
     const testkit::ExampleInputs inputs =
-        testkit::example_inputs(mv, options.seq_len, options.heads);
+        testkit::example_inputs(mv, varlen ? sequences.longest : options.seq_len, options.heads);
     const testkit::DeviceTensors device_tensors = testkit::upload_tensors(inputs);
     attnjit_forward_args call;
     attnjit_forward_args_init(&call);
@@ -347,15 +405,35 @@ void run_bench(const BenchOptions& options) {
       timed_call.kv_page_size = paged.page_size;
       timed_call.kv_num_pages = paged.num_pages;
     }
+    if (varlen) {
+      const auto* starts = static_cast<const std::int32_t*>(sequences.device_starts.get());
+      timed_call.q_seq_starts = timed_call.kv_seq_starts = starts;
+      timed_call.q_total = timed_call.kv_total = sequences.total;
+    }
     const BenchTimes times =
         median_times(variant.get(), timed_call, sets, options.warmup, options.iterations);
     const double ms = times.gpu_ms;
 
-    // The census reads only the per-call tensors, from the host; q, k, v, out are not read.
+    // The census reads only the per-call tensors, from the host; q, k, v, out are not read. A
+    // variable-length run's is the sum of its sequences', each a call of its own (batch 1).
     const attnjit_forward_args census_call =
         on_inputs(testkit::with_values(call, inputs.params, inputs.tensors), sets[0]);
     attnjit_tile_census census{};
-    c::check(attnjit_variant_tile_census(&census, variant.get(), &census_call, nullptr));
+    if (varlen) {
+      for (const int len : sequences.lens) {
+        attnjit_forward_args one = census_call;
+        one.batch = 1;
+        one.q_len = one.kv_len = len;
+        attnjit_tile_census part{};
+        c::check(attnjit_variant_tile_census(&part, variant.get(), &one, nullptr));
+        census.tiles += part.tiles;
+        census.empty += part.empty;
+        census.kept_pairs += part.kept_pairs;
+        census.total_pairs += part.total_pairs;
+      }
+    } else {
+      c::check(attnjit_variant_tile_census(&census, variant.get(), &census_call, nullptr));
+    }
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
     const double flops = 4.0 * options.head_dim * static_cast<double>(census.kept_pairs);
     // Note: after the timed calls, so it names the kernel they ran (the short-rows rule
@@ -366,7 +444,15 @@ void run_bench(const BenchOptions& options) {
     c::check(attnjit_variant_launch_plan(&plan, variant.get(), &plan_call));
     const double seconds = ms * 1e-3;
     const double tflops = flops / seconds / 1e12;
-    const double gbs = bytes_moved(shape, census, q_bytes, element_bytes) / seconds / 1e9;
+    // Note: a variable-length run's rows are its tensors' total rows, as one batch entry.
+    const testkit::Shape rows_shape = varlen ? testkit::Shape{1,
+                                                              shape.num_heads_q,
+                                                              shape.num_heads_kv,
+                                                              sequences.total,
+                                                              sequences.total,
+                                                              shape.head_dim}
+                                             : shape;
+    const double gbs = bytes_moved(rows_shape, census, q_bytes, element_bytes) / seconds / 1e9;
     run["rows"].push_back({{"variant", mv.name},
                            {"median_ms", ms},
                            {"tflops", tflops},
@@ -412,6 +498,11 @@ void add_bench_command(CLI::App& app) {
                     "Read the keys and values from a paged cache of pages of this many rows (a "
                     "power of two dividing --seq-len; pools of [pages, page_size, heads, "
                     "head_dim] in a shuffled order, layout blhd)");
+  bench
+      ->add_option("--seq-lens", options->seq_lens,
+                   "Variable-length prefills: each sequence's length (queries and keys), "
+                   "comma-separated; packed without padding (layout blhd), the batch their count")
+      ->delimiter(',');
   bench->add_option("--warmup", options->warmup, "Untimed calls first")->capture_default_str();
   bench->add_option("--iters", options->iterations, "Timed calls")->capture_default_str();
   bench->add_option("--json", options->json_path,
