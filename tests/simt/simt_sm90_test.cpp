@@ -167,6 +167,9 @@ TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]
   std::vector<KernelCase> cases;
   for (int i = 0; i < 6; ++i) {
     cases.push_back(random_expression_case(static_cast<std::uint64_t>(3000 + i), 160, 1, 1));
+    // Note: the sm90 kernel does not read sequence tables (their cases run on the sm80 family's
+    // kernel: "emulated: random expressions match the reference" has them).
+    cases.back().sequences.reset();
   }
   check_sm90(cases);
 }
