@@ -362,12 +362,12 @@ void run_bench(const BenchOptions& options) {
                           {"head_dim", shape.head_dim},
                           {"dtype", testkit::dtype_name(dtype)},
                           {"layout", layout == ATTNJIT_LAYOUT_BLHD ? "blhd" : "bhld"},
-                          {"page_size", paged.page_size},
-                          {"seq_lens", sequences.lens}}},
+                          {"page_size", paged.page_size}}},
                         {"warmup", options.warmup},
                         {"iterations", options.iterations},
                         {"input_sets", sets.size()},
                         {"rows", nlohmann::json::array()}};
+  if (varlen) run["shape"]["seq_lens"] = sequences.lens;
   fmt::print("{:<18} {:>10} {:>10} {:>8} {:>14} {:>9} {:>8}  {}\n", "variant", "median ms",
              "TFLOP/s", "GB/s", "unmasked pairs", "skipped", "host us", "kernel");
 
