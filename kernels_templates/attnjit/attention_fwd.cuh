@@ -174,8 +174,12 @@ struct ForwardLayout {
 // decoding entry, whose blocks are mostly such warps). Not in the 128-row kernels: the branch
 // cost ptxas 17-19 registers there (D=128, sm_80: 203 -> 220 noop, 215 -> 234 causal) for a
 // saving only in a call's last query tile.
+// SEQUENCE_WORDS_AT: where a kernel with sequence tables keeps its block's sequence words, a byte
+// offset into the dynamic shared memory; -1: in this kernel's tile window (kSequenceWords). The
+// sm90 kernel, whose layout has no tile window, gives its own place.
 template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
-          int NUM_STAGES, bool DECODING = false, bool SKIP_IDLE_WARPS = false>
+          int NUM_STAGES, bool DECODING = false, bool SKIP_IDLE_WARPS = false,
+          int SEQUENCE_WORDS_AT = -1>
 struct AttentionForward {
   static_assert(HEAD_DIM == 32 || HEAD_DIM == 64 || HEAD_DIM == 96 || HEAD_DIM == 128 ||
                     HEAD_DIM == 256,
@@ -207,7 +211,8 @@ struct AttentionForward {
   // its query and key counts are then `sequence`'s, not the call's q_len and kv_len, which size
   // the grid and bound them.
   static constexpr bool kSequenceTables = SequenceTablesOf<VARIANT>::kTables;
-  static_assert(!kSequenceTables || NUM_WARPS <= kMaxForwardWarps - kSequenceWords,
+  static_assert(!kSequenceTables || SEQUENCE_WORDS_AT >= 0 ||
+                    NUM_WARPS <= kMaxForwardWarps - kSequenceWords,
                 "the sequence's words lie past the warps' words of the tile window");
   // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and
   // whether the softmax adds a multiple of each column's step too (apply_scores, RowShift).
@@ -320,8 +325,12 @@ struct AttentionForward {
     }
   }
   ATTNJIT_DEVICE static unsigned char* sequence_words() {
-    return attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes +
-           4 * (kMaxForwardWarps - kSequenceWords);
+    if constexpr (SEQUENCE_WORDS_AT >= 0) {
+      return attnjit_dynamic_smem + SEQUENCE_WORDS_AT;
+    } else {
+      return attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes +
+             4 * (kMaxForwardWarps - kSequenceWords);
+    }
   }
   ATTNJIT_DEVICE static int sequence_word(int i) {
     return static_cast<int>(load_shared_u32(sequence_words() + 4 * i));

@@ -92,9 +92,16 @@ struct AttentionForwardSm90 {
   // Of each 8 n8 chunks of S, how many the softmax exponentiates on the FMA pipe (poly_exp2.cuh).
   static constexpr int kPolyExp2 = sm90_poly_exp2_eighths(FEATURES);
   static_assert(kPolyExp2 <= 8, "sm90_poly_exp2: 0 to 8 of each 8 chunks");
+  // A kernel with sequence tables keeps its block's sequence words (RowMath::sequence_word) in
+  // the last 16 bytes of the dynamic shared memory, which the aligned layout never reaches: the
+  // base is at least 16-byte aligned, so its padding is at most kSm90SmemAlignment - 16 bytes of
+  // the kSm90SmemAlignment the launch adds for it.
+  static constexpr int kSequenceWordsAt =
+      sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent, kPInSmem) - 16;
+  static_assert(4 * kSequenceWords <= 16, "the sequence's words fit the last 16 bytes");
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
-  using RowMath =
-      AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps, NUM_STAGES>;
+  using RowMath = AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps,
+                                   NUM_STAGES, false, false, kSequenceWordsAt>;
   static_assert(RowMath::kMTiles == 1, "one m16 tile per consumer warp: the wgmma layout");
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 chunks of S
   static constexpr int kDTiles = HEAD_DIM / 8;   // n8 chunks of O
@@ -397,6 +404,83 @@ struct AttentionForwardSm90 {
     }
   }
 
+  // ---- Variable-length sequences (kSequenceTables; sequences.cuh): the kernel of paged calls
+  // reads the tables too, and runs a call with tables and no page table with dense maps over the
+  // packed (or padded) tensors. A call with both runs on the sm80 family's kernel (the host's
+  // choice): a paged box's tail maps are cut at the call's kv_len, not each sequence's.
+  // Note: only plain blocks; RowMath::assign_work stores the sequence's words and waits for the
+  // whole block, which a persistent block's warpgroups, assigning their items apart, cannot.
+  static constexpr bool kSequenceTables = RowMath::kSequenceTables;
+  static_assert(!kSequenceTables || (RowMath::kPagedKv && !kPersistent),
+                "sequence tables: the kernel of paged calls, plain blocks");
+  // Whether the keys are read through the dense maps: always without a page table; in the kernel
+  // of paged calls, for a call with sequence tables and no page table.
+  ATTNJIT_DEVICE bool dense_keys() const {
+    if constexpr (!kPagedKv) {
+      return true;
+    } else {
+      return kSequenceTables && params.base.kv_pages == nullptr;
+    }
+  }
+  // The coordinates of the block's sequence in the maps: packed rows are one batch entry, from the
+  // sequence's first row on.
+  ATTNJIT_DEVICE int q_row0() const { return kSequenceTables ? math.sequence.q_row0 : 0; }
+  ATTNJIT_DEVICE int q_batch() const {
+    return kSequenceTables && params.base.sequences.q_starts != nullptr ? 0 : math.b;
+  }
+  ATTNJIT_DEVICE int kv_row0() const { return kSequenceTables ? math.sequence.kv_row0 : 0; }
+  ATTNJIT_DEVICE int kv_batch() const {
+    return kSequenceTables && params.base.sequences.kv_starts != nullptr ? 0 : math.b;
+  }
+
+  // The rows of V past the sequence's key count in its last tile are not TMA's zero fill but the
+  // next sequence's packed keys, or whatever a padded cache holds past the count (NaN in the
+  // tests). Their P is 0, yet 0 x NaN reaches every row through P V, so before the tile's first P
+  // V the first consumer waits for the tile's V and writes zeros over them, before its turn on
+  // the tensor cores that issues that P V: the other consumers' P V of the tile come in their
+  // later turns (GemmTurns) and see them, and the stage is refilled only after every consumer
+  // released it. A box row of 128 bytes is one key's 64 columns whatever the swizzle, so the rows
+  // are whole 128-byte runs. Called by every thread of consumer warpgroup `consumer` while none
+  // of its GEMMs is in flight: in a branch between a GEMM's issue and its wait, ptxas serialises
+  // every wgmma of the kernel (C7520, "WG.AR in divergent path").
+  ATTNJIT_DEVICE void clear_values_past_count(int tile, const StageRing& ring,
+                                              int consumer) const {
+    if constexpr (kSequenceTables) {
+      const int valid = math.seq_kv_len() - tile * BLOCK_N;
+      if (consumer != 0 || valid >= BLOCK_N) return;
+      mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity(), "V full");
+      unsigned char* values = tiles + (v_stage(ring.stage) - q_smem);
+      // Note: every word of the stage, a fixed count per thread, each stored where its row is
+      // past the count: no loop state and no division (a loop over the rows past the count
+      // spilled the 192-row soft-capping kernel, whose consumers have 160 registers).
+      const int thread = static_cast<int>(threadIdx.x) % 128;
+#pragma unroll 1
+      for (int k = 0; k < kBoxes * BLOCK_N * 32 / 128; ++k) {
+        const int word = thread + 128 * k;  // box word / (BLOCK_N * 32), row (word / 32) % BLOCK_N
+        if ((word / 32) % BLOCK_N >= valid) store_shared_32(values + 4 * word, 0u);
+      }
+      // The tensor cores (the async proxy) read them next: fence, then the warpgroup's barrier.
+      fence_proxy_async_shared();
+      named_barrier_sync(kConsumerBarrier0, 128);
+    }
+  }
+
+  // The last kept tile of the item, whose K is in `ring`'s stage, after the tile loop: the last
+  // tile without a mask (all are kept), the stage's handoff word with the tile handoff, else
+  // `tracked` (the loop's own count; only these kernels keep it live across the loop).
+  ATTNJIT_DEVICE int last_kept_tile(const StageRing& ring, int tracked) const {
+    if constexpr (!VARIANT::kHasMask) {
+      return math.num_kv_tiles - 1;
+    } else if constexpr (kHandoff) {
+      int tile = 0;
+      int tile_class = 0;
+      take_tile(ring.stage, tile, tile_class);
+      return tile;
+    } else {
+      return tracked;
+    }
+  }
+
   // ---- Producer: warp 0 of warpgroup 0.
   ATTNJIT_DEVICE void produce() {
     const int leader = elect_one_lane();
@@ -473,8 +557,8 @@ struct AttentionForwardSm90 {
       mbarrier_arrive_expect_tx(q_barrier(), kQBytes);
 #pragma unroll(kBoxUnroll)
       for (int box = 0; box < kBoxes; ++box) {
-        tma_load_4d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box, math.q0,
-                    math.h, math.b);
+        tma_load_4d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box,
+                    q_row0() + math.q0, math.h, q_batch());
       }
     }
   }
@@ -509,16 +593,19 @@ struct AttentionForwardSm90 {
         store_shared_32(tile_word(stage), static_cast<unsigned>(tile * 4 + tile_class));
       }
       mbarrier_arrive_expect_tx(full, kKVBytes);
-      if constexpr (!kPagedKv) {
+      if (dense_keys()) {
         const TensorMap* map = kValues ? &params.v_map : &params.k_map;
+        const int row = kv_row0() + tile * BLOCK_N;
+        const int batch = kv_batch();
 #pragma unroll(kBoxUnroll)
         for (int box = 0; box < kBoxes; ++box) {
-          tma_load_4d(map, full, tile_smem + box * kKVBoxBytes, 64 * box, tile * BLOCK_N,
-                      math.h_kv, math.b);
+          tma_load_4d(map, full, tile_smem + box * kKVBoxBytes, 64 * box, row, math.h_kv, batch);
         }
       }
     }
-    if constexpr (kPagedKv) load_paged_boxes<kValues>(leader, tile, lane_page, full, tile_smem);
+    if constexpr (kPagedKv) {
+      if (!dense_keys()) load_paged_boxes<kValues>(leader, tile, lane_page, full, tile_smem);
+    }
     __syncwarp();
     ring.advance();
   }
@@ -530,8 +617,6 @@ struct AttentionForwardSm90 {
   // j * kKVBoxBytes + i * box_rows * 128: the dense tile's layout, since box_rows is a multiple
   // of the 8-row swizzle atom.
   static constexpr bool kPagedKv = RowMath::kPagedKv;
-  static_assert(!RowMath::kSequenceTables,
-                "variable-length sequences run on the sm80 family's kernel (its tables)");
   static_assert(!kPagedKv || (BLOCK_N & -BLOCK_N) >= kSm90MinPagedBoxRows,
                 "a paged key tile of whole swizzle atoms");
   static_assert(!kPagedKv || BLOCK_N / kSm90MinPagedBoxRows <= 32, "a page per lane");
@@ -546,6 +631,7 @@ struct AttentionForwardSm90 {
     if constexpr (!kPagedKv) {
       return 0;
     } else {
+      if (dense_keys()) return 0;
       const FwdParams& p = params.base;
       const int box_rows = paged_box_rows();
       const int row = tile * BLOCK_N + lane * box_rows;
@@ -889,6 +975,7 @@ struct AttentionForwardSm90 {
     POperand p = p_operand(warp / 4);
     make_p(acc_s, p, warp, lane);
     // Note: waited for before the turn, so that a late V never holds up the other consumers.
+    clear_values_past_count(tile, ring, warp / 4);
     mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity(), "V full");
     output_turn(acc_o, p, ring.stage, turns);
   }
@@ -924,6 +1011,7 @@ struct AttentionForwardSm90 {
     make_p(acc_s, p, warp, lane);
 
     int tile_class = kTileEmpty;
+    int pv_tile = first;  // the tile of the next P V, where last_kept_tile needs it
     for (int tile = next_tile(kept, first, lane, tile_class, following(ring));
          tile < math.num_kv_tiles;
          tile = next_tile(kept, tile, lane, tile_class, following(ring))) {
@@ -953,7 +1041,12 @@ struct AttentionForwardSm90 {
       mbarrier_arrive(stage_barrier(kEmptyV, previous.stage));
       OnlineSoftmax::rescale_output</*SKIP_UNMOVED=*/true>(acc_o[0], rescale);
       make_p(acc_s, p, warp, lane);
+      pv_tile = tile;
     }
+    // Note: a sequence's last tile is its last kept one, whose P V is this one after the loop:
+    // its V is cleared here, where the fewest registers are live (before the loop's P V, the
+    // 192-row soft-capping kernel spilled 20-56 bytes).
+    clear_values_past_count(last_kept_tile(ring, pv_tile), ring, warp / 4);
     mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity(), "V full");
     output_turn(acc_o, p, ring.stage, turns);
     mbarrier_arrive(stage_barrier(kEmptyV, ring.stage));

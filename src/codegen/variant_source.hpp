@@ -46,9 +46,8 @@ struct KernelConfig {
   // sm80 kernel only: ATTNJIT_TUNE's sm80_safe_sources (copy.cuh, load_tile_async).
   bool sm80_safe_sources = false;
   // Both kernels: keys and values read through a paged cache's page table (FwdParams::kv_pages;
-  // the kernel of a variant's paged calls, Schedule::paged_kv). The sm80 family's such kernel
-  // also reads the sequence tables of variable-length calls (FwdParams::sequences), with or
-  // without a page table.
+  // the kernel of a variant's paged calls, Schedule::paged_kv). Such a kernel also reads the
+  // sequence tables of variable-length calls (FwdParams::sequences; reads_sequence_tables).
   bool paged_kv = false;
   // sm80 kernel with the decoding features only: the tiles of the module's decoding entry
   // (kDecodeEntry: kDecodeBlockM rows, kDecodeWarps warps; decode_config). 0: no such entry.
@@ -57,6 +56,19 @@ struct KernelConfig {
   int decode_blocks_per_sm = 0;  // resident per SM (shared memory), promised to ptxas too
   int decode_smem_bytes = 0;
 };
+
+// Whether `config`'s kernel reads the sequence tables of variable-length calls: the kernel of
+// paged calls; in the sm90 family only with plain blocks (attention_fwd_sm90.cuh: a block's
+// sequence words are stored while the whole block waits, which a persistent block's warpgroups,
+// assigning their items apart, cannot do).
+inline bool reads_sequence_tables(const KernelConfig& config) {
+  return config.paged_kv && (config.family == KernelFamily::sm80 || !config.persistent);
+}
+// Whether it runs a call with both sequence tables and a page table: the sm80 family's only (the
+// sm90 kernel's paged tail maps are cut at the call's kv_len, not at each sequence's).
+inline bool reads_paged_sequences(const KernelConfig& config) {
+  return config.paged_kv && config.family == KernelFamily::sm80;
+}
 
 // The configuration the decoding entry of a module of `config` launches with (block_m, warps,
 // tiles, shared memory, blocks per SM); config.decode_block_n must be set.

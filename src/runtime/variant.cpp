@@ -90,19 +90,7 @@ const char* Variant::short_rows_barred() const {
 
 KernelChoice Variant::choose_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                     const VariantArgs& args, bool explain) {
-  if (has_sequence_tables(buffers)) {
-    // Note: only the sm80 family's kernel reads the sequence tables (the sm90 kernel's TMA boxes
-    // would need each sequence's coordinates); it reads a page table too.
-    KernelChoice choice{paged_kernel(codegen::FamilyRequest::sm80), KernelRole::varlen, {}};
-    if (explain) {
-      choice.why = fmt::format(
-          "variable-length sequences ({}{}): the sm80 kernel for {} with the sequence tables{}",
-          packs_queries(buffers) ? "packed queries" : "per-sequence key counts",
-          packs_keys(buffers) ? ", packed keys" : "", runtime_.device_arch(),
-          is_paged(buffers) ? " and the page table" : "");
-    }
-    return choice;
-  }
+  if (has_sequence_tables(buffers)) return choose_varlen_kernel(shape, buffers, explain);
   if (is_paged(buffers)) return choose_paged_kernel(shape, buffers, explain);
   KernelChoice choice{kernel(), KernelRole::standard, {}};
   if (explain) choice.why = fmt::format("the variant's kernel for {}", runtime_.device_arch());
@@ -191,6 +179,42 @@ KernelChoice Variant::choose_paged_kernel(const AttentionShape& shape,
                    : fmt::format("the sm90 kernel for {}", arch);
     choice.why = fmt::format("a paged key/value cache (pages of {} rows): {} with the page table",
                              buffers.kv_pages.page_size, kernel);
+  }
+  return choice;
+}
+
+KernelChoice Variant::choose_varlen_kernel(const AttentionShape& shape,
+                                           const AttentionBuffers& buffers, bool explain) {
+  const bool family_sm90 = served_by_sm90();
+  std::string barred;  // why the sm90 kernel does not take the call (an sm90-family variant's)
+  std::shared_ptr<const KernelBinary> sm90;
+  if (!family_sm90) {
+  } else if (is_paged(buffers)) {
+    barred = "its tail maps of a paged cache are cut at the call's kv_len, not each sequence's";
+  } else if (const std::string limitation = tma_limitation(shape, buffers); !limitation.empty()) {
+    barred = fmt::format("it cannot load the call with TMA ({})", limitation);
+  } else if (!packs_queries(buffers) && decoding_on_sm80(shape)) {
+    barred = "decoding steps: the sm80 kernel splits their keys or packs their query heads";
+  } else {
+    sm90 = paged_kernel(codegen::FamilyRequest::sm90);
+    if (!codegen::reads_sequence_tables(sm90->config)) {
+      barred = "its persistent blocks (ATTNJIT_TUNE) do not read sequence tables";
+    }
+  }
+  const bool on_sm90 = family_sm90 && barred.empty();
+  if (!barred.empty()) {
+    log().debug("variable-length sequences: not on the sm90 kernel ({}); the sm80 kernel for {}",
+                barred, runtime_.device_arch());
+  }
+  KernelChoice choice{
+      on_sm90 ? sm90 : paged_kernel(codegen::FamilyRequest::sm80), KernelRole::varlen, {}};
+  if (explain) {
+    choice.why = fmt::format(
+        "variable-length sequences ({}{}): the {} kernel for {} with the sequence tables{}{}",
+        packs_queries(buffers) ? "packed queries" : "per-sequence key counts",
+        packs_keys(buffers) ? ", packed keys" : "", on_sm90 ? "sm90" : "sm80",
+        runtime_.device_arch(), is_paged(buffers) ? " and the page table" : "",
+        barred.empty() ? "" : fmt::format(" (not the sm90 kernel: {})", barred));
   }
   return choice;
 }

@@ -42,7 +42,7 @@ enum class KernelRole {
   decoding,      // an sm90 variant's decoding call: the sm80 kernel, which splits and packs
   short_rows,    // the short-rows kernel (codegen/short_rows.hpp)
   paged_kv,      // a call with a paged key/value cache: a kernel with the page table
-  varlen,        // variable-length sequences: the sm80 family's kernel with the sequence tables
+  varlen,        // variable-length sequences: a kernel of paged calls, with the sequence tables
 };
 const char* kernel_role_name(KernelRole role);  // "standard", "tma_fallback", ...
 
@@ -104,6 +104,11 @@ class Variant {
   // and the call is not a decoding step, else the sm80 kernel's.
   KernelChoice choose_paged_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                    bool explain);
+  // choose_kernel for a call with sequence tables: the sm90 family's kernel of paged calls where
+  // it reads them (dense keys TMA can load, not a decoding step with key counts alone, plain
+  // blocks), else the sm80 family's.
+  KernelChoice choose_varlen_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
+                                    bool explain);
   // That kernel's configuration, without compiling it (what decides a call's split-KV).
   codegen::KernelConfig sm80_config();
   // Whether a call of an sm90-family variant runs on the sm80 kernel because that kernel packs

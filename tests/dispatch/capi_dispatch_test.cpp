@@ -185,8 +185,9 @@ TEST_CASE("fake device: paged caches run on the paged kernel through the C API",
 }
 
 // Variable-length sequences through the C API on the fake device (sm_90a, and sm_86 in the
-// second run): the tables checked as device memory, the call planned and run on the sm80
-// family's kernel with the tables on either arch, packed queries on the forward entry.
+// second run): the tables checked as device memory, the call planned and run on a kernel with the
+// tables (on sm_90a the sm90 family's for dense keys, the sm80 family's over a paged cache),
+// packed queries on the forward entry.
 TEST_CASE("fake device: variable-length sequences run on the kernel with the tables",
           "[dispatch]") {
   const auto cache = work_dir("varlen");
@@ -199,15 +200,18 @@ TEST_CASE("fake device: variable-length sequences run on the kernel with the tab
   KernelCase chunks = all[0];
   chunks.mask = "kv_idx <= q_idx + kv_len - q_len";
   chunks.tensors.clear();
+  const bool hopper = cuda::current_device().sm >= 90;
   for (const KernelCase& c : {chunks, all[2], all[3]}) {
     INFO(c.name());
-    const auto module = emulated_module({c});
+    const bool sm90 = hopper && c.page_size == 0;
+    const auto module =
+        emulated_module({c}, sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80);
     device().use(module.get(), 0);
     attnjit_variant* variant = c_variant(runtime, c);
     DeviceCall call(c);
     const attnjit_launch_plan plan = launch_plan(variant, call.args);
     CHECK(std::string(plan.kernel) == "varlen");
-    CHECK(std::string(plan.kernel_family) == "sm80");
+    CHECK(std::string(plan.kernel_family) == (sm90 ? "sm90" : "sm80"));
     CHECK_THAT(plan.reason, Catch::Contains("variable-length sequences"));
     if (c.sequences->pack_queries) CHECK(std::string(plan.entry) == codegen::kForwardEntry);
     const CaseResult result = run_variant_through_c_api(variant, c);

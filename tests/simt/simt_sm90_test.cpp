@@ -167,9 +167,10 @@ TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]
   std::vector<KernelCase> cases;
   for (int i = 0; i < 6; ++i) {
     cases.push_back(random_expression_case(static_cast<std::uint64_t>(3000 + i), 160, 1, 1));
-    // Note: the sm90 kernel does not read sequence tables (their cases run on the sm80 family's
-    // kernel: "emulated: random expressions match the reference" has them).
-    cases.back().sequences.reset();
+    // Note: the sm90 kernel reads sequence tables over dense keys only (with a page table too,
+    // the cases run on the sm80 family's kernel: "emulated: random expressions match the
+    // reference" has them).
+    if (cases.back().page_size > 0) cases.back().sequences.reset();
   }
   check_sm90(cases);
 }
@@ -591,4 +592,54 @@ TEST_CASE("emulated sm90: paged key/value caches match the reference", "[simt][s
 TEST_CASE("emulated sm90 persistent: paged key/value caches match the reference", "[simt][sm90]") {
   const std::vector<KernelCase> cases = sm90_paged_kv_cases();
   check_sm90_persistent({cases[0], cases[2]}, 3);
+}
+
+// Variable-length sequences on the sm90 kernel of paged calls (dense keys: a call with a page
+// table and tables runs on the sm80 family's): Q's box at each sequence's first packed row, K and
+// V boxes at its first key row, and the rows of V past a sequence's count in its last tile cleared
+// before P V (another sequence's keys, or NaN past a padded cache's count). The padded tensors are
+// not readable where a case packs them, and the rows around the packed ones keep their poison.
+// Each schedule finds the tile whose V it clears its own way (last_kept_tile): the last tile
+// without a mask, the handoff word with one, the loop's count without the handoff; and without
+// the overlap, before the tile's P V turn.
+TEST_CASE("emulated sm90: variable-length sequences match the reference", "[simt][sm90]") {
+  std::vector<KernelCase> cases;
+  for (const KernelCase& c : varlen_cases()) {
+    if (c.page_size == 0 && c.head_dim >= 64) cases.push_back(c);
+  }
+  REQUIRE(cases.size() == 4);
+  // `overlap`: the schedule the kernels must have, where the section says.
+  const auto check = [](const std::vector<KernelCase>& run, const simt::SimtLaunchOptions& options,
+                        std::optional<bool> overlap) {
+    const auto outcomes =
+        simt::run_simt_cases(run, codegen::Target(90, true), codegen::FamilyRequest::sm90, options);
+    REQUIRE(outcomes.size() == run.size());
+    for (const simt::SimtOutcome& outcome : outcomes) {
+      INFO(outcome.name);
+      INFO(outcome.describe());
+      CHECK(outcome.name.ends_with(" sm90"));
+      CHECK(outcome.config.paged_kv);
+      if (overlap) CHECK(outcome.config.overlap == *overlap);
+      CHECK(outcome.passed());
+    }
+    return outcomes;
+  };
+  SECTION("the shipped schedules, and 192-row blocks (the unmasked head-dim-64 default)") {
+    KernelCase wide = cases[1];  // packed queries over a padded cache, NaN past each count
+    wide.head_dim = 64;
+    check(cases, {}, std::nullopt);
+    CHECK(check({wide}, {}, true)[0].config.block_m == 192);
+  }
+  SECTION("without the tile handoff, and without the overlap") {
+    // A masked call over a padded cache, NaN past each count: sequence 0's second key tile is
+    // the one the loop's count must name.
+    KernelCase padded_causal = cases[1];
+    padded_causal.mask = "kv_idx <= q_idx + kv_len - q_len";
+    codegen::KernelTuning no_handoff;
+    no_handoff.sm90_handoff = false;
+    check({cases[0], padded_causal}, {.tuning = no_handoff}, true);
+    codegen::KernelTuning no_overlap;
+    no_overlap.sm90_overlap = false;
+    check({cases[0], cases[1]}, {.tuning = no_overlap}, false);
+  }
 }

@@ -103,8 +103,9 @@ inline KernelCase random_expression_case(std::uint64_t seed, int max_len, int ma
     static const int page_sizes[] = {4, 8, 16, 32, 64, 128, 256};
     c.page_size = page_sizes[generator.pick(7)];
   }
-  // Last again: an eighth have variable-length sequences (on the sm80 family's kernel with the
-  // tables, whatever the family): each sequence's counts drawn up to the lengths (zero too),
+  // Last again: an eighth have variable-length sequences (on a kernel with the tables: the sm90
+  // family's over dense keys where it serves the variant, else the sm80 family's): each
+  // sequence's counts drawn up to the lengths (zero too),
   // queries packed in three of four, keys packed in half of the dense ones, else key counts.
   if (generator.pick(8) == 0) {
     SequenceOptions sequences;

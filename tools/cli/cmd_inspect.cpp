@@ -251,9 +251,10 @@ void add_inspect_command(CLI::App& app) {
       ->check(CLI::IsMember({"forward", "decode", "merge", "summary", "all"}))
       ->capture_default_str();
   command->add_flag("--paged", options->paged,
-                    "the kernel of the variant's calls over a paged key/value cache: on sm_90a "
-                    "the sm90 kernel's, which prefills run (decoding steps and pages under 8 rows "
-                    "run the sm80 family's: ATTNJIT_KERNEL_FAMILY=sm80 shows it)");
+                    "the kernel of the variant's calls over a paged key/value cache and with "
+                    "variable-length sequences: on sm_90a the sm90 kernel's, which prefills run "
+                    "(decoding steps, pages under 8 rows and sequences over a paged cache run the "
+                    "sm80 family's: ATTNJIT_KERNEL_FAMILY=sm80 shows it)");
   add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
 }
