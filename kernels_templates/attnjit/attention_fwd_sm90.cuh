@@ -406,8 +406,9 @@ struct AttentionForwardSm90 {
 
   // ---- Variable-length sequences (kSequenceTables; sequences.cuh): the kernel of paged calls
   // reads the tables too, and runs a call with tables and no page table with dense maps over the
-  // packed (or padded) tensors. A call with both runs on the sm80 family's kernel (the host's
-  // choice): a paged box's tail maps are cut at the call's kv_len, not each sequence's.
+  // packed (or padded) tensors. With a page table, each sequence's row of the table, its boxes
+  // cut at its count, and no tail maps (they are cut at the call's kv_len): the rows of V past
+  // the count are cleared as a dense call's are.
   // Note: only plain blocks; RowMath::assign_work stores the sequence's words and waits for the
   // whole block, which a persistent block's warpgroups, assigning their items apart, cannot.
   static constexpr bool kSequenceTables = RowMath::kSequenceTables;
@@ -429,6 +430,11 @@ struct AttentionForwardSm90 {
     return kSequenceTables && params.base.sequences.q_starts != nullptr ? 0 : math.b;
   }
   ATTNJIT_DEVICE int kv_row0() const { return kSequenceTables ? math.sequence.kv_row0 : 0; }
+  // Whether the call has sequence tables (a paged call's then: packed queries, key counts).
+  ATTNJIT_DEVICE bool sequence_tables_call() const {
+    const SequenceTables& t = params.base.sequences;
+    return kSequenceTables && (t.q_starts != nullptr || t.kv_lens != nullptr);
+  }
   ATTNJIT_DEVICE int kv_batch() const {
     return kSequenceTables && params.base.sequences.kv_starts != nullptr ? 0 : math.b;
   }
@@ -635,7 +641,7 @@ struct AttentionForwardSm90 {
       const FwdParams& p = params.base;
       const int box_rows = paged_box_rows();
       const int row = tile * BLOCK_N + lane * box_rows;
-      if (lane * box_rows >= BLOCK_N || row >= p.kv_len) return -1;
+      if (lane * box_rows >= BLOCK_N || row >= math.seq_kv_len()) return -1;
       return p.kv_pages[static_cast<long long>(math.b) * p.kv_pages_stride +
                         (row >> p.kv_page_shift)];
     }
@@ -651,7 +657,10 @@ struct AttentionForwardSm90 {
     const FwdParams& p = params.base;
     const int box_rows = paged_box_rows();
     const int boxes = BLOCK_N / box_rows;
-    const int last_key = p.kv_len - 1;
+    // Note: a call with sequence tables has no tail maps of its sequences' counts; its last box
+    // reads whole pages, and the consumers clear V's rows past the count
+    // (clear_values_past_count). No box is a tail box then (last_key -1).
+    const int last_key = sequence_tables_call() ? -1 : p.kv_len - 1;
     const int in_page = (1 << p.kv_page_shift) - 1;
 #pragma unroll 1
     for (int i = 0; i < boxes; ++i) {

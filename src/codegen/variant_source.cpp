@@ -134,8 +134,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   // as it was (attention_fwd.cuh, PagedKvOf).
   if (config.paged_kv) s += "  static constexpr bool kPagedKv = true;\n";
   // Note: the paged kernel also serves variable-length sequences (packed queries or keys,
-  // per-sequence key counts: FwdParams::sequences); the sm80 family's with a page table or without
-  // one, the sm90 family's without (reads_paged_sequences).
+  // per-sequence key counts: FwdParams::sequences), with a page table or without one.
   if (reads_sequence_tables(config)) s += "  static constexpr bool kSequenceTables = true;\n";
   s += "\n";
   s += lower_element_hooks(mask, score, config.score_row_shift);

@@ -64,11 +64,6 @@ struct KernelConfig {
 inline bool reads_sequence_tables(const KernelConfig& config) {
   return config.paged_kv && (config.family == KernelFamily::sm80 || !config.persistent);
 }
-// Whether it runs a call with both sequence tables and a page table: the sm80 family's only (the
-// sm90 kernel's paged tail maps are cut at the call's kv_len, not at each sequence's).
-inline bool reads_paged_sequences(const KernelConfig& config) {
-  return config.paged_kv && config.family == KernelFamily::sm80;
-}
 
 // The configuration the decoding entry of a module of `config` launches with (block_m, warps,
 // tiles, shared memory, blocks per SM); config.decode_block_n must be set.

@@ -416,18 +416,14 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   // Note: a dense kernel given a paged call would read the pools as one sequence each, a
   // paged kernel given a dense call would read through a null table, and a kernel without
   // sequence tables would run every sequence to the call's q_len and kv_len.
-  const bool tables_kernel = is_paged(buffers) ? codegen::reads_paged_sequences(kernel.config)
-                                               : codegen::reads_sequence_tables(kernel.config);
+  const bool tables_kernel = codegen::reads_sequence_tables(kernel.config);
   if (has_sequence_tables(buffers) ? !tables_kernel : kernel.config.paged_kv != is_paged(buffers)) {
     throw_error(Status::internal,
                 "kernel {} cannot run this call ({}; Variant::forward chooses the kernel of "
                 "paged and variable-length calls)",
                 kernel.key,
                 has_sequence_tables(buffers)
-                    ? (is_paged(buffers) ? "variable-length sequences over a paged cache need the "
-                                           "sm80 family's kernel with sequence tables"
-                                         : "variable-length sequences need a kernel with "
-                                           "sequence tables")
+                    ? "variable-length sequences need a kernel with sequence tables"
                 : is_paged(buffers) ? "a paged key/value cache needs the kernel with the page table"
                                     : "a dense call on the kernel of a paged key/value cache");
   }

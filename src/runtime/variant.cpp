@@ -189,8 +189,6 @@ KernelChoice Variant::choose_varlen_kernel(const AttentionShape& shape,
   std::string barred;  // why the sm90 kernel does not take the call (an sm90-family variant's)
   std::shared_ptr<const KernelBinary> sm90;
   if (!family_sm90) {
-  } else if (is_paged(buffers)) {
-    barred = "its tail maps of a paged cache are cut at the call's kv_len, not each sequence's";
   } else if (const std::string limitation = tma_limitation(shape, buffers); !limitation.empty()) {
     barred = fmt::format("it cannot load the call with TMA ({})", limitation);
   } else if (!packs_queries(buffers) && decoding_on_sm80(shape)) {

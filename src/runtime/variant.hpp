@@ -105,8 +105,8 @@ class Variant {
   KernelChoice choose_paged_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                    bool explain);
   // choose_kernel for a call with sequence tables: the sm90 family's kernel of paged calls where
-  // it reads them (dense keys TMA can load, not a decoding step with key counts alone, plain
-  // blocks), else the sm80 family's.
+  // it reads them (keys TMA can load, not a decoding step with key counts alone, plain blocks),
+  // else the sm80 family's.
   KernelChoice choose_varlen_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                     bool explain);
   // That kernel's configuration, without compiling it (what decides a call's split-KV).

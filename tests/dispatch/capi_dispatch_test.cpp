@@ -186,8 +186,8 @@ TEST_CASE("fake device: paged caches run on the paged kernel through the C API",
 
 // Variable-length sequences through the C API on the fake device (sm_90a, and sm_86 in the
 // second run): the tables checked as device memory, the call planned and run on a kernel with the
-// tables (on sm_90a the sm90 family's for dense keys, the sm80 family's over a paged cache),
-// packed queries on the forward entry.
+// tables (on sm_90a the sm90 family's, but for decoding steps with key counts alone), packed
+// queries on the forward entry.
 TEST_CASE("fake device: variable-length sequences run on the kernel with the tables",
           "[dispatch]") {
   const auto cache = work_dir("varlen");
@@ -203,7 +203,7 @@ TEST_CASE("fake device: variable-length sequences run on the kernel with the tab
   const bool hopper = cuda::current_device().sm >= 90;
   for (const KernelCase& c : {chunks, all[2], all[3]}) {
     INFO(c.name());
-    const bool sm90 = hopper && c.page_size == 0;
+    const bool sm90 = hopper && c.sequences->pack_queries;
     const auto module =
         emulated_module({c}, sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80);
     device().use(module.get(), 0);

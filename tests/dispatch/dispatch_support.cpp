@@ -46,17 +46,15 @@ std::unique_ptr<simt::SimtModule> emulated_module(const std::vector<KernelCase>&
   for (const KernelCase& c : cases) {
     const PreparedCase prepared(c);
     // Note: a paged case runs on the variant's paged kernel, as the backend's calls do, and so
-    // does a case with sequence tables: with a page table too, the sm80 family's.
-    sources.push_back(
-        c.page_size > 0 || c.sequences
-            ? codegen::generate_paged_kernel_source(
-                  prepared.mask, prepared.score, c.dtype, c.head_dim, target,
-                  c.sequences && c.page_size > 0 ? codegen::FamilyRequest::sm80 : paged_family,
-                  codegen::kernel_tuning_from_environment())
-                  .source
-            : codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype, c.head_dim,
-                                              target)
-                  .source);
+    // does a case with sequence tables.
+    sources.push_back(c.page_size > 0 || c.sequences
+                          ? codegen::generate_paged_kernel_source(
+                                prepared.mask, prepared.score, c.dtype, c.head_dim, target,
+                                paged_family, codegen::kernel_tuning_from_environment())
+                                .source
+                          : codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype,
+                                                            c.head_dim, target)
+                                .source);
   }
   return std::make_unique<simt::SimtModule>(sources, work_dir("module"));
 }

@@ -31,7 +31,7 @@ std::filesystem::path work_dir(const char* what);
 // ATTNJIT_KERNEL_FAMILY selects), in one emulated module.
 // `paged_family`: the family of a paged case's kernel (the backend's choice: the sm80 kernel for
 // decoding steps and small pages, the sm90 kernel for prefills where it serves the variant), and
-// of a case with sequence tables and no page table (with one: the sm80 family's).
+// of a case with sequence tables (the sm80 kernel for decoding steps with key counts alone).
 std::unique_ptr<simt::SimtModule> emulated_module(
     const std::vector<KernelCase>& cases,
     codegen::FamilyRequest paged_family = codegen::FamilyRequest::sm80);

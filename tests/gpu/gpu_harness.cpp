@@ -68,12 +68,10 @@ CaseResult run_case(const KernelCase& c) {
   // Note: a paged case runs on the variant's paged kernel, as the backend's calls do: the one
   // of the family ATTNJIT_KERNEL_FAMILY selects, but the sm80 kernel's for pages too small for
   // the sm90 kernel's boxes (Variant::choose_paged_kernel).
-  // A case with sequence tables runs on a kernel of paged calls too, which reads them: with a
-  // page table, the sm80 family's (Variant::choose_varlen_kernel).
-  const bool sm80_paged =
-      c.page_size > 0 && (c.page_size < kSm90MinPagedBoxRows || c.sequences.has_value());
+  // A case with sequence tables runs on a kernel of paged calls too, which reads them.
+  const bool small_pages = c.page_size > 0 && c.page_size < kSm90MinPagedBoxRows;
   const codegen::FamilyRequest paged_family =
-      sm80_paged ? codegen::FamilyRequest::sm80 : codegen::FamilyRequest::environment;
+      small_pages ? codegen::FamilyRequest::sm80 : codegen::FamilyRequest::environment;
   const KernelBinary kernel =
       c.page_size > 0 || c.sequences
           ? *acquire_variant(prepared.spec, parse_variant(prepared.spec), device_arch(),

@@ -174,13 +174,11 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
     prepared.push_back(std::make_unique<PreparedCase>(c));
     const PreparedCase& p = *prepared.back();
     // Note: a paged case runs on the variant's paged kernel, as the CUDA backend's calls do, and
-    // so does a case with sequence tables; with a page table too, on the sm80 family's one
-    // (Variant::choose_varlen_kernel).
+    // so does a case with sequence tables (Variant::choose_varlen_kernel).
     const codegen::GeneratedKernel generated =
         c.page_size > 0 || c.sequences
             ? codegen::generate_paged_kernel_source(
-                  p.mask, p.score, c.dtype, c.head_dim, target,
-                  c.sequences && c.page_size > 0 ? codegen::FamilyRequest::sm80 : family,
+                  p.mask, p.score, c.dtype, c.head_dim, target, family,
                   options.tuning ? *options.tuning : codegen::kernel_tuning_from_environment())
         : options.tuning
             ? codegen::generate_kernel_source(p.mask, p.score, c.dtype, c.head_dim, target, family,

@@ -167,10 +167,6 @@ TEST_CASE("emulated sm90: random expressions match the reference", "[simt][sm90]
   std::vector<KernelCase> cases;
   for (int i = 0; i < 6; ++i) {
     cases.push_back(random_expression_case(static_cast<std::uint64_t>(3000 + i), 160, 1, 1));
-    // Note: the sm90 kernel reads sequence tables over dense keys only (with a page table too,
-    // the cases run on the sm80 family's kernel: "emulated: random expressions match the
-    // reference" has them).
-    if (cases.back().page_size > 0) cases.back().sequences.reset();
   }
   check_sm90(cases);
 }
@@ -605,9 +601,9 @@ TEST_CASE("emulated sm90 persistent: paged key/value caches match the reference"
 TEST_CASE("emulated sm90: variable-length sequences match the reference", "[simt][sm90]") {
   std::vector<KernelCase> cases;
   for (const KernelCase& c : varlen_cases()) {
-    if (c.page_size == 0 && c.head_dim >= 64) cases.push_back(c);
+    if (c.head_dim >= 64) cases.push_back(c);
   }
-  REQUIRE(cases.size() == 4);
+  REQUIRE(cases.size() == 6);  // two over paged caches
   // `overlap`: the schedule the kernels must have, where the section says.
   const auto check = [](const std::vector<KernelCase>& run, const simt::SimtLaunchOptions& options,
                         std::optional<bool> overlap) {

@@ -104,7 +104,7 @@ inline KernelCase random_expression_case(std::uint64_t seed, int max_len, int ma
     c.page_size = page_sizes[generator.pick(7)];
   }
   // Last again: an eighth have variable-length sequences (on a kernel with the tables: the sm90
-  // family's over dense keys where it serves the variant, else the sm80 family's): each
+  // family's where it serves the variant and can load the call, else the sm80 family's): each
   // sequence's counts drawn up to the lengths (zero too),
   // queries packed in three of four, keys packed in half of the dense ones, else key counts.
   if (generator.pick(8) == 0) {
