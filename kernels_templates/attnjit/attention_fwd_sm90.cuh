@@ -430,13 +430,13 @@ struct AttentionForwardSm90 {
     return kSequenceTables && params.base.sequences.q_starts != nullptr ? 0 : math.b;
   }
   ATTNJIT_DEVICE int kv_row0() const { return kSequenceTables ? math.sequence.kv_row0 : 0; }
-  // Whether the call has sequence tables (a paged call's then: packed queries, key counts).
+  ATTNJIT_DEVICE int kv_batch() const {
+    return kSequenceTables && params.base.sequences.kv_starts != nullptr ? 0 : math.b;
+  }
+  // Whether a paged call has sequence tables (packed queries, key counts; packed keys are dense).
   ATTNJIT_DEVICE bool sequence_tables_call() const {
     const SequenceTables& t = params.base.sequences;
     return kSequenceTables && (t.q_starts != nullptr || t.kv_lens != nullptr);
-  }
-  ATTNJIT_DEVICE int kv_batch() const {
-    return kSequenceTables && params.base.sequences.kv_starts != nullptr ? 0 : math.b;
   }
 
   // The rows of V past the sequence's key count in its last tile are not TMA's zero fill but the
@@ -983,8 +983,8 @@ struct AttentionForwardSm90 {
         acc_s[0], acc_o[0], score_scale, shift[0]);
     POperand p = p_operand(warp / 4);
     make_p(acc_s, p, warp, lane);
-    // Note: waited for before the turn, so that a late V never holds up the other consumers.
     clear_values_past_count(tile, ring, warp / 4);
+    // Note: waited for before the turn, so that a late V never holds up the other consumers.
     mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity(), "V full");
     output_turn(acc_o, p, ring.stage, turns);
   }
