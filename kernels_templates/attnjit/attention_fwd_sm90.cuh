@@ -438,6 +438,12 @@ struct AttentionForwardSm90 {
     const SequenceTables& t = params.base.sequences;
     return kSequenceTables && (t.q_starts != nullptr || t.kv_lens != nullptr);
   }
+  // Whether the call has any sequence table: without one, a paged call's boxes are cut at the
+  // call's kv_len by the tail maps, which TMA fills with zeros past it.
+  ATTNJIT_DEVICE bool any_sequence_table() const {
+    return sequence_tables_call() ||
+           (kSequenceTables && params.base.sequences.kv_starts != nullptr);
+  }
 
   // The rows of V past the sequence's key count in its last tile are not TMA's zero fill but the
   // next sequence's packed keys, or whatever a padded cache holds past the count (NaN in the
@@ -448,12 +454,13 @@ struct AttentionForwardSm90 {
   // released it. A box row of 128 bytes is one key's 64 columns whatever the swizzle, so the rows
   // are whole 128-byte runs. Called by every thread of consumer warpgroup `consumer` while none
   // of its GEMMs is in flight: in a branch between a GEMM's issue and its wait, ptxas serialises
-  // every wgmma of the kernel (C7520, "WG.AR in divergent path").
+  // every wgmma of the kernel (C7520, "WG.AR in divergent path"). A call without tables needs
+  // none: its boxes are cut at the call's kv_len (the tail maps), which TMA fills with zeros.
   ATTNJIT_DEVICE void clear_values_past_count(int tile, const StageRing& ring,
                                               int consumer) const {
     if constexpr (kSequenceTables) {
       const int valid = math.seq_kv_len() - tile * BLOCK_N;
-      if (consumer != 0 || valid >= BLOCK_N) return;
+      if (consumer != 0 || valid >= BLOCK_N || !any_sequence_table()) return;
       mbarrier_wait(stage_barrier(kFullV, ring.stage), ring.parity(), "V full");
       unsigned char* values = tiles + (v_stage(ring.stage) - q_smem);
       // Note: every word of the stage, a fixed count per thread, each stored where its row is

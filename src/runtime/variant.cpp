@@ -90,8 +90,9 @@ const char* Variant::short_rows_barred() const {
 
 KernelChoice Variant::choose_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                     const VariantArgs& args, bool explain) {
-  if (has_sequence_tables(buffers)) return choose_varlen_kernel(shape, buffers, explain);
-  if (is_paged(buffers)) return choose_paged_kernel(shape, buffers, explain);
+  if (has_sequence_tables(buffers) || is_paged(buffers)) {
+    return choose_paged_kernel(shape, buffers, explain);
+  }
   KernelChoice choice{kernel(), KernelRole::standard, {}};
   if (explain) choice.why = fmt::format("the variant's kernel for {}", runtime_.device_arch());
   if (choice.binary->config.family != codegen::KernelFamily::sm90) return choice;
@@ -146,73 +147,49 @@ std::shared_ptr<const KernelBinary> Variant::sm80_kernel() {
   return sm80_kernel_;
 }
 
+std::string Variant::sm90_paged_barred(const AttentionShape& shape,
+                                       const AttentionBuffers& buffers) {
+  if (const std::string limitation = tma_limitation(shape, buffers); !limitation.empty()) {
+    return fmt::format("it cannot load the call with TMA ({})", limitation);
+  }
+  // Note: packed queries never take the decoding entry (its blocks are one sequence's rows), so
+  // only a call of one padded query tensor counts as a decoding step here.
+  if (!packs_queries(buffers) && decoding_on_sm80(shape)) {
+    return "a decoding step: the sm80 kernel splits its keys or packs its query heads";
+  }
+  if (has_sequence_tables(buffers) &&
+      !codegen::reads_sequence_tables(paged_kernel(codegen::FamilyRequest::sm90)->config)) {
+    return "its persistent blocks (ATTNJIT_TUNE) do not read sequence tables";
+  }
+  return {};
+}
+
 KernelChoice Variant::choose_paged_kernel(const AttentionShape& shape,
                                           const AttentionBuffers& buffers, bool explain) {
   const std::string& arch = runtime_.device_arch();
-  std::string limitation;  // why TMA cannot load the call, where that keeps it off the sm90 kernel
-  bool decoding = false;
   const bool family_sm90 = served_by_sm90();
-  if (family_sm90) {
-    limitation = tma_limitation(shape, buffers);
-    if (!limitation.empty()) {
-      log().debug(
-          "the sm90 kernel cannot load this paged call with TMA ({}); it runs on the "
-          "sm80 kernel for {}",
-          limitation, arch);
-    } else {
-      decoding = decoding_on_sm80(shape);
-    }
-  }
-  const bool sm90 = family_sm90 && limitation.empty() && !decoding;
-  KernelChoice choice{
-      paged_kernel(sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80),
-      KernelRole::paged_kv,
-      {}};
-  if (explain) {
-    const std::string kernel =
-        !family_sm90 ? fmt::format("the sm80 kernel for {}", arch)
-        : !limitation.empty()
-            ? fmt::format("the sm90 kernel cannot load it with TMA ({}): the sm80 kernel",
-                          limitation)
-        : decoding ? "a decoding step: the sm80 kernel, which splits its keys or packs its query "
-                     "heads"
-                   : fmt::format("the sm90 kernel for {}", arch);
-    choice.why = fmt::format("a paged key/value cache (pages of {} rows): {} with the page table",
-                             buffers.kv_pages.page_size, kernel);
-  }
-  return choice;
-}
-
-KernelChoice Variant::choose_varlen_kernel(const AttentionShape& shape,
-                                           const AttentionBuffers& buffers, bool explain) {
-  const bool family_sm90 = served_by_sm90();
-  std::string barred;  // why the sm90 kernel does not take the call (an sm90-family variant's)
-  std::shared_ptr<const KernelBinary> sm90;
-  if (!family_sm90) {
-  } else if (const std::string limitation = tma_limitation(shape, buffers); !limitation.empty()) {
-    barred = fmt::format("it cannot load the call with TMA ({})", limitation);
-  } else if (!packs_queries(buffers) && decoding_on_sm80(shape)) {
-    barred = "decoding steps: the sm80 kernel splits their keys or packs their query heads";
-  } else {
-    sm90 = paged_kernel(codegen::FamilyRequest::sm90);
-    if (!codegen::reads_sequence_tables(sm90->config)) {
-      barred = "its persistent blocks (ATTNJIT_TUNE) do not read sequence tables";
-    }
-  }
+  const std::string barred = family_sm90 ? sm90_paged_barred(shape, buffers) : std::string();
   const bool on_sm90 = family_sm90 && barred.empty();
   if (!barred.empty()) {
-    log().debug("variable-length sequences: not on the sm90 kernel ({}); the sm80 kernel for {}",
-                barred, runtime_.device_arch());
+    log().debug("paged call: not on the sm90 kernel ({}); the sm80 kernel for {}", barred, arch);
   }
+  const bool tables = has_sequence_tables(buffers);
   KernelChoice choice{
-      on_sm90 ? sm90 : paged_kernel(codegen::FamilyRequest::sm80), KernelRole::varlen, {}};
-  if (explain) {
-    choice.why = fmt::format(
-        "variable-length sequences ({}{}): the {} kernel for {} with the sequence tables{}{}",
-        packs_queries(buffers) ? "packed queries" : "per-sequence key counts",
-        packs_keys(buffers) ? ", packed keys" : "", on_sm90 ? "sm90" : "sm80",
-        runtime_.device_arch(), is_paged(buffers) ? " and the page table" : "",
-        barred.empty() ? "" : fmt::format(" (not the sm90 kernel: {})", barred));
+      paged_kernel(on_sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80),
+      tables ? KernelRole::varlen : KernelRole::paged_kv,
+      {}};
+  if (!explain) return choice;
+  const std::string kernel =
+      fmt::format("the {} kernel for {}{}", on_sm90 ? "sm90" : "sm80", arch,
+                  barred.empty() ? "" : fmt::format(" (not the sm90 kernel: {})", barred));
+  if (tables) {
+    choice.why = fmt::format("variable-length sequences ({}{}): {} with the sequence tables{}",
+                             packs_queries(buffers) ? "packed queries" : "per-sequence key counts",
+                             packs_keys(buffers) ? ", packed keys" : "", kernel,
+                             is_paged(buffers) ? " and the page table" : "");
+  } else {
+    choice.why = fmt::format("a paged key/value cache (pages of {} rows): {} with the page table",
+                             buffers.kv_pages.page_size, kernel);
   }
   return choice;
 }

@@ -100,15 +100,15 @@ class Variant {
   // Whether the variant's kernel on the runtime's device is the sm90 kernel (without compiling it;
   // decided once).
   bool served_by_sm90();
-  // choose_kernel for a paged call: the sm90 kernel's paged kernel where it can load the call
-  // and the call is not a decoding step, else the sm80 kernel's.
+  // Why the sm90 family's kernel of paged calls does not take a paged or variable-length call of
+  // an sm90-family variant (empty: it takes it): keys TMA cannot load, a decoding step (packed
+  // queries never are one), or sequence tables on persistent blocks, which do not read them.
+  std::string sm90_paged_barred(const AttentionShape& shape, const AttentionBuffers& buffers);
+  // choose_kernel for a call with a paged cache or sequence tables (both run on the kernel of
+  // paged calls): the sm90 family's where sm90_paged_barred finds nothing, else the sm80
+  // family's.
   KernelChoice choose_paged_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
                                    bool explain);
-  // choose_kernel for a call with sequence tables: the sm90 family's kernel of paged calls where
-  // it reads them (keys TMA can load, not a decoding step with key counts alone, plain blocks),
-  // else the sm80 family's.
-  KernelChoice choose_varlen_kernel(const AttentionShape& shape, const AttentionBuffers& buffers,
-                                    bool explain);
   // That kernel's configuration, without compiling it (what decides a call's split-KV).
   codegen::KernelConfig sm80_config();
   // Whether a call of an sm90-family variant runs on the sm80 kernel because that kernel packs

@@ -231,6 +231,39 @@ TEST_CASE("fake device: variable-length sequences run on the kernel with the tab
   attnjit_runtime_destroy(runtime);
 }
 
+// A tuning of persistent blocks makes the sm90 family's kernel of paged calls one that does not
+// read sequence tables (codegen::reads_sequence_tables): variable-length calls then run on the
+// sm80 family's kernel, and say why.
+TEST_CASE(
+    "fake device: with persistent blocks tuned, variable-length sequences run on the sm80 "
+    "kernel",
+    "[dispatch]") {
+  if (cuda::current_device().sm != 90) return;  // the sm_86 run: the sm80 kernel takes every call
+  const auto cache = work_dir("varlen-persistent");
+  const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
+  const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "auto");
+  const test::ScopedEnv tune("ATTNJIT_TUNE", "sm90_persistent=1");
+  attnjit_runtime* runtime = cuda_runtime();
+  KernelCase c = varlen_cases()[0];  // packed queries and keys: the sm90 kernel's otherwise
+  c.mask = "kv_idx <= q_idx + kv_len - q_len";
+  c.tensors.clear();
+  REQUIRE(c.sequences->pack_queries);
+  const auto module = emulated_module({c}, codegen::FamilyRequest::sm80);
+  device().use(module.get(), 0);
+  attnjit_variant* variant = c_variant(runtime, c);
+  DeviceCall call(c);
+  const attnjit_launch_plan plan = launch_plan(variant, call.args);
+  CHECK(std::string(plan.kernel) == "varlen");
+  CHECK(std::string(plan.kernel_family) == "sm80");
+  CHECK_THAT(plan.reason, Catch::Contains("do not read sequence tables"));
+  const CaseResult result = run_variant_through_c_api(variant, c);
+  INFO(result.describe() << "; emulator: " << device().error());
+  CHECK(result.passed());
+  attnjit_variant_destroy(variant);
+  device().use(nullptr, 0);
+  attnjit_runtime_destroy(runtime);
+}
+
 // The backend refuses a kernel that does not match the call's cache (a dense kernel would read
 // the pools as one sequence each, a paged one read through a null table): an internal error,
 // before anything is checked on the device or launched.

@@ -174,7 +174,7 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
     prepared.push_back(std::make_unique<PreparedCase>(c));
     const PreparedCase& p = *prepared.back();
     // Note: a paged case runs on the variant's paged kernel, as the CUDA backend's calls do, and
-    // so does a case with sequence tables (Variant::choose_varlen_kernel).
+    // so does a case with sequence tables (Variant::choose_paged_kernel).
     const codegen::GeneratedKernel generated =
         c.page_size > 0 || c.sequences
             ? codegen::generate_paged_kernel_source(

@@ -92,10 +92,12 @@ PackedSequences::PackedSequences(reference::HostProblem& problem, Layout layout,
   if (options.pack_keys) {
     kv_starts = packed_starts(options.kv_lens, options.gap_rows);
     kv_total = kv_starts.back() + options.gap_rows;
-    // Note: the unused rows hold finite values, as other sequences' keys do: a kernel that read
+    // Note: K's unused rows hold finite values, as other sequences' keys do: a kernel that read
     // past a count would take them into the softmax and be caught by the values, not by NaN.
+    // V's are NaN: a key past the count has P = 0, and 0 x NaN catches a kernel that multiplies
+    // such a row of V instead of zeros (another sequence's values may be Inf or NaN too).
     k = pack(problem.k, s.num_heads_kv, options.kv_lens, kv_starts, kv_total, 97);
-    v = pack(problem.v, s.num_heads_kv, options.kv_lens, kv_starts, kv_total, 98);
+    v = pack(problem.v, s.num_heads_kv, options.kv_lens, kv_starts, kv_total, 0);
   } else {
     kv_lens.assign(options.kv_lens.begin(), options.kv_lens.end());
   }

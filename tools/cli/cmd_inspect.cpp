@@ -250,11 +250,12 @@ void add_inspect_command(CLI::App& app) {
                    "merge (the split-KV merge), summary (the tensor summaries) or all")
       ->check(CLI::IsMember({"forward", "decode", "merge", "summary", "all"}))
       ->capture_default_str();
-  command->add_flag("--paged", options->paged,
-                    "the kernel of the variant's calls over a paged key/value cache and with "
-                    "variable-length sequences: on sm_90a the sm90 kernel's, which prefills run "
-                    "(decoding steps, pages under 8 rows and sequences over a paged cache run the "
-                    "sm80 family's: ATTNJIT_KERNEL_FAMILY=sm80 shows it)");
+  command->add_flag(
+      "--paged", options->paged,
+      "the kernel of the variant's calls over a paged key/value cache and with "
+      "variable-length sequences: on sm_90a the sm90 kernel's, which prefills and packed "
+      "sequences run (decoding steps without packed queries and pages under 8 rows "
+      "run the sm80 family's: ATTNJIT_KERNEL_FAMILY=sm80 shows it)");
   add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
 }
