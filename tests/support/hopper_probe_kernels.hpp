@@ -61,17 +61,25 @@ ATTNJIT_DEVICE void init_barriers(unsigned bars, int num, unsigned count) {
 
 }  // namespace
 
-// One TMA box of map 0 at (p.num_heads_kv, p.kv_len, 1, 0) into shared byte p.num_heads_q, copied out
+// One TMA box of map 0 at (p.num_heads_kv, p.kv_len, 1, p.num_splits) into shared byte p.num_heads_q, copied out
 // byte for byte (p.q_len bytes) so the test sees the swizzled placement. p.batch 1: read after a
 // __syncthreads instead of the mbarrier wait, which orders the issue but not the landing.
 extern "C" __global__ void tma_box(FwdParams p) {
   unsigned char* smem = probe_smem();
   const unsigned bar = smem_address(smem);
+  // The destination first holds a pattern, so that a box TMA leaves unwritten (one wholly out of
+  // range) shows as 0xa5 bytes where zeros are expected. The fence orders these generic stores
+  // before the async proxy's writes.
+  for (int word = threadIdx.x; word < p.q_len / 4; word += blockDim.x) {
+    store_shared_32(smem + p.num_heads_q + 4 * word, 0xa5a5a5a5u);
+  }
+  fence_proxy_async_shared();
   init_barriers(bar, 1, 1);
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(tensor_map(p, 0));
     mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(p.q_len));
-    tma_load_4d(tensor_map(p, 0), bar, bar + p.num_heads_q, p.num_heads_kv, p.kv_len, 1, 0);
+    tma_load_4d(tensor_map(p, 0), bar, bar + p.num_heads_q, p.num_heads_kv, p.kv_len, 1,
+                p.num_splits);
   }
   if (p.batch == 1) {
     __syncthreads();

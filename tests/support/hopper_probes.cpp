@@ -100,7 +100,8 @@ std::string find_chunk(const unsigned char* out, const std::uint16_t (&chunk)[8]
 
 }  // namespace
 
-TmaBox::TmaBox(int dst, int column_, int row_) : column(column_), row(row_) {
+TmaBox::TmaBox(int dst, int column_, int row_, int batch_)
+    : column(column_), row(row_), batch(batch_) {
   launch.maps = {box_map(tensor, kColumns, kRows, 2, 64)};
   launch.inputs = {&tensor};
   launch.threads = 32;
@@ -109,6 +110,7 @@ TmaBox::TmaBox(int dst, int column_, int row_) : column(column_), row(row_) {
   launch.params.num_heads_q = dst;
   launch.params.num_heads_kv = column;
   launch.params.kv_len = row;
+  launch.params.num_splits = batch;
 }
 
 void TmaBox::check() const {
@@ -121,7 +123,7 @@ void TmaBox::check() const {
       bool in_range = false;
       for (int i = 0; i < 8; ++i) {
         const int x = column + 8 * chunk + i, y = row + r;
-        if (x < kColumns && y >= 0 && y < kRows) {
+        if (batch == 0 && x < kColumns && y >= 0 && y < kRows) {
           expected[i] = tensor.bits[static_cast<std::size_t>(kRows + y) * kColumns + x];
           in_range = true;
         }
@@ -135,7 +137,7 @@ void TmaBox::check() const {
       }
     }
   }
-  INFO("TMA box at column " << column << ", row " << row << ": " << wrong
+  INFO("TMA box at column " << column << ", row " << row << ", batch " << batch << ": " << wrong
                             << " of 512 16-byte chunks misplaced\n"
                             << first_wrong);
   CHECK(wrong == 0);
@@ -209,9 +211,17 @@ void Ring::check() const {
 
 void run_all_probes(const Runner& run) {
   SECTION("TMA: a box lands as a SwizzledTile block, out-of-range elements as zeros") {
-    // In range; rows past the end; columns past the end and rows before the start.
-    for (const auto& [column, row] : {std::pair{0, 0}, std::pair{0, 64}, std::pair{64, -8}}) {
-      TmaBox box(1024, column, row);
+    // In range; rows past the end; columns past the end and rows before the start. Then boxes
+    // wholly out of range (the sm90 kernel's boxes past a packed tensor's last row are): all rows
+    // past the end, all before the start, all columns past the end, a batch entry out of range
+    // (a paged call's page -1); every byte zero, and the barrier's transaction count still the
+    // whole box's (else the wait never completes).
+    struct At {
+      int column, row, batch;
+    };
+    for (const At& at : {At{0, 0, 0}, At{0, 64, 0}, At{64, -8, 0}, At{0, 100, 0}, At{0, 1000, 0},
+                         At{0, -64, 0}, At{128, 0, 0}, At{0, 0, -1}, At{0, 0, 1}}) {
+      TmaBox box(1024, at.column, at.row, at.batch);
       const std::string error = run("tma_box", box.launch);
       CHECK(error == "");
       if (error.empty()) box.check();

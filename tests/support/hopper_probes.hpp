@@ -52,14 +52,15 @@ struct Launch {
 using Runner = std::function<std::string(const std::string& name, Launch& launch)>;
 
 // tma_box over bf16 [1][2 heads][100 rows][96]: the box of 64 rows x 64 columns from (column, row)
-// of head 1 into shared byte `dst`, copied out byte for byte.
+// of head 1 of batch entry `batch` (0, or out of range as a paged call's page -1 is) into shared
+// byte `dst`, copied out byte for byte.
 struct TmaBox {
   static constexpr int kRows = 100, kColumns = 96;
-  int column, row;
+  int column, row, batch;
   Matrix tensor{2 * kRows, kColumns, true, 11};
   Launch launch;
 
-  TmaBox(int dst, int column, int row);
+  TmaBox(int dst, int column, int row, int batch = 0);
   TmaBox(const TmaBox&) = delete;  // launch points into tensor
   void check() const;  // each 16-byte chunk where SwizzledTile<64, 64> puts it, zeros outside
 };

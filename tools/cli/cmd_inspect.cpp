@@ -86,12 +86,12 @@ void print_entry(std::string_view label, std::string_view entry, int registers, 
 
 void print_resources(const attnjit_variant_info& info) {
   fmt::print("kernel        {} for {}\n", info.kernel, info.arch);
-  // Note: on sm_90a the family depends on ATTNJIT_KERNEL_FAMILY (auto keeps sm80 until the Hopper
-  // kernel is verified on hardware), so say which one this report is about.
+  // Note: on sm_90a the family depends on ATTNJIT_KERNEL_FAMILY and, for a call, on what it is
+  // (a decoding step, a layout TMA cannot load), so say which one this report is about.
   fmt::print("family        {}{}\n",
              std::string_view(info.kernel_family) == "sm90" ? "sm90 (wgmma, TMA, warp-specialised)"
                                                             : "sm80 (mma.sync, cp.async)",
-             info.paged_kv ? ", paged key/value cache" : "");
+             info.paged_kv ? ", paged caches and variable-length sequences" : "");
   fmt::print("registers     {}\n", info.registers);
   fmt::print("static smem   {} bytes\n", info.static_smem_bytes);
   fmt::print("dynamic smem  {} bytes\n", info.dynamic_smem_bytes);
