@@ -433,16 +433,13 @@ struct AttentionForwardSm90 {
   ATTNJIT_DEVICE int kv_batch() const {
     return kSequenceTables && params.base.sequences.kv_starts != nullptr ? 0 : math.b;
   }
-  // Whether a paged call has sequence tables (packed queries, key counts; packed keys are dense).
-  ATTNJIT_DEVICE bool sequence_tables_call() const {
-    const SequenceTables& t = params.base.sequences;
-    return kSequenceTables && (t.q_starts != nullptr || t.kv_lens != nullptr);
-  }
   // Whether the call has any sequence table: without one, a paged call's boxes are cut at the
-  // call's kv_len by the tail maps, which TMA fills with zeros past it.
+  // call's kv_len by the tail maps, which TMA fills with zeros past it. (With a page table the
+  // host refuses packed keys, so there it means packed queries or key counts.)
   ATTNJIT_DEVICE bool any_sequence_table() const {
-    return sequence_tables_call() ||
-           (kSequenceTables && params.base.sequences.kv_starts != nullptr);
+    const SequenceTables& t = params.base.sequences;
+    return kSequenceTables &&
+           (t.q_starts != nullptr || t.kv_starts != nullptr || t.kv_lens != nullptr);
   }
 
   // The rows of V past the sequence's key count in its last tile are not TMA's zero fill but the
@@ -667,7 +664,7 @@ struct AttentionForwardSm90 {
     // Note: a call with sequence tables has no tail maps of its sequences' counts; its last box
     // reads whole pages, and the consumers clear V's rows past the count
     // (clear_values_past_count). No box is a tail box then (last_key -1).
-    const int last_key = sequence_tables_call() ? -1 : p.kv_len - 1;
+    const int last_key = any_sequence_table() ? -1 : p.kv_len - 1;
     const int in_page = (1 << p.kv_page_shift) - 1;
 #pragma unroll 1
     for (int i = 0; i < boxes; ++i) {
