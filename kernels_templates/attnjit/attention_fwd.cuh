@@ -195,6 +195,10 @@ struct AttentionForward {
   // dim 32, whose two blocks per SM leave 128 registers a thread: there the fold's extra live
   // value made ptxas spill the prefix-LM kernel (4 / 8 bytes, sm_80).
   static constexpr bool kFoldScale = HEAD_DIM >= 64;
+  // Whether a partial tile inside the bounds takes a path of its own (apply_scores), without the
+  // bounds' tests in its elements. Not at head dim 32 (128 registers a thread): there the second
+  // copy of the element loop made ptxas spill the causal kernel (16 / 24 bytes, sm_80 and sm_90).
+  static constexpr bool kPartialTilesOwnPath = HEAD_DIM >= 64;
   // Whether a zero-filled row's copy gets row 0's address (load_tile_async's SAFE_SOURCE): at
   // head dim 32, where the cheaper form made ptxas spill the document kernel (20 bytes, sm_80),
   // and where ATTNJIT_TUNE's sm80_safe_sources asks for it (to time the two forms).
@@ -861,50 +865,83 @@ struct AttentionForward {
       // Note: a pass of its own (block-uniform branch), so that a folded factor costs no
       // multiply by 1 per element.
       if (!fold_scale) multiply_scores(acc_s, scale_log2);
+    } else if (kPartialTilesOwnPath && !ragged) {
+      // A partial tile inside the bounds (a diagonal, a band's edge): the mask alone decides.
+      // Note: a path of its own, so that the bounds' tests are not in its elements: with them
+      // every element of a partial tile cost 11-16 instructions in the causal sm90 kernels
+      // (predicates spilled to registers as bit masks, LOP3 and SEL per element; sm_90a, head
+      // dim 64), three times a full tile's.
+      mask_and_score<FOLD_SCALE, false>(acc_s, k0, warp, lane, row_values, fold_scale,
+                                        unfolded_scale, true);
     } else {
-      ColumnValues columns(*this, k0, lane);
-#pragma unroll
-      for (int j = 0; j < kNTiles; ++j) {
-        const typename VARIANT::Col(&col_values)[2] = columns.at(*this, k0, lane, j);
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int q_idx = q0 + Layout::acc_row(warp, lane, mt, e);
-            const int kv_idx = k0 + Layout::acc_col(lane, j, e);
-            const typename VARIANT::Row& row = row_values[mt][e >> 1];
-            const typename VARIANT::Col& col = col_values[e & 1];
-            bool keep = !ragged || ((DECODING || q_idx < seq_q_len()) && kv_idx < seq_kv_len());
-            if constexpr (VARIANT::kHasMask) {
-              if (partial && keep) {
-                keep = VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),
-                                     kv_idx, hook_q_len(), seq_kv_len(), params.num_heads_q);
-              }
-            }
-            if constexpr (!VARIANT::kHasScore && FOLD_SCALE) {
-              acc_s[mt][j][e] = keep ? acc_s[mt][j][e] * unfolded_scale : neg_infinity();
-            } else if constexpr (!VARIANT::kHasScore) {
-              // Note: written as (x * scale) * log2(e), as before the factored scores; as
-              // x * (scale * log2(e)) it made ptxas spill 372 bytes in the sliding window
-              // kernel with three consumer warpgroups at head dim 64.
-              const float s = acc_s[mt][j][e] * scale;
-              acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
-            } else {
-              float s = acc_s[mt][j][e];
-              if (keep) {
-                s = VARIANT::score_core(score_constants, block_values, row, col, params.args, s,
-                                        b, h, hook_q(q_idx), kv_idx, hook_q_len(),
-                                        seq_kv_len(), params.num_heads_q);
-              }
-              acc_s[mt][j][e] = keep ? s * unfolded_scale : neg_infinity();
-            }
-          }
-        }
-      }
+      mask_and_score<FOLD_SCALE, true>(acc_s, k0, warp, lane, row_values, fold_scale,
+                                       unfolded_scale, partial);
     }
     // Note: after the elements, so that the shifts are not live through their loop.
     if constexpr (kRowShift) row_shifts(k0, warp, lane, row_values, unfolded_scale, shift);
     return fold_scale ? scale_log2 : 1.0f;
+  }
+
+  // The scores of a partial or ragged tile: each element's keep predicate (with CHECK_BOUNDS the
+  // bounds: keys past kv_len and, outside DECODING, rows past q_len; and the mask where
+  // `partial`), the score of a kept element times `unfolded_scale`, -inf for the others.
+  template <bool FOLD_SCALE, bool CHECK_BOUNDS>
+  ATTNJIT_DEVICE void mask_and_score(float (&acc_s)[kMTiles][kNTiles][4], int k0, int warp,
+                                     int lane, const RowValues& row_values, bool fold_scale,
+                                     float unfolded_scale, bool partial) const {
+    const float scale = params.scale;
+    // Note: without a score, a scale that is not folded is a pass of its own (block-uniform
+    // branch), so that a folded one costs no multiply by 1 per element (a masked element's -inf
+    // is selected after it).
+    if constexpr (!VARIANT::kHasScore && FOLD_SCALE) {
+      if (!fold_scale) multiply_scores(acc_s, unfolded_scale);
+    }
+    ColumnValues columns(*this, k0, lane);
+#pragma unroll
+    for (int j = 0; j < kNTiles; ++j) {
+      const typename VARIANT::Col(&col_values)[2] = columns.at(*this, k0, lane, j);
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int q_idx = q0 + Layout::acc_row(warp, lane, mt, e);
+          const int kv_idx = k0 + Layout::acc_col(lane, j, e);
+          const typename VARIANT::Row& row = row_values[mt][e >> 1];
+          const typename VARIANT::Col& col = col_values[e & 1];
+          bool keep = true;
+          if constexpr (CHECK_BOUNDS) {
+            keep = (DECODING || q_idx < seq_q_len()) && kv_idx < seq_kv_len();
+          }
+          if constexpr (VARIANT::kHasMask) {
+            if (partial && keep) {
+              keep = VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),
+                                   kv_idx, hook_q_len(), seq_kv_len(), params.num_heads_q);
+            }
+          }
+          if constexpr (!VARIANT::kHasScore && FOLD_SCALE) {
+            acc_s[mt][j][e] = keep ? acc_s[mt][j][e] : neg_infinity();
+          } else if constexpr (!VARIANT::kHasScore) {
+            // Note: written as (x * scale) * log2(e), as before the factored scores; as
+            // x * (scale * log2(e)) it made ptxas spill 372 bytes in the sliding window
+            // kernel with three consumer warpgroups at head dim 64.
+            const float s = acc_s[mt][j][e] * scale;
+            acc_s[mt][j][e] = keep ? s * kLog2e : neg_infinity();
+          } else {
+            // Note: the score only where kept; ptxas predicates a light one (soft-capping's
+            // MUFU) and branches around a heavy one. Evaluated for every element (pure), a
+            // score reading a tensor per element (bias[h, q_idx - kv_idx]) spilled 64 bytes
+            // (causal, head dim 128, sm_90a).
+            float s = acc_s[mt][j][e];
+            if (keep) {
+              s = VARIANT::score_core(score_constants, block_values, row, col, params.args, s, b,
+                                      h, hook_q(q_idx), kv_idx, hook_q_len(), seq_kv_len(),
+                                      params.num_heads_q);
+            }
+            acc_s[mt][j][e] = keep ? s * unfolded_scale : neg_infinity();
+          }
+        }
+      }
+    }
   }
 
   // Each held row's shift for the tile starting at key k0 (the variant's score_row_shift at the
