@@ -1,5 +1,7 @@
 #include "codegen/kernel_tuning.hpp"
 
+#include <fmt/ranges.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <string>
@@ -9,7 +11,9 @@
 namespace attnjit::codegen {
 namespace {
 
-int int_value(std::string_view key, std::string_view value, int low, int high) {
+// A value of each kind of the table's KIND column (codegen/kernel_tuning_keys.def), or an
+// error naming the item and the reason.
+int integer_value(std::string_view key, std::string_view value, int low, int high) {
   int parsed = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
   if (error != std::errc() || end != value.data() + value.size() || parsed < low || parsed > high) {
@@ -19,8 +23,8 @@ int int_value(std::string_view key, std::string_view value, int low, int high) {
   return parsed;
 }
 
-int multiple_of_16(std::string_view key, std::string_view value, int low, int high = 256) {
-  const int parsed = int_value(key, value, low, high);
+int multiple_of_16_value(std::string_view key, std::string_view value, int low, int high) {
+  const int parsed = integer_value(key, value, low, high);
   if (parsed % 16 != 0) {
     throw_error(Status::invalid_argument, "ATTNJIT_TUNE: {}={} is not a multiple of 16", key,
                 value);
@@ -28,11 +32,26 @@ int multiple_of_16(std::string_view key, std::string_view value, int low, int hi
   return parsed;
 }
 
-bool bool_value(std::string_view key, std::string_view value) {
-  return int_value(key, value, 0, 1) == 1;
+bool flag_value(std::string_view key, std::string_view value, int low, int high) {
+  return integer_value(key, value, low, high) == 1;
 }
 
+int block_m_value(std::string_view key, std::string_view value, int low, int high) {
+  const int block_m = integer_value(key, value, low, high);
+  if (block_m != 64 && block_m != 128 && block_m != 192) {
+    throw_error(Status::invalid_argument, "ATTNJIT_TUNE: {}={} is not 64, 128 or 192", key, value);
+  }
+  return block_m;
+}
+
+constexpr std::string_view kKeyNames[] = {
+#define ATTNJIT_TUNING_KEY(NAME, TYPE, KIND, LOW, HIGH, SCHEDULE) #NAME,
+#include "codegen/kernel_tuning_keys.def"
+};
+
 }  // namespace
+
+std::span<const std::string_view> tuning_key_names() { return kKeyNames; }
 
 KernelTuning parse_kernel_tuning(std::string_view text) {
   KernelTuning tuning;
@@ -47,75 +66,27 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     }
     const std::string_view key = item.substr(0, equals);
     const std::string_view value = item.substr(equals + 1);
-    if (key == "sm80_block_m") {
-      tuning.sm80_block_m = multiple_of_16(key, value, 16);
-    } else if (key == "sm80_block_n") {
-      tuning.sm80_block_n = multiple_of_16(key, value, 16);
-    } else if (key == "sm80_warps") {
-      tuning.sm80_warps = int_value(key, value, 1, 16);
-    } else if (key == "sm80_stages") {
-      tuning.sm80_stages = int_value(key, value, 2, 4);
-    } else if (key == "sm80_blocks_per_sm") {
-      tuning.sm80_blocks_per_sm = int_value(key, value, 1, 4);
-    } else if (key == "sm80_safe_sources") {
-      tuning.sm80_safe_sources = bool_value(key, value);
-    } else if (key == "decode_block_n") {
-      tuning.decode_block_n = multiple_of_16(key, value, 16, 128);
-    } else if (key == "decode_stages") {
-      tuning.decode_stages = int_value(key, value, 2, 4);
-    } else if (key == "sm90_block_n") {
-      // Note: FlashAttention-3's own tiles include 80 (head dim 256) and 176 (128).
-      tuning.sm90_block_n = multiple_of_16(key, value, 64);
-    } else if (key == "sm90_stages") {
-      tuning.sm90_stages = int_value(key, value, 2, 8);
-    } else if (key == "sm90_block_m") {
-      const int block_m = int_value(key, value, 64, 192);
-      if (block_m != 64 && block_m != 128 && block_m != 192) {
-        throw_error(Status::invalid_argument,
-                    "ATTNJIT_TUNE: sm90_block_m={} is not 64, 128 or 192", value);
-      }
-      tuning.sm90_block_m = block_m;
-    } else if (key == "sm90_overlap") {
-      tuning.sm90_overlap = bool_value(key, value);
-    } else if (key == "sm90_persistent") {
-      tuning.sm90_persistent = bool_value(key, value);
-    } else if (key == "sm90_p_smem") {
-      tuning.sm90_p_smem = bool_value(key, value);
-    } else if (key == "sm90_handoff") {
-      tuning.sm90_handoff = bool_value(key, value);
-    } else if (key == "sm90_poly_exp2") {
-      tuning.sm90_poly_exp2 = int_value(key, value, 0, 8);
-    } else if (key == "sm90_fold_m192") {
-      tuning.sm90_fold_m192 = bool_value(key, value);
-    } else if (key == "sm90_blocks_per_sm") {
-      tuning.sm90_blocks_per_sm = int_value(key, value, 1, 2);
-    } else if (key == "sm90_watchdog_ms") {
-      // Note: ten minutes is the longest a kernel could usefully wait (a device call's limit).
-      tuning.sm90_watchdog_ms = int_value(key, value, 0, 600000);
-    } else if (key == "sm90_timeline") {
-      tuning.sm90_timeline = bool_value(key, value);
-    } else if (key == "score_row_shift") {
-      tuning.score_row_shift = bool_value(key, value);
-    } else {
-      throw_error(Status::invalid_argument,
-                  "ATTNJIT_TUNE: unknown key '{}'; keys: sm80_block_m, sm80_block_n, sm80_warps, "
-                  "sm80_stages, sm80_blocks_per_sm, sm80_safe_sources, decode_block_n, "
-                  "decode_stages, sm90_block_m, sm90_block_n, sm90_stages, sm90_overlap, "
-                  "sm90_persistent, sm90_p_smem, sm90_handoff, sm90_poly_exp2, sm90_fold_m192, "
-                  "sm90_blocks_per_sm, sm90_watchdog_ms, sm90_timeline, score_row_shift",
-                  key);
+    bool known = false;
+#define ATTNJIT_TUNING_KEY(NAME, TYPE, KIND, LOW, HIGH, SCHEDULE) \
+  if (key == #NAME) {                                             \
+    tuning.NAME = KIND##_value(key, value, LOW, HIGH);            \
+    known = true;                                                 \
+  }
+#include "codegen/kernel_tuning_keys.def"
+    if (!known) {
+      throw_error(Status::invalid_argument, "ATTNJIT_TUNE: unknown key '{}'; keys: {}", key,
+                  fmt::join(kKeyNames, ", "));
     }
   }
   return tuning;
 }
 
 bool changes_schedule(const KernelTuning& t) {
-  return t.sm80_block_m || t.sm80_block_n || t.sm80_warps || t.sm80_stages ||
-         t.sm80_blocks_per_sm || t.sm80_safe_sources || t.decode_block_n || t.decode_stages ||
-         t.sm90_block_m ||
-         t.sm90_block_n || t.sm90_stages || t.sm90_overlap || t.sm90_persistent ||
-         t.sm90_p_smem || t.sm90_handoff || t.sm90_poly_exp2 || t.sm90_fold_m192 ||
-         t.sm90_blocks_per_sm || t.score_row_shift;
+  bool changes = false;
+#define ATTNJIT_TUNING_KEY(NAME, TYPE, KIND, LOW, HIGH, SCHEDULE) \
+  changes = changes || (SCHEDULE && t.NAME.has_value());
+#include "codegen/kernel_tuning_keys.def"
+  return changes;
 }
 
 bool schedule_tuning_requested() { return changes_schedule(kernel_tuning_from_environment()); }

@@ -1,6 +1,8 @@
 // Tuning overrides for the forward kernels' configuration, for measuring alternatives on a GPU
 // without rebuilding: ATTNJIT_TUNE="key=value,key=value". Each override changes the generated
 // source (template arguments), hence the cache key, so tuned and default kernels never mix.
+// The keys' ranges and kinds are one table, codegen/kernel_tuning_keys.def; docs/TUNING.md is
+// the users' list (a test checks that it names every key).
 // Keys:
 //   sm80_block_m   16 .. 256               queries per block of the SM80 kernel (whole 16-row
 //                                          m-tiles per warp)
@@ -48,7 +50,7 @@
 //   score_row_shift 0 | 1                  both kernels: a score's per-row terms and multiples
 //                                          of kv_idx (ALiBi) leave the element's code, added
 //                                          once per row and key tile (codegen/factor_score.hpp;
-//                                          1, the default; not yet timed on a GPU)
+//                                          1, the default; ALiBi 1.02-1.12x on an H200)
 //   sm90_timeline  0 | 1                   plain sm90 blocks stamp their phases (SM cycles) into
 //                                          records the host writes to $ATTNJIT_TIMELINE after
 //                                          each call (sm90_timeline.cuh; a measuring aid that
@@ -60,32 +62,14 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace attnjit::codegen {
 
 struct KernelTuning {
-  std::optional<int> sm80_block_m;
-  std::optional<int> sm80_block_n;
-  std::optional<int> sm80_warps;
-  std::optional<int> sm80_stages;
-  std::optional<int> sm80_blocks_per_sm;
-  std::optional<int> decode_block_n;
-  std::optional<int> decode_stages;
-  std::optional<bool> sm80_safe_sources;
-  std::optional<int> sm90_block_m;
-  std::optional<int> sm90_block_n;
-  std::optional<int> sm90_stages;
-  std::optional<bool> sm90_overlap;
-  std::optional<bool> sm90_persistent;
-  std::optional<bool> sm90_p_smem;
-  std::optional<bool> sm90_handoff;
-  std::optional<int> sm90_poly_exp2;
-  std::optional<bool> sm90_fold_m192;
-  std::optional<int> sm90_blocks_per_sm;
-  std::optional<int> sm90_watchdog_ms;
-  std::optional<bool> sm90_timeline;
-  std::optional<bool> score_row_shift;
+#define ATTNJIT_TUNING_KEY(NAME, TYPE, KIND, LOW, HIGH, SCHEDULE) std::optional<TYPE> NAME;
+#include "codegen/kernel_tuning_keys.def"
 };
 
 // Parses the ATTNJIT_TUNE syntax; throws Error(invalid_argument) naming the offending item for an
@@ -98,9 +82,10 @@ KernelTuning kernel_tuning_from_environment();
 // sm90_timeline: aids that leave the schedule as it is), and whether ATTNJIT_TUNE does: then the
 // kernel it describes serves every call of a variant (no short-rows kernel beside it,
 // codegen/short_rows.hpp).
-// Note: a key added to KernelTuning must be added to changes_schedule too
-// (kernel_tuning_test checks every key).
 bool changes_schedule(const KernelTuning& tuning);
 bool schedule_tuning_requested();
+
+// Every key ATTNJIT_TUNE knows, in the table's order (codegen/kernel_tuning_keys.def).
+std::span<const std::string_view> tuning_key_names();
 
 }  // namespace attnjit::codegen

@@ -1,7 +1,12 @@
 #include "codegen/kernel_tuning.hpp"
 
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -606,9 +611,9 @@ TEST_CASE("sm80_safe_sources: the sm80 kernel's earlier zero-fill addresses, onl
   CHECK(sm90.source == source({}, codegen::FamilyRequest::sm90).source);
 }
 
-// Every key the parser knows (as its error for an unknown one lists them) changes the schedule,
-// so that a tuning turns the short-rows rule off, except the watchdog and the timeline, aids that
-// both kernels take. A key added without changes_schedule knowing it fails here.
+// Every key the parser knows (as its error for an unknown one lists them, the table's order)
+// changes the schedule, so that a tuning turns the short-rows rule off, except the watchdog and
+// the timeline, aids that both kernels take.
 TEST_CASE("every ATTNJIT_TUNE key but the watchdog and the timeline changes the schedule",
           "[codegen][tuning]") {
   std::string listed;
@@ -621,14 +626,10 @@ TEST_CASE("every ATTNJIT_TUNE key but the watchdog and the timeline changes the 
     REQUIRE(at != std::string::npos);
     listed = what.substr(at + 6);
   }
+  CHECK(listed == fmt::format("{}", fmt::join(codegen::tuning_key_names(), ", ")));
   CHECK_FALSE(codegen::changes_schedule(parse_kernel_tuning("")));
-  int keys = 0;
-  std::size_t start = 0;
-  while (start < listed.size()) {
-    const std::size_t end = std::min(listed.find(", ", start), listed.size());
-    const std::string key = listed.substr(start, end - start);
-    start = end + 2;
-    ++keys;
+  for (const std::string_view name : codegen::tuning_key_names()) {
+    const std::string key(name);
     INFO(key);
     // The first of these values the key accepts.
     std::optional<codegen::KernelTuning> tuning;
@@ -643,5 +644,16 @@ TEST_CASE("every ATTNJIT_TUNE key but the watchdog and the timeline changes the 
     CHECK(codegen::changes_schedule(*tuning) ==
           (key != "sm90_watchdog_ms" && key != "sm90_timeline"));
   }
-  CHECK(keys == 21);
+  CHECK(codegen::tuning_key_names().size() == 21);
+}
+
+// The users' list of the keys (docs/TUNING.md) names each one as a table row.
+TEST_CASE("docs/TUNING.md lists every ATTNJIT_TUNE key", "[codegen][tuning]") {
+  std::ifstream file(std::string(ATTNJIT_DOCS_DIR) + "/TUNING.md");
+  REQUIRE(file.good());
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  for (const std::string_view name : codegen::tuning_key_names()) {
+    INFO(name);
+    CHECK(text.find(fmt::format("| `{}` |", name)) != std::string::npos);
+  }
 }
