@@ -808,7 +808,9 @@ struct AttentionForward {
   // 68-92 bytes in the window, prefix and document kernels, block_m 192 with the overlap at D=64
   // and with P in shared memory at D=128), while the 240-register sm90 kernels and the SM80
   // kernel lost spills or stayed clean with it.
-  template <bool FOLD_SCALE>
+  // RAGGED_MASK_EVERY: a ragged partial tile evaluates the mask for every element (kMaskEvery);
+  // otherwise where the bounds keep the element (kMaskIfPartial; see MaskTest).
+  template <bool FOLD_SCALE, bool RAGGED_MASK_EVERY = kPartialTilesOwnPath>
   ATTNJIT_DEVICE float apply_scores(float (&acc_s)[kMTiles][kNTiles][4], int tile, int tile_class,
                                     int warp, int lane, const RowValues& row_values,
                                     RowShifts& shift) const {
@@ -871,21 +873,44 @@ struct AttentionForward {
       // every element of a partial tile cost 11-16 instructions in the causal sm90 kernels
       // (predicates spilled to registers as bit masks, LOP3 and SEL per element; sm_90a, head
       // dim 64), three times a full tile's.
-      mask_and_score<FOLD_SCALE, false>(acc_s, k0, warp, lane, row_values, fold_scale,
-                                        unfolded_scale, true);
+      mask_and_score<FOLD_SCALE, false, kMaskEvery>(acc_s, k0, warp, lane, row_values,
+                                                    fold_scale, unfolded_scale, true);
+    } else if (RAGGED_MASK_EVERY && partial) {
+      // A ragged partial tile: the bounds and the mask, both for every element.
+      mask_and_score<FOLD_SCALE, true, kMaskEvery>(acc_s, k0, warp, lane, row_values, fold_scale,
+                                                   unfolded_scale, true);
+    } else if (RAGGED_MASK_EVERY) {
+      // A ragged full tile (or a variant without a mask): the bounds alone.
+      mask_and_score<FOLD_SCALE, true, kMaskNone>(acc_s, k0, warp, lane, row_values, fold_scale,
+                                                  unfolded_scale, false);
     } else {
-      mask_and_score<FOLD_SCALE, true>(acc_s, k0, warp, lane, row_values, fold_scale,
-                                       unfolded_scale, partial);
+      mask_and_score<FOLD_SCALE, true, kMaskIfPartial>(acc_s, k0, warp, lane, row_values,
+                                                       fold_scale, unfolded_scale, partial);
     }
     // Note: after the elements, so that the shifts are not live through their loop.
     if constexpr (kRowShift) row_shifts(k0, warp, lane, row_values, unfolded_scale, shift);
     return fold_scale ? scale_log2 : 1.0f;
   }
 
+  // How mask_and_score tests an element against the mask: kMaskEvery evaluates it for every
+  // element and joins it to the bounds without a branch (the mask is pure and its tensor reads
+  // are bounds-checked, so an element out of bounds may evaluate it too); kMaskNone never (a
+  // full tile); kMaskIfPartial where `partial`, under the bounds' predicate (one copy of the
+  // element loop for every ragged tile: head dim 32, see kPartialTilesOwnPath, and the sm90
+  // kernels whose consumers have under 240 registers or head dim 256, where kMaskEvery made the
+  // prefix-LM kernels spill 24-44 bytes: 192-row blocks, two blocks per SM, 128 x 80 at 256).
+  // Note: kMaskEvery in ragged tiles since the thirty-fifth session. Before, every ragged tile
+  // took kMaskIfPartial's form, and ptxas tested `partial` and the bounds in each element: a
+  // BSSY / BSYNC branch region per element with two or three branches (64 regions in the
+  // sliding window kernel at head dim 64, sm_90a), divergent where a warp straddles kv_len. A
+  // decoding step's last key tile and every tile of a prefill's last query tile (q_len not a
+  // multiple of the tile rows, on the sm90 kernel) are ragged.
+  enum MaskTest { kMaskEvery, kMaskNone, kMaskIfPartial };
+
   // The scores of a partial or ragged tile: each element's keep predicate (with CHECK_BOUNDS the
-  // bounds: keys past kv_len and, outside DECODING, rows past q_len; and the mask where
-  // `partial`), the score of a kept element times `unfolded_scale`, -inf for the others.
-  template <bool FOLD_SCALE, bool CHECK_BOUNDS>
+  // bounds: keys past kv_len and, outside DECODING, rows past q_len; and the mask as MASK_TEST
+  // says), the score of a kept element times `unfolded_scale`, -inf for the others.
+  template <bool FOLD_SCALE, bool CHECK_BOUNDS, MaskTest MASK_TEST>
   ATTNJIT_DEVICE void mask_and_score(float (&acc_s)[kMTiles][kNTiles][4], int k0, int warp,
                                      int lane, const RowValues& row_values, bool fold_scale,
                                      float unfolded_scale, bool partial) const {
@@ -912,7 +937,11 @@ struct AttentionForward {
           if constexpr (CHECK_BOUNDS) {
             keep = (DECODING || q_idx < seq_q_len()) && kv_idx < seq_kv_len();
           }
-          if constexpr (VARIANT::kHasMask) {
+          if constexpr (VARIANT::kHasMask && MASK_TEST == kMaskEvery) {
+            keep = keep & VARIANT::mask(block_values, row, col, params.args, b, h,
+                                        hook_q(q_idx), kv_idx, hook_q_len(), seq_kv_len(),
+                                        params.num_heads_q);
+          } else if constexpr (VARIANT::kHasMask && MASK_TEST == kMaskIfPartial) {
             if (partial && keep) {
               keep = VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),
                                    kv_idx, hook_q_len(), seq_kv_len(), params.num_heads_q);

@@ -68,7 +68,7 @@ KernelTuning parse_kernel_tuning(std::string_view text) {
     const std::string_view value = item.substr(equals + 1);
     bool known = false;
 #define ATTNJIT_TUNING_KEY(NAME, TYPE, KIND, LOW, HIGH, SCHEDULE) \
-  if (key == #NAME) {                                             \
+  if (!known && key == #NAME) {                                   \
     tuning.NAME = KIND##_value(key, value, LOW, HIGH);            \
     known = true;                                                 \
   }

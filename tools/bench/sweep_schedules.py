@@ -2,7 +2,7 @@
 """attnjit's kernel schedules against each other, in one process, on one GPU, on the same inputs.
 
 For each variant and head dim, every schedule (a kernel family plus ATTNJIT_TUNE overrides, see
-src/codegen/kernel_tuning.hpp) gets its own runtime and kernel cache, compiles the variant (the
+docs/TUNING.md) gets its own runtime and kernel cache, compiles the variant (the
 compile time is reported), runs it once and is checked against the first schedule's output and
 LSE (the sm80 kernel by default: verified on hardware), then timed. No FlexAttention and no
 torch.compile, so a whole sweep fits one short GPU call; compare_flex.py puts the winner next to
