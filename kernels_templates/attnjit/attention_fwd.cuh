@@ -810,7 +810,10 @@ struct AttentionForward {
   // kernel lost spills or stayed clean with it.
   // RAGGED_MASK_EVERY: a ragged partial tile evaluates the mask for every element (kMaskEvery);
   // otherwise where the bounds keep the element (kMaskIfPartial; see MaskTest).
-  template <bool FOLD_SCALE, bool RAGGED_MASK_EVERY = kPartialTilesOwnPath>
+  // MASK_ROWS_PAST_END: rows past q_len are masked, which makes every tile of a query tile that
+  // reaches past q_len ragged (see below).
+  template <bool FOLD_SCALE, bool RAGGED_MASK_EVERY = kPartialTilesOwnPath,
+            bool MASK_ROWS_PAST_END = !DECODING>
   ATTNJIT_DEVICE float apply_scores(float (&acc_s)[kMTiles][kNTiles][4], int tile, int tile_class,
                                     int warp, int lane, const RowValues& row_values,
                                     RowShifts& shift) const {
@@ -822,12 +825,16 @@ struct AttentionForward {
     // its own; a mask or score evaluated there reads tensors under the out-of-range rule like
     // any other index. Masking them made every tile of a decoding step take the per-element
     // path below (a keep predicate per score, and a mask's test behind a branch): on an H200,
-    // causal at 4K keys in 13 slices took 22.7 us instead of 15.5. The other kernels (the sm90
-    // kernel, head dim 32) keep masking those rows: their prefills have one ragged query tile
-    // in many, and unmasking moved ptxas's allocation under their 128-register caps (16-24
-    // bytes of spills in the head-dim-32 document kernel and two 192-row sm90 kernels).
+    // causal at 4K keys in 13 slices took 22.7 us instead of 15.5. The sm90 kernel's rows past
+    // q_len are TMA's zeros, or with packed sequences the next sequence's rows (finite or not:
+    // never stored either); its kernels of 240-register consumers leave them unmasked too
+    // (MASK_ROWS_PAST_END false), so that a prefill's last query tile, and each packed
+    // sequence's, takes the full and partial tiles' paths. The rest (head dim 32, the sm90
+    // kernels of fewer registers) keep masking them: unmasking moved ptxas's allocation under
+    // their 128-register caps (16-24 bytes of spills in the head-dim-32 document kernel and two
+    // 192-row sm90 kernels).
     const bool ragged =
-        k0 + BLOCK_N > seq_kv_len() || (!DECODING && q0 + BLOCK_M > seq_q_len());
+        k0 + BLOCK_N > seq_kv_len() || (MASK_ROWS_PAST_END && q0 + BLOCK_M > seq_q_len());
     const bool partial = VARIANT::kHasMask && tile_class != kTileFull;
     const float scale = params.scale;
     // log2(e) * scale, or with a score expression its factored form's factor (the score is
@@ -873,18 +880,18 @@ struct AttentionForward {
       // every element of a partial tile cost 11-16 instructions in the causal sm90 kernels
       // (predicates spilled to registers as bit masks, LOP3 and SEL per element; sm_90a, head
       // dim 64), three times a full tile's.
-      mask_and_score<FOLD_SCALE, false, kMaskEvery>(acc_s, k0, warp, lane, row_values,
+      mask_and_score<FOLD_SCALE, false, kMaskEvery, MASK_ROWS_PAST_END>(acc_s, k0, warp, lane, row_values,
                                                     fold_scale, unfolded_scale, true);
     } else if (RAGGED_MASK_EVERY && partial) {
       // A ragged partial tile: the bounds and the mask, both for every element.
-      mask_and_score<FOLD_SCALE, true, kMaskEvery>(acc_s, k0, warp, lane, row_values, fold_scale,
+      mask_and_score<FOLD_SCALE, true, kMaskEvery, MASK_ROWS_PAST_END>(acc_s, k0, warp, lane, row_values, fold_scale,
                                                    unfolded_scale, true);
     } else if (RAGGED_MASK_EVERY) {
       // A ragged full tile (or a variant without a mask): the bounds alone.
-      mask_and_score<FOLD_SCALE, true, kMaskNone>(acc_s, k0, warp, lane, row_values, fold_scale,
+      mask_and_score<FOLD_SCALE, true, kMaskNone, MASK_ROWS_PAST_END>(acc_s, k0, warp, lane, row_values, fold_scale,
                                                   unfolded_scale, false);
     } else {
-      mask_and_score<FOLD_SCALE, true, kMaskIfPartial>(acc_s, k0, warp, lane, row_values,
+      mask_and_score<FOLD_SCALE, true, kMaskIfPartial, MASK_ROWS_PAST_END>(acc_s, k0, warp, lane, row_values,
                                                        fold_scale, unfolded_scale, partial);
     }
     // Note: after the elements, so that the shifts are not live through their loop.
@@ -908,9 +915,9 @@ struct AttentionForward {
   enum MaskTest { kMaskEvery, kMaskNone, kMaskIfPartial };
 
   // The scores of a partial or ragged tile: each element's keep predicate (with CHECK_BOUNDS the
-  // bounds: keys past kv_len and, outside DECODING, rows past q_len; and the mask as MASK_TEST
+  // bounds: keys past kv_len and, with MASK_ROWS_PAST_END, rows past q_len; and the mask as MASK_TEST
   // says), the score of a kept element times `unfolded_scale`, -inf for the others.
-  template <bool FOLD_SCALE, bool CHECK_BOUNDS, MaskTest MASK_TEST>
+  template <bool FOLD_SCALE, bool CHECK_BOUNDS, MaskTest MASK_TEST, bool MASK_ROWS_PAST_END>
   ATTNJIT_DEVICE void mask_and_score(float (&acc_s)[kMTiles][kNTiles][4], int k0, int warp,
                                      int lane, const RowValues& row_values, bool fold_scale,
                                      float unfolded_scale, bool partial) const {
@@ -935,7 +942,7 @@ struct AttentionForward {
           const typename VARIANT::Col& col = col_values[e & 1];
           bool keep = true;
           if constexpr (CHECK_BOUNDS) {
-            keep = (DECODING || q_idx < seq_q_len()) && kv_idx < seq_kv_len();
+            keep = (!MASK_ROWS_PAST_END || q_idx < seq_q_len()) && kv_idx < seq_kv_len();
           }
           if constexpr (VARIANT::kHasMask && MASK_TEST == kMaskEvery) {
             keep = keep & VARIANT::mask(block_values, row, col, params.args, b, h,

@@ -170,6 +170,9 @@ struct AttentionForwardSm90 {
   // Whether a ragged partial tile evaluates the mask for every element, without a branch
   // (RowMath::MaskTest): where the consumers have 240 registers, up to head dim 128.
   static constexpr bool kRaggedMaskEvery = kConsumerRegisters >= 240 && HEAD_DIM <= 128;
+  // Whether rows past q_len are masked (RowMath::apply_scores): not where the consumers have 240
+  // registers, so that a query tile reaching past q_len is not ragged in every key tile.
+  static constexpr bool kMaskRowsPastEnd = kConsumerRegisters < 240;
   // setmaxnreg moves registers within the block's pool, which the launch sized: ptxas's count
   // per thread (at most the file over the resident threads, a multiple of 8) times the threads.
   static constexpr int kLaunchRegisters = 65536 / (sm90_threads(BLOCK_M) * kBlocksPerSm) / 8 * 8;
@@ -983,7 +986,7 @@ struct AttentionForwardSm90 {
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
     typename RowMath::RowShifts shift{};
-    const float score_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery>(acc_s, tile, tile_class, warp,
+    const float score_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(acc_s, tile, tile_class, warp,
                                                                      lane, row_values, shift);
     softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2, RowMath::kRowShift,
                                RowMath::kKeySlope>(
@@ -1018,7 +1021,7 @@ struct AttentionForwardSm90 {
     score_turn(acc_s, ring.stage, q_rows, turns);
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     typename RowMath::RowShifts shift{};
-    const float first_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery>(acc_s, first, first_class,
+    const float first_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(acc_s, first, first_class,
                                                                      warp, lane, row_values, shift);
     // O is still zero: its rescale is a no-op.
     softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2, RowMath::kRowShift,
@@ -1046,7 +1049,7 @@ struct AttentionForwardSm90 {
       wgmma_wait_group<1>();  // S is complete; P V may still be running
       wgmma_fence_accumulators(flat(acc_s));
       mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
-      const float score_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery>(
+      const float score_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(
           acc_s, tile, tile_class, warp, lane, row_values, shift);
       float rescale[2];
       softmax[0].template exponentiate<kFoldScale, kNTiles, kPolyExp2, RowMath::kRowShift,
