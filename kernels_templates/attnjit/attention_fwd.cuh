@@ -827,12 +827,12 @@ struct AttentionForward {
     // path below (a keep predicate per score, and a mask's test behind a branch): on an H200,
     // causal at 4K keys in 13 slices took 22.7 us instead of 15.5. The sm90 kernel's rows past
     // q_len are TMA's zeros, or with packed sequences the next sequence's rows (finite or not:
-    // never stored either); its kernels of 240-register consumers leave them unmasked too
-    // (MASK_ROWS_PAST_END false), so that a prefill's last query tile, and each packed
-    // sequence's, takes the full and partial tiles' paths. The rest (head dim 32, the sm90
-    // kernels of fewer registers) keep masking them: unmasking moved ptxas's allocation under
-    // their 128-register caps (16-24 bytes of spills in the head-dim-32 document kernel and two
-    // 192-row sm90 kernels).
+    // never stored either); its kernels of 240-register consumers and of variants without a
+    // mask leave them unmasked too (MASK_ROWS_PAST_END false; kMaskRowsPastEnd), so that a
+    // prefill's last query tile, and each packed sequence's, takes the full and partial tiles'
+    // paths. The rest (head dim 32, the masked sm90 kernels of fewer registers) keep masking
+    // them: unmasking moved ptxas's allocation under their caps (16-28 bytes of spills in the
+    // head-dim-32 document kernel, the short-rows kernel and 192-row sm90 kernels).
     const bool ragged =
         k0 + BLOCK_N > seq_kv_len() || (MASK_ROWS_PAST_END && q0 + BLOCK_M > seq_q_len());
     const bool partial = VARIANT::kHasMask && tile_class != kTileFull;

@@ -171,8 +171,11 @@ struct AttentionForwardSm90 {
   // (RowMath::MaskTest): where the consumers have 240 registers, up to head dim 128.
   static constexpr bool kRaggedMaskEvery = kConsumerRegisters >= 240 && HEAD_DIM <= 128;
   // Whether rows past q_len are masked (RowMath::apply_scores): not where the consumers have 240
-  // registers, so that a query tile reaching past q_len is not ragged in every key tile.
-  static constexpr bool kMaskRowsPastEnd = kConsumerRegisters < 240;
+  // registers nor without a mask (the 192-row blocks of the head-dim-64 defaults: a query length
+  // of 16K is 85 1/3 of them), so that a query tile reaching past q_len is not ragged in every
+  // key tile. Note: unmasked in the masked kernels of fewer registers, the short-rows kernel
+  // spilled 16-28 bytes (causal, window) and the 192-row document kernel 8 (sm_90a, D=64).
+  static constexpr bool kMaskRowsPastEnd = VARIANT::kHasMask && kConsumerRegisters < 240;
   // setmaxnreg moves registers within the block's pool, which the launch sized: ptxas's count
   // per thread (at most the file over the resident threads, a multiple of 8) times the threads.
   static constexpr int kLaunchRegisters = 65536 / (sm90_threads(BLOCK_M) * kBlocksPerSm) / 8 * 8;
