@@ -880,19 +880,19 @@ struct AttentionForward {
       // every element of a partial tile cost 11-16 instructions in the causal sm90 kernels
       // (predicates spilled to registers as bit masks, LOP3 and SEL per element; sm_90a, head
       // dim 64), three times a full tile's.
-      mask_and_score<FOLD_SCALE, false, kMaskEvery, MASK_ROWS_PAST_END>(acc_s, k0, warp, lane, row_values,
-                                                    fold_scale, unfolded_scale, true);
+      mask_and_score<FOLD_SCALE, false, kMaskEvery, MASK_ROWS_PAST_END>(
+          acc_s, k0, warp, lane, row_values, fold_scale, unfolded_scale, true);
     } else if (RAGGED_MASK_EVERY && partial) {
       // A ragged partial tile: the bounds and the mask, both for every element.
-      mask_and_score<FOLD_SCALE, true, kMaskEvery, MASK_ROWS_PAST_END>(acc_s, k0, warp, lane, row_values, fold_scale,
-                                                   unfolded_scale, true);
+      mask_and_score<FOLD_SCALE, true, kMaskEvery, MASK_ROWS_PAST_END>(
+          acc_s, k0, warp, lane, row_values, fold_scale, unfolded_scale, true);
     } else if (RAGGED_MASK_EVERY) {
       // A ragged full tile (or a variant without a mask): the bounds alone.
-      mask_and_score<FOLD_SCALE, true, kMaskNone, MASK_ROWS_PAST_END>(acc_s, k0, warp, lane, row_values, fold_scale,
-                                                  unfolded_scale, false);
+      mask_and_score<FOLD_SCALE, true, kMaskNone, MASK_ROWS_PAST_END>(
+          acc_s, k0, warp, lane, row_values, fold_scale, unfolded_scale, false);
     } else {
-      mask_and_score<FOLD_SCALE, true, kMaskIfPartial, MASK_ROWS_PAST_END>(acc_s, k0, warp, lane, row_values,
-                                                       fold_scale, unfolded_scale, partial);
+      mask_and_score<FOLD_SCALE, true, kMaskIfPartial, MASK_ROWS_PAST_END>(
+          acc_s, k0, warp, lane, row_values, fold_scale, unfolded_scale, partial);
     }
     // Note: after the elements, so that the shifts are not live through their loop.
     if constexpr (kRowShift) row_shifts(k0, warp, lane, row_values, unfolded_scale, shift);
@@ -915,8 +915,8 @@ struct AttentionForward {
   enum MaskTest { kMaskEvery, kMaskNone, kMaskIfPartial };
 
   // The scores of a partial or ragged tile: each element's keep predicate (with CHECK_BOUNDS the
-  // bounds: keys past kv_len and, with MASK_ROWS_PAST_END, rows past q_len; and the mask as MASK_TEST
-  // says), the score of a kept element times `unfolded_scale`, -inf for the others.
+  // bounds: keys past kv_len and, with MASK_ROWS_PAST_END, rows past q_len; and the mask as
+  // MASK_TEST says), the score of a kept element times `unfolded_scale`, -inf for the others.
   template <bool FOLD_SCALE, bool CHECK_BOUNDS, MaskTest MASK_TEST, bool MASK_ROWS_PAST_END>
   ATTNJIT_DEVICE void mask_and_score(float (&acc_s)[kMTiles][kNTiles][4], int k0, int warp,
                                      int lane, const RowValues& row_values, bool fold_scale,
@@ -945,9 +945,8 @@ struct AttentionForward {
             keep = (!MASK_ROWS_PAST_END || q_idx < seq_q_len()) && kv_idx < seq_kv_len();
           }
           if constexpr (VARIANT::kHasMask && MASK_TEST == kMaskEvery) {
-            keep = keep & VARIANT::mask(block_values, row, col, params.args, b, h,
-                                        hook_q(q_idx), kv_idx, hook_q_len(), seq_kv_len(),
-                                        params.num_heads_q);
+            keep = keep & VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),
+                                        kv_idx, hook_q_len(), seq_kv_len(), params.num_heads_q);
           } else if constexpr (VARIANT::kHasMask && MASK_TEST == kMaskIfPartial) {
             if (partial && keep) {
               keep = VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),

@@ -989,8 +989,9 @@ struct AttentionForwardSm90 {
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     // ---- Scores, mask and the online softmax: the SM80 kernel's (see the header).
     typename RowMath::RowShifts shift{};
-    const float score_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(acc_s, tile, tile_class, warp,
-                                                                     lane, row_values, shift);
+    const float score_scale =
+        math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(
+            acc_s, tile, tile_class, warp, lane, row_values, shift);
     softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2, RowMath::kRowShift,
                                RowMath::kKeySlope>(
         acc_s[0], acc_o[0], score_scale, shift[0]);
@@ -1024,8 +1025,9 @@ struct AttentionForwardSm90 {
     score_turn(acc_s, ring.stage, q_rows, turns);
     mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
     typename RowMath::RowShifts shift{};
-    const float first_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(acc_s, first, first_class,
-                                                                     warp, lane, row_values, shift);
+    const float first_scale =
+        math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(
+            acc_s, first, first_class, warp, lane, row_values, shift);
     // O is still zero: its rescale is a no-op.
     softmax[0].template update<kFoldScale, /*SKIP_UNMOVED=*/true, kPolyExp2, RowMath::kRowShift,
                                RowMath::kKeySlope>(
@@ -1052,8 +1054,9 @@ struct AttentionForwardSm90 {
       wgmma_wait_group<1>();  // S is complete; P V may still be running
       wgmma_fence_accumulators(flat(acc_s));
       mbarrier_arrive(stage_barrier(kEmptyK, ring.stage));
-      const float score_scale = math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(
-          acc_s, tile, tile_class, warp, lane, row_values, shift);
+      const float score_scale =
+          math.template apply_scores<kFoldScale, kRaggedMaskEvery, kMaskRowsPastEnd>(
+              acc_s, tile, tile_class, warp, lane, row_values, shift);
       float rescale[2];
       softmax[0].template exponentiate<kFoldScale, kNTiles, kPolyExp2, RowMath::kRowShift,
                                RowMath::kKeySlope>(
