@@ -9,11 +9,12 @@
 #   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (about 400 s): the cache
 #                                              # reuse check, test_gpu and the sanitizers on
 #                                              # both families, then S3 to S6
-#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 90 s of timelines,
-#                                              # then budgets of 350 s): the blocks' timelines,
-#                                              # D=256 against Flex, decoding at 64K keys, B=1
-#                                              # and 8, speculative steps packed and not,
-#                                              # decoding and prefills over paged caches
+#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 70 s of timelines,
+#                                              # 100 s of ragged decoding steps, then budgets of
+#                                              # 330 s): the blocks' timelines, a ragged batch's
+#                                              # balanced slices, D=256 against Flex, decoding at
+#                                              # 64K keys, B=1 and 8, speculative steps packed
+#                                              # and not, decoding and prefills over paged caches
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
 # Run the calls with run(carry=[".gpu-bundle"], timeout_s=430 and 445): the budgets leave each
@@ -38,8 +39,9 @@ S6='--head-dim 64 --variant silu_score --variant distance_decay --variant softca
 C256='--head-dim 256 --variant noop --variant causal --variant sliding_window --variant document'
 # The timeline cases (profile_variant.py VARIANT LENGTH HEAD_DIM): the short rows at both head
 # dims beside noop, and noop at 2K (16 kept tiles a row, as the 8 documents at 16K).
-TIMELINE_CASES=("document 16K 64" "sliding_window 16K 64" "causal 16K 64" "noop 16K 64"
-                "noop 2K 64" "document 16K 128" "sliding_window 16K 128" "noop 16K 128")
+# (causal at D=64 and noop at D=128 dropped in the thirty-sixth session to make room for RAGGED.)
+TIMELINE_CASES=("document 16K 64" "sliding_window 16K 64" "noop 16K 64" "noop 2K 64"
+                "document 16K 128" "sliding_window 16K 128")
 D14='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 65536 --decode-rows attnjit --decode-rows sdpa --decode-rows flex'
 # Planned in the twenty-eighth session: speculative steps (4 queries, 32:8 heads) with the group's
 # heads packed into one decoding block, against the unpacked blocks of before.
@@ -51,6 +53,23 @@ D16='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 16384 --variant n
 # over their own 4096 keys, B=2, 32:8 heads: pages of 16, eight TMA boxes a key tile; of 128,
 # one) against the same keys and values dense.
 D17='--decode-q-len 4096 --decode-batch 2 --head-dim 128 --length 4096 --variant noop --variant causal --paged 16 --paged 128 --decode-rows attnjit --decode-rows attnjit-paged=16 --decode-rows attnjit-paged=128'
+
+# Planned in the thirty-sixth session: a ragged batch's decoding step (per-sequence key counts,
+# B=8 caches of 16K filled to 0.75, 0.25, 1.0, 0.5 twice) with its slices sized to each sequence
+# against uniform slices (ATTNJIT_BALANCE_SPLIT=off), noop and causal ("Thirty-sixth session").
+RAGGED='--manifest cache/decoding.json --variant noop --variant causal --q-len 1 --seq-len 16384 --heads 32 --kv-heads 8 --kv-lens 12288,4096,16384,8192,12288,4096,16384,8192 --iters 50'
+
+ragged_decode() {  # OUTDIR: each switch's run, the second on the first's kernels
+  local args
+  read -r -a args <<< "$RAGGED"
+  for balance in auto off; do
+    env ATTNJIT_BALANCE_SPLIT=$balance ATTNJIT_CACHE_DIR="$1/ragged-cache" \
+      LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 70 \
+      .gpu-bundle/bin/attnjit bench "${args[@]}" --json "$1/ragged-$balance.json" \
+      | tee "$1/ragged-$balance.txt" || true
+  done
+  rm -rf "$1/ragged-cache"
+}
 
 usage() {
   echo "usage: tools/planned-gpu-calls.sh bundle | call1 OUTDIR | call2 OUTDIR | print" >&2
@@ -99,15 +118,16 @@ case "${1:-}" in
       gzip -f "$2/timeline/$name.json"
     done
     mkdir -p "$2/speculative" "$2/paged"
-    gpu_check 140 "$2/compare" compare "$C256"
+    ragged_decode "$2"
+    gpu_check 120 "$2/compare" compare "$C256"
     gpu_check 70 "$2/decode" decode "$D14"
     gpu_check 60 "$2/speculative" decode "$D15"
     gpu_check 40 "$2/paged" decode "$D16"
     mkdir -p "$2/paged-prefill"
     gpu_check 40 "$2/paged-prefill" decode "$D17" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\n' "$S3" "$S4" \
-      "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nRAGGED=%s\n' \
+      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$RAGGED"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

@@ -605,8 +605,10 @@ typedef struct attnjit_launch_plan {
   int block_m, block_n, num_warps, blocks_per_sm; /* the launched entry's tiles */
   unsigned grid_x, grid_y, threads, dynamic_smem_bytes;
   int gqa_group;        /* query heads packed into one block's rows per key/value head (1: not) */
-  int num_splits;       /* key slices, merged by a second launch (1: not split) */
-  int split_tiles;      /* key tiles per slice (0 when not split) */
+  int num_splits;       /* key slices, merged by a second launch (1: not split); balanced:
+                           slices a sequence has on average */
+  int split_tiles;      /* key tiles per slice (0 when not split, or when balanced: the slices
+                           sized on the device to each sequence's key count) */
   int summary_launches; /* tensor-summary kernels launched before the forward one */
   size_t scratch_bytes; /* device scratch the call takes (summaries, split partials) */
 } attnjit_launch_plan;

@@ -218,6 +218,11 @@ struct AttentionForward {
   static_assert(!kSequenceTables || SEQUENCE_WORDS_AT >= 0 ||
                     NUM_WARPS <= kMaxForwardWarps - kSequenceWords,
                 "the sequence's words lie past the warps' words of the tile window");
+  // Whether a split decoding call's slices may be balanced over its sequences' key counts
+  // (FwdParams::split_slots): only a kernel with sequence tables has per-sequence counts.
+  static constexpr bool kBalancedSplits = DECODING && kSequenceTables;
+  static_assert(!kBalancedSplits || NUM_WARPS <= kMaxForwardWarps - kBalancedSplitWords,
+                "the balanced split's words lie past the warps' words of the tile window");
   // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and
   // whether the softmax adds a multiple of each column's step too (apply_scores, RowShift).
   static constexpr bool kRowShift = ScoreRowShiftOf<VARIANT>::kShift;
@@ -369,9 +374,23 @@ struct AttentionForward {
     const int num_splits = DECODING ? params.num_splits : 1;
     if (linear >= static_cast<long long>(num_q_tiles) * num_bh * num_splits) return false;
     const int q_tile_index = num_q_tiles - 1 - static_cast<int>(linear % num_q_tiles);
-    const long long slice = linear / num_q_tiles;
-    const int split = static_cast<int>(slice % num_splits);
-    const int bh = static_cast<int>(slice / num_splits);
+    const long long slot = linear / num_q_tiles;
+    int split = static_cast<int>(slot % num_splits);
+    int bh = static_cast<int>(slot / num_splits);
+    int slice_tiles = DECODING ? params.split_tiles : 0;
+    if constexpr (kBalancedSplits) {
+      if (params.split_slots != nullptr) {
+        const BalancedSlice slice = balanced_slice(slot);
+        if (slice.slices == 0) return false;  // a slot past every sequence's slices
+        bh = slice.b * params.num_heads_q + slice.h;
+        split = slice.split;
+        slice_tiles = slice.tiles;
+        if (split == 0 && threadIdx.x == 0) {
+          params.split_slots[2 * bh] = static_cast<int>(slot);
+          params.split_slots[2 * bh + 1] = slice.slices;
+        }
+      }
+    }
     b = bh / params.num_heads_q;
     h = bh % params.num_heads_q;
     h_kv = h / (params.num_heads_q / params.num_heads_kv);
@@ -391,8 +410,8 @@ struct AttentionForward {
     q_end = min(q0 + BLOCK_M, seq_q_len());
     num_kv_tiles = (seq_kv_len() + BLOCK_N - 1) / BLOCK_N;
     if (num_splits > 1) {
-      kv_tile_begin = min(split * params.split_tiles, num_kv_tiles);
-      num_kv_tiles = min(kv_tile_begin + params.split_tiles, num_kv_tiles);
+      kv_tile_begin = min(split * slice_tiles, num_kv_tiles);
+      num_kv_tiles = min(kv_tile_begin + slice_tiles, num_kv_tiles);
     }
     block_values =
         VARIANT::block(params.args, b, h, hook_q_len(), seq_kv_len(), params.num_heads_q);
@@ -401,6 +420,89 @@ struct AttentionForward {
                                                  hook_q_len(), seq_kv_len(), params.num_heads_q);
     }
     return true;
+  }
+
+  // A balanced split's slice for slot `slot` (FwdParams::split_slots): head h's slots are
+  // [h * S, (h + 1) * S), S = batch * num_splits, and sequence b takes n_b = max(1, ceil(t_b / c))
+  // consecutive ones of them (t_b its key tiles; an empty sequence's one slot writes its -inf
+  // LSE), slice i being its tiles [i * c, (i + 1) * c). c, the tiles a slice, is the smallest
+  // that fits every sequence's slices into S, searched among 32 candidates in one pass: none
+  // below ceil(T / S) fits (T = the t_b's sum), and ceil(T / (S - batch)) always does, since
+  // sum n_b <= T / c + batch and S >= 2 * batch (num_splits >= 2); the candidates span the two.
+  // slices == 0: the slot is past every sequence's (an idle block). Warp 0 computes it from the
+  // sequence tables (each sequence's count read a few times, from L1 after the first) and hands
+  // it over in shared memory; block-uniform (a barrier). The host balances only calls whose
+  // batch * (key tiles + 1) fits an int (plan_split).
+  struct BalancedSlice {
+    int b, h, split, slices, tiles;
+  };
+  ATTNJIT_DEVICE static unsigned char* balanced_split_words() {
+    return attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes +
+           4 * (2 * kMaxForwardWarps - kBalancedSplitWords);
+  }
+  ATTNJIT_DEVICE BalancedSlice balanced_slice(long long slot) const {
+    const int per_head = params.batch * params.num_splits;
+    unsigned char* const words = balanced_split_words();
+    if (threadIdx.x < 32) {
+      const int lane = static_cast<int>(threadIdx.x);
+      const int own = static_cast<int>(slot % per_head);  // the slot among its head's
+      const auto tiles_of = [&](int seq) {
+        const int keys = sequence_extent(params.sequences, seq, params.q_len, params.kv_len).kv_len;
+        return (keys + BLOCK_N - 1) / BLOCK_N;
+      };
+      const auto slices_of = [](int tiles, int chunk) {
+        return max(1, (tiles + chunk - 1) / chunk);
+      };
+      int total = 0;
+      for (int seq = lane; seq < params.batch; seq += 32) total += tiles_of(seq);
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) {
+        total += __shfl_xor_sync(0xffffffffu, total, offset);
+      }
+      const int low = max((total + per_head - 1) / per_head, kMinSplitTiles);
+      const int spare = per_head - params.batch;
+      const int high = max(low, (total + spare - 1) / spare);
+      const int step = max(1, (high - low + 30) / 31);
+      const int candidate = lane == 31 ? high : min(low + lane * step, high);
+      int used = 0;
+      for (int seq = 0; seq < params.batch; ++seq) used += slices_of(tiles_of(seq), candidate);
+      // Note: lane 31's candidate always fits, so the ballot is never empty.
+      const unsigned fits = __ballot_sync(0xffffffffu, used <= per_head);
+      const int chunk = __shfl_sync(0xffffffffu, candidate, __ffs(static_cast<int>(fits)) - 1);
+      // The sequence whose slots hold `own`: an inclusive scan of n_b over 32 sequences at a time.
+      int before = 0;  // slots of the sequences before this pass's
+      int found = -1, split = 0, slices = 0;
+      for (int first = 0; first < params.batch && found < 0; first += 32) {
+        const int seq = first + lane;
+        const int n = seq < params.batch ? slices_of(tiles_of(seq), chunk) : 0;
+        int inclusive = n;
+#pragma unroll
+        for (int offset = 1; offset < 32; offset *= 2) {
+          const int up = __shfl_sync(0xffffffffu, inclusive, lane - offset);
+          if (lane >= offset) inclusive += up;
+        }
+        const int begin = before + inclusive - n;
+        const unsigned hit = __ballot_sync(0xffffffffu, n > 0 && own >= begin && own < begin + n);
+        if (hit != 0u) {
+          const int at = __ffs(static_cast<int>(hit)) - 1;
+          found = first + at;
+          split = own - __shfl_sync(0xffffffffu, begin, at);
+          slices = __shfl_sync(0xffffffffu, n, at);
+        }
+        before += __shfl_sync(0xffffffffu, inclusive, 31);
+      }
+      if (lane == 0) {
+        store_shared_32(words, static_cast<unsigned>(found));
+        store_shared_32(words + 4, static_cast<unsigned>(split));
+        store_shared_32(words + 8, static_cast<unsigned>(found < 0 ? 0 : slices));
+        store_shared_32(words + 12, static_cast<unsigned>(chunk));
+      }
+    }
+    __syncthreads();
+    return {static_cast<int>(load_shared_u32(words)), static_cast<int>(slot / per_head),
+            static_cast<int>(load_shared_u32(words + 4)),
+            static_cast<int>(load_shared_u32(words + 8)),
+            static_cast<int>(load_shared_u32(words + 12))};
   }
 
   // The variant's hoisted values of the rows warp `warp`'s lane holds.
@@ -1071,18 +1173,19 @@ struct AttentionForward {
                                    int warp, int lane) const {
     const int tig = lane & 3;
     const bool split_kv = DECODING && params.num_splits > 1;
-    // Row (b, h, q) of the LSE layout, and of this block's slice under split-KV.
-    const long long row0 = static_cast<long long>(b) * params.num_heads_q + h;
-    const long long slice_rows =
-        static_cast<long long>(params.batch) * params.num_heads_q * params.q_len;
-    float* lse_out = split_kv ? params.lse_partial + split_of_block() * slice_rows : params.lse;
     // The block's first row of lse: (b, h, 0) of [batch, num_heads_q, q_len], or with packed
-    // queries (h, the sequence's first row) of [num_heads_q, q_total].
-    long long lse_row0 = row0 * params.q_len;
+    // queries (h, the sequence's first row) of [num_heads_q, q_total]; under split-KV its slot's
+    // first row of the partials.
+    float* lse_out = params.lse;
+    long long lse_row0 = (static_cast<long long>(b) * params.num_heads_q + h) * params.q_len;
     if constexpr (kSequenceTables) {
       if (params.sequences.q_starts != nullptr) {
         lse_row0 = static_cast<long long>(h) * params.sequences.q_total + seq_q_row0();
       }
+    }
+    if (split_kv) {
+      lse_out = params.lse_partial;
+      lse_row0 = slot_of_block() * params.q_len;
     }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -1109,7 +1212,7 @@ struct AttentionForward {
       }
     }
     if (split_kv) {
-      store_partial(acc_o, warp, lane, split_of_block() * slice_rows + row0 * params.q_len);
+      store_partial(acc_o, warp, lane, lse_row0);
       return;
     }
 
@@ -1159,19 +1262,34 @@ struct AttentionForward {
     num_kv_tiles = (seq_kv_len() + BLOCK_N - 1) / BLOCK_N;
     int first_class = kTileEmpty;
     const int first = next_tile(0, first_class, window);
-    const KeySlice slice =
-        kept_span_slice(first, num_kv_tiles, split_of_block(), params.num_splits);
+    int split = 0, slices = 1;
+    slice_of_block(split, slices);
+    const KeySlice slice = kept_span_slice(first, num_kv_tiles, split, slices);
     kv_tile_begin = slice.begin;
     num_kv_tiles = slice.end;
   }
 
-  // The block's slice under split-KV (assign_work's), recomputed from the block index so that
-  // it holds no register through the main loop (the head-dim-32 kernel's 128 are all taken).
-  ATTNJIT_DEVICE int split_of_block() const {
+  // The block's slot under split-KV (FwdParams::o_partial), recomputed from the block index so
+  // that it holds no register through the main loop (the head-dim-32 kernel's 128 are all taken).
+  ATTNJIT_DEVICE long long slot_of_block() const {
     const long long linear =
         static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
-    const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
-    return static_cast<int>((linear / num_q_tiles) % params.num_splits);
+    return linear / ((params.q_len + BLOCK_M - 1) / BLOCK_M);
+  }
+
+  // The block's slice of its (batch, head)'s keys and their number of slices (assign_work's):
+  // uniform from the slot, balanced from balanced_slice's words in shared memory.
+  ATTNJIT_DEVICE void slice_of_block(int& split, int& slices) const {
+    if constexpr (kBalancedSplits) {
+      if (params.split_slots != nullptr) {
+        const unsigned char* words = balanced_split_words();
+        split = static_cast<int>(load_shared_u32(words + 4));
+        slices = static_cast<int>(load_shared_u32(words + 8));
+        return;
+      }
+    }
+    split = static_cast<int>(slot_of_block() % params.num_splits);
+    slices = params.num_splits;
   }
 
   // Split-KV: the warp's normalised rows as fp32 straight from the accumulators, row q_idx at

@@ -22,6 +22,20 @@ constexpr int kTileWindowBytes = 2 * kMaxForwardWarps * 4;
 // kMaxForwardWarps - kSequenceWords warps leave unused: read there at each use, the counts hold
 // no register through the tile loop.
 constexpr int kSequenceWords = 3;
+// A block of a balanced split (FwdParams::split_slots) hands its slice (sequence, slice, the
+// sequence's slices, tiles a slice) from the warp that finds it to the others in the last
+// kBalancedSplitWords words of the window's second half, which kernels of at most
+// kMaxForwardWarps - kBalancedSplitWords warps leave unused.
+constexpr int kBalancedSplitWords = 4;
+
+// Split-KV (FwdParams::num_splits): a slice keeps at least this many key tiles, so that its fixed
+// cost (the Q tile, the pipeline's fill, the fp32 partial store and its share of the merge) is
+// shared by more than one tile. Note: 4 until 2026-11-27, when on an H200 (B=1, 32:8 heads, D=128,
+// 4K keys) 32 slices of 2 tiles beat the 13 slices of 5 that 4 allowed by 2.5 us (noop) and 6.7 us
+// (causal) of 16-23: a block's tiles are a chain of copies, each about a memory latency
+// (docs/PERFORMANCE.md, "Twenty-fifth session"). The host sizes uniform slices by it, the kernel
+// balanced ones.
+constexpr int kMinSplitTiles = 2;
 
 // The decoding entry (attnjit_fwd_decode, sm80 modules with the decoding features): the forward
 // kernel with 32-row blocks of two warps, for launches of at most 32 query rows (a decoding step,

@@ -25,14 +25,27 @@ struct FwdParams {
   int kv_len;
   float scale;  // softmax scale applied to q.k before the score expression
   // Split-KV (decoding: too few query tiles to fill the GPU, many key tiles). With
-  // num_splits > 1 each query tile gets num_splits blocks; block s attends to key tiles
-  // [s * split_tiles, (s + 1) * split_tiles), or, for a variant with a mask, to slice s of the
-  // tiles from the query tile's first kept one on (kept_span_slice), and writes its normalised
-  // output to o_partial and its LSE to lse_partial instead of o and lse; attnjit_split_combine
-  // (split_combine.cuh) merges the slices. Rows are (batch, head, query) as in lse; slice s's
-  // rows come after slice s - 1's. Unsplit calls pass num_splits = 1 and null pointers.
-  float* o_partial;    // [num_splits][batch * num_heads_q * q_len][head_dim], fp32
-  float* lse_partial;  // [num_splits][batch * num_heads_q * q_len], natural log
+  // num_splits > 1 the key tiles of each (batch, head) are cut into slices, one block each, which
+  // write their normalised output to o_partial and their LSE to lse_partial instead of o and lse;
+  // attnjit_split_combine (split_combine.cuh) merges the slices. A block's slot is its index over
+  // the query tiles (the launch has batch * num_heads_q * num_splits of them); slot s's rows are
+  // rows [s * q_len, (s + 1) * q_len) of the partials, in the order lse gives the launch's rows
+  // (with packed GQA: a group's query heads, each its queries). Unsplit calls pass
+  // num_splits = 1 and null pointers.
+  // - Uniform (split_slots null): (b, h)'s slots are (b * num_heads_q + h) * num_splits + i,
+  //   slice i of key tiles [i * split_tiles, (i + 1) * split_tiles), or for a variant with a mask
+  //   slice i of the tiles from the query tile's first kept one on (kept_span_slice).
+  // - Balanced (split_slots set; kernels with sequence tables, calls with per-sequence key
+  //   counts): head h's slots are [h * S, (h + 1) * S), S = batch * num_splits. Sequence b takes
+  //   n_b = max(1, ceil(tiles_b / chunk)) consecutive ones of them, slice i its key tiles
+  //   [i * chunk, (i + 1) * chunk), with chunk the smallest of 32 candidates that fits every
+  //   sequence's slices into S (AttentionForward::balanced_slice); the slots past them are idle.
+  //   So a short sequence's keys take one or two blocks and a long one's many, where uniform
+  //   slices leave the longest sequence's blocks to end the step. The block of (b, h)'s first
+  //   slice writes split_slots[2 * (b * num_heads_q + h)] = its slot, [... + 1] = n_b.
+  float* o_partial;    // [slots][q_len][head_dim], fp32
+  float* lse_partial;  // [slots][q_len], natural log
+  int* split_slots;    // [batch * num_heads_q][2] (balanced), or null
   int num_splits;
   int split_tiles;
   // Packed GQA (decoding: a few queries per sequence, num_heads_q / num_heads_kv > 1). When > 1,
@@ -93,6 +106,11 @@ struct SplitCombineParams {
   int num_heads_q;
   int q_len;
   int num_splits;
+  // Balanced split-KV (FwdParams::split_slots): (b, h)'s first slot and slice count, [2 * bh];
+  // null: uniform, slot bh * num_splits + i. pack_gqa: the forward launch's GQA packing (its
+  // rows of a slot are a group's heads, each its queries).
+  const int* split_slots;
+  int pack_gqa;
 };
 
 }  // namespace attnjit

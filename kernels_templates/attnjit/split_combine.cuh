@@ -61,6 +61,17 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   wait_for_prerequisite_grids();
   if (row >= rows) return;  // block-uniform: the barriers below see the whole block
   note_prerequisite_read("the split-KV partials");
+  // The row's slots (FwdParams::o_partial): its (batch, head)'s in the forward launch, whose
+  // heads are GQA groups with packed queries (a slot's rows then the group's heads, each its
+  // queries), consecutive from the first, balanced or uniform.
+  const long long call_bh = row / p.q_len;
+  const long long launch_bh = call_bh / p.pack_gqa;
+  const long long slot_rows = static_cast<long long>(p.pack_gqa) * p.q_len;
+  const long long slot_row = call_bh % p.pack_gqa * p.q_len + row % p.q_len;
+  const bool balanced = p.split_slots != nullptr;
+  const long long first_slot = balanced ? p.split_slots[2 * launch_bh] : launch_bh * p.num_splits;
+  const int num_slices = balanced ? p.split_slots[2 * launch_bh + 1] : p.num_splits;
+  const auto partial_row = [&](int slice) { return (first_slot + slice) * slot_rows + slot_row; };
 
   unsigned char* const sums_smem = attnjit_dynamic_smem;  // [warp][8 * kChunkLanes] floats
   unsigned char* const max_smem = sums_smem + 4 * kCombineWarps * 8 * kChunkLanes;
@@ -81,9 +92,9 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       const int s = first + group + kGroups * i;
-      const int slice = s < p.num_splits ? s : p.num_splits - 1;
-      slice_lse[i] = p.lse_partial[slice * rows + row];
-      const float* part = p.o_partial + (slice * rows + row) * HEAD_DIM + column;
+      const int slice = s < num_slices ? s : num_slices - 1;
+      slice_lse[i] = p.lse_partial[partial_row(slice)];
+      const float* part = p.o_partial + partial_row(slice) * HEAD_DIM + column;
       low[i] = load_global_16(part);
       high[i] = load_global_16(part + 4);
     }
@@ -95,8 +106,8 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   // warp by shuffles and over the block through shared memory.
   float max_lse = neg_infinity();
   bool saw_nan = false;
-  for (int s = thread; s < p.num_splits; s += kCombineThreads) {
-    const float l = p.lse_partial[s * rows + row];
+  for (int s = thread; s < num_slices; s += kCombineThreads) {
+    const float l = p.lse_partial[partial_row(s)];
     saw_nan = saw_nan || l != l;
     max_lse = fmaxf(max_lse, l);
   }
@@ -113,8 +124,8 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   const bool empty = max_lse == neg_infinity();  // no slice kept a key (or only NaN)
   float sum = 0.0f;
   if (!empty) {
-    for (int s = thread; s < p.num_splits; s += kCombineThreads) {
-      sum += fast_exp2((p.lse_partial[s * rows + row] - max_lse) * kLog2e);
+    for (int s = thread; s < num_slices; s += kCombineThreads) {
+      sum += fast_exp2((p.lse_partial[partial_row(s)] - max_lse) * kLog2e);
     }
   }
 #pragma unroll
@@ -136,7 +147,7 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   float acc[8];
 #pragma unroll
   for (int c = 0; c < 8; ++c) acc[c] = 0.0f;
-  for (int first = 0; first < p.num_splits; first += kGroups * kBatch) {
+  for (int first = 0; first < num_slices; first += kGroups * kBatch) {
     if (first > 0) load_batch(first);
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
@@ -144,8 +155,7 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
                                bits_float(low[i].z),  bits_float(low[i].w),
                                bits_float(high[i].x), bits_float(high[i].y),
                                bits_float(high[i].z), bits_float(high[i].w)};
-      const bool skip =
-          first + group + kGroups * i >= p.num_splits || slice_lse[i] == neg_infinity();
+      const bool skip = first + group + kGroups * i >= num_slices || slice_lse[i] == neg_infinity();
       const float weight = fast_exp2((slice_lse[i] - lse) * kLog2e);
 #pragma unroll
       for (int c = 0; c < 8; ++c) acc[c] = skip ? acc[c] : fmaf(weight, values[c], acc[c]);

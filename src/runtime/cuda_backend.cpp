@@ -442,8 +442,8 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   // or the decoding entry, split or not; one scratch holds the tensor summaries, then the
   // split-KV partials.
   const ForwardLaunch plan =
-      plan_forward_launch(shape, buffers, config, hooks_use_heads, expr::summary_requests(mask),
-                          args, device.multiprocessors, choices);
+      plan_forward_launch(shape, buffers, config, hooks_use_heads, mask,
+                          expr::summary_requests(mask), args, device.multiprocessors, choices);
   const SplitPlan& split = plan.split;
   FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
   attach_packing(plan.decoding.group, shape, buffers, params);
@@ -474,9 +474,8 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   SplitCombineParams combine{};
   if (split.num_splits > 1) {
     combine = attach_split(split, shape, buffers, reinterpret_cast<void*>(scratch_base), params);
-    log().debug("split-KV: {} slices of {} key tiles for {} query tile(s) x {} head(s)",
-                split.num_splits, split.split_tiles, plan.grid.grid_x,
-                plan.shape.batch * plan.shape.num_heads_q);
+    log().debug("split-KV: {} for {} query tile(s) x {} head(s)", describe_split(split),
+                plan.grid.grid_x, plan.shape.batch * plan.shape.num_heads_q);
   }
   if (plan.decoding.group > 1) {
     log().debug("packed GQA: {} query heads per key/value head", plan.decoding.group);

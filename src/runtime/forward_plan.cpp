@@ -112,10 +112,13 @@ bool overlap_launches_from_environment() { return auto_or_off("ATTNJIT_PDL"); }
 
 bool uniform_carveout_from_environment() { return auto_or_off("ATTNJIT_CARVEOUT"); }
 
+bool balance_split_from_environment() { return auto_or_off("ATTNJIT_BALANCE_SPLIT"); }
+
 LaunchChoices launch_choices_from_environment() {
   return {pack_gqa_from_environment(),         split_kv_from_environment(),
           decode_entry_from_environment(),     short_rows_from_environment(),
-          overlap_launches_from_environment(), uniform_carveout_from_environment()};
+          overlap_launches_from_environment(), uniform_carveout_from_environment(),
+          balance_split_from_environment()};
 }
 
 bool overlap_launches(int sm, const LaunchChoices& choices, bool capturing) {
@@ -188,26 +191,72 @@ void attach_packing(int group, const AttentionShape& shape, const AttentionBuffe
 }
 
 SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& config,
-                     int num_splits, std::size_t offset) {
+                     int num_splits, std::size_t offset, bool balanced) {
   SplitPlan plan;
   const int kv_tiles = ceil_div(shape.kv_len, config.block_n);
   if (num_splits <= 1 || kv_tiles <= 1) return plan;
-  plan.split_tiles = ceil_div(kv_tiles, std::min(num_splits, kv_tiles));
-  plan.num_splits = ceil_div(kv_tiles, plan.split_tiles);  // no empty trailing slice
+  if (balanced) {
+    plan.num_splits = std::min(num_splits, kv_tiles);
+    plan.balanced = true;
+  } else {
+    plan.split_tiles = ceil_div(kv_tiles, std::min(num_splits, kv_tiles));
+    plan.num_splits = ceil_div(kv_tiles, plan.split_tiles);  // no empty trailing slice
+  }
   if (plan.num_splits == 1) return SplitPlan{};
   constexpr std::size_t kAlign = 256;
-  const std::size_t rows = static_cast<std::size_t>(shape.batch) *
-                           static_cast<std::size_t>(shape.num_heads_q) *
-                           static_cast<std::size_t>(shape.q_len);
+  const auto aligned = [](std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; };
+  const std::size_t heads =
+      static_cast<std::size_t>(shape.batch) * static_cast<std::size_t>(shape.num_heads_q);
+  const std::size_t rows = heads * static_cast<std::size_t>(shape.q_len);
   const std::size_t slices = static_cast<std::size_t>(plan.num_splits);
-  plan.offset = (offset + kAlign - 1) / kAlign * kAlign;
-  const std::size_t lse_bytes = (slices * rows * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+  plan.offset = aligned(offset);
+  const std::size_t lse_bytes = aligned(slices * rows * sizeof(float));
   plan.o_offset = plan.offset + lse_bytes;
-  plan.bytes = lse_bytes + slices * rows * static_cast<std::size_t>(shape.head_dim) * sizeof(float);
+  const std::size_t o_bytes =
+      slices * rows * static_cast<std::size_t>(shape.head_dim) * sizeof(float);
+  plan.bytes = lse_bytes + o_bytes;
+  if (plan.balanced) {
+    plan.slots_offset = plan.o_offset + aligned(o_bytes);
+    plan.bytes = plan.slots_offset - plan.offset + 2 * heads * sizeof(std::int32_t);
+  }
   plan.combine.grid_x = static_cast<unsigned>(rows);  // a block per row (split_combine.cuh)
   plan.combine.threads = kCombineThreads;
   plan.combine.smem_bytes = static_cast<unsigned>(split_combine_smem_bytes(shape.head_dim));
   return plan;
+}
+
+bool balance_split(const AttentionShape& shape, const AttentionBuffers& buffers,
+                   const codegen::KernelConfig& config, int block_n, const expr::Expression& mask,
+                   const VariantArgs& args) {
+  const SequenceTables& tables = buffers.sequences;
+  if (!codegen::reads_sequence_tables(config) || tables.q_starts != nullptr ||
+      (tables.kv_lens == nullptr && tables.kv_starts == nullptr)) {
+    return false;
+  }
+  const long long tiles = ceil_div(shape.kv_len, block_n);
+  if (static_cast<long long>(shape.batch) * (tiles + 1) > std::numeric_limits<int>::max()) {
+    return false;
+  }
+  if (mask.is_constant_true()) return true;
+  if (mask.reads_tensors()) return false;
+  const TileBounds first{0,
+                         0,
+                         0,
+                         shape.q_len,
+                         0,
+                         std::min(block_n, shape.kv_len),
+                         shape.q_len,
+                         shape.kv_len,
+                         shape.num_heads_q};
+  return expr::classify_tile(mask, args, first) != kTileEmpty;
+}
+
+std::string describe_split(const SplitPlan& plan) {
+  if (plan.balanced) {
+    return fmt::format("{} slices a sequence on average, sized to each sequence's key count",
+                       plan.num_splits);
+  }
+  return fmt::format("{} slices of {} key tiles", plan.num_splits, plan.split_tiles);
 }
 
 SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& shape,
@@ -218,9 +267,12 @@ SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& sha
   params.split_tiles = plan.split_tiles;
   params.lse_partial = reinterpret_cast<float*>(base + plan.offset);
   params.o_partial = reinterpret_cast<float*>(base + plan.o_offset);
+  params.split_slots = plan.balanced ? reinterpret_cast<int*>(base + plan.slots_offset) : nullptr;
   SplitCombineParams combine{};
   combine.o_partial = params.o_partial;
   combine.lse_partial = params.lse_partial;
+  combine.split_slots = params.split_slots;
+  combine.pack_gqa = params.pack_gqa;
   combine.o = buffers.out;
   combine.o_stride[0] = buffers.out_strides.batch;
   combine.o_stride[1] = buffers.out_strides.head;
@@ -387,6 +439,7 @@ void attach_summary(const SummaryLaunch& launch, const int* scratch, VariantArgs
 
 ForwardLaunch plan_forward_launch(const AttentionShape& shape, const AttentionBuffers& buffers,
                                   const codegen::KernelConfig& config, bool hooks_use_heads,
+                                  const expr::Expression& mask,
                                   const std::vector<expr::SummaryRequest>& summary_requests,
                                   const VariantArgs& args, int multiprocessors,
                                   const LaunchChoices& choices) {
@@ -407,8 +460,11 @@ ForwardLaunch plan_forward_launch(const AttentionShape& shape, const AttentionBu
   // Note: the summaries of the call's own query axis, which is what the hooks index, at the
   // launched entry's tiles.
   launch.summaries = plan_summaries(summary_requests, shape, entry_config, args);
-  launch.split = plan_split(launch.shape, entry_config, launch.decoding.num_splits,
-                            launch.summaries.total_ints * sizeof(int));
+  launch.split =
+      plan_split(launch.shape, entry_config, launch.decoding.num_splits,
+                 launch.summaries.total_ints * sizeof(int),
+                 choices.balance_split && balance_split(shape, launch.buffers, config,
+                                                        entry_config.block_n, mask, args));
   launch.grid = forward_grid(launch.shape, entry_config, multiprocessors, launch.split.num_splits);
   launch.scratch_bytes = launch.split.num_splits > 1
                              ? launch.split.offset + launch.split.bytes

@@ -41,13 +41,7 @@ LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig
 // every key: such calls split the keys into slices, one block each, and merge the slices'
 // partial outputs with a second kernel (FwdParams::num_splits, split_combine.cuh).
 constexpr int kMaxSplits = 128;
-// A slice keeps at least this many key tiles, so that its fixed cost (the Q tile, the pipeline's
-// fill, the fp32 partial store and its share of the merge) is shared by more than one tile.
-// Note: 4 until 2026-11-27, when on an H200 (B=1, 32:8 heads, D=128, 4K keys) 32 slices of 2
-// tiles beat the 13 slices of 5 that 4 allowed by 2.5 us (noop) and 6.7 us (causal) of 16-23:
-// a block's tiles are a chain of copies, each about a memory latency (docs/PERFORMANCE.md,
-// "Twenty-fifth session").
-constexpr int kMinSplitTiles = 2;
+// A slice keeps at least kMinSplitTiles key tiles (fwd_config.cuh).
 // The slices aim at this many blocks per SM, not at every resident slot: on the H200 above, 32
 // slices (256 blocks, two an SM) beat 37 (296 blocks, two or three an SM) at 16K keys by 1.6 us,
 // since an SM that holds three blocks of one step finishes last.
@@ -100,21 +94,51 @@ void attach_packing(int group, const AttentionShape& shape, const AttentionBuffe
                     FwdParams& params);
 
 // A split call's slices and where their partials live in the call's scratch (after the tensor
-// summaries, at `offset` bytes): num_splits * rows LSEs, then num_splits * rows * head_dim
-// outputs, rows = batch * num_heads_q * q_len. num_splits == 1: nothing to place or merge.
+// summaries, at `offset` bytes): slots * q_len LSEs, then slots * q_len * head_dim outputs
+// (slots = batch * num_heads_q * num_splits, FwdParams::o_partial), then for a balanced split
+// each (batch, head)'s first slot and slice count (FwdParams::split_slots). num_splits == 1:
+// nothing to place or merge.
 struct SplitPlan {
   int num_splits = 1;
-  int split_tiles = 0;  // key tiles per slice (the last may have fewer)
-  std::size_t offset = 0;    // bytes from the scratch's start: the LSEs
-  std::size_t o_offset = 0;  // the outputs
-  std::size_t bytes = 0;     // the partials' bytes
-  LaunchGrid combine;          // the merge launch: one warp per row
+  int split_tiles = 0;  // key tiles per slice (the last may have fewer); 0 when balanced
+  // The slices are sized to each sequence's own key count on the device (FwdParams::split_slots)
+  // and num_splits is the slots a sequence has on average.
+  bool balanced = false;
+  std::size_t offset = 0;        // bytes from the scratch's start: the LSEs
+  std::size_t o_offset = 0;      // the outputs
+  std::size_t slots_offset = 0;  // a balanced split's slot table
+  std::size_t bytes = 0;         // the partials' bytes (and the table's)
+  LaunchGrid combine;            // the merge launch: one block per row
 };
 
 // `num_splits` from choose_num_splits, re-balanced so that no slice is empty; `offset` is where
-// the partials may start in the scratch (rounded up to 256 bytes).
+// the partials may start in the scratch (rounded up to 256 bytes). `balanced` (balance_split's
+// answer): the slices are sized on the device, and num_splits is kept as it is.
 SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& config,
-                     int num_splits, std::size_t offset);
+                     int num_splits, std::size_t offset, bool balanced = false);
+
+// ATTNJIT_BALANCE_SPLIT: unset, empty or "auto": balance where balance_split allows; "off":
+// never (uniform slices, for measurements). Error(invalid_argument) for anything else.
+bool balance_split_from_environment();
+
+// Whether a split call over `buffers` balances its slices over its sequences' key counts
+// (FwdParams::split_slots): with per-sequence key counts (kv_seq_lens, kv_seq_starts), on a
+// module `config` whose kernels read sequence tables, when the device's sums (batch * (key tiles
+// + 1), tiles of the launched entry's `block_n` keys) fit an int, and when a sequence's kept keys
+// grow with its count: so for a variant without a mask, or whose mask keeps some key of the first
+// key tile for the call's queries at the longest count (a causal mask over a cache: its kept span
+// is the whole sequence), asked of the host's block analysis with the call's `args`. Not for a
+// mask that keeps none there (a sliding window keeps as many keys in a short sequence as in a
+// long one, and slices sized by the counts would leave the short ones' few blocks to end the
+// step), nor for one that reads tensors (in device memory, which the host does not read).
+// `shape` is the call's own (the mask's q_len), not a packed view.
+bool balance_split(const AttentionShape& shape, const AttentionBuffers& buffers,
+                   const codegen::KernelConfig& config, int block_n, const expr::Expression& mask,
+                   const VariantArgs& args);
+
+// "4 slices of 5 key tiles", or for a balanced split "4 slices a sequence on average, sized to
+// each sequence's key count".
+std::string describe_split(const SplitPlan& plan);
 
 // Points the forward parameters at the slices' partials in `scratch` (device memory of at least
 // plan.offset + plan.bytes bytes) and returns the merge launch's parameters for `buffers`.
@@ -156,6 +180,7 @@ struct LaunchChoices {
   bool short_rows = true;       // ATTNJIT_SHORT_ROWS
   bool overlap_launches = true;  // ATTNJIT_PDL
   bool uniform_carveout = true;  // ATTNJIT_CARVEOUT (cuda_context.hpp, use_carveout)
+  bool balance_split = true;     // ATTNJIT_BALANCE_SPLIT
 };
 LaunchChoices launch_choices_from_environment();
 
@@ -250,8 +275,10 @@ struct ForwardLaunch {
   LaunchGrid grid;
   std::size_t scratch_bytes = 0;
 };
+// `mask`: the variant's (whether a split is balanced: balance_split).
 ForwardLaunch plan_forward_launch(const AttentionShape& shape, const AttentionBuffers& buffers,
                                   const codegen::KernelConfig& config, bool hooks_use_heads,
+                                  const expr::Expression& mask,
                                   const std::vector<expr::SummaryRequest>& summary_requests,
                                   const VariantArgs& args, int multiprocessors,
                                   const LaunchChoices& choices);

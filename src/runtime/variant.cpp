@@ -332,9 +332,10 @@ CallPlan Variant::launch_plan(const ForwardCall& call) {
   plan.kernel = choose_kernel(shape, call.buffers, args, /*explain=*/true);
   // Note: as cuda::forward plans it, with the SM count the runtime recorded (forward asks the
   // current context's device, the same one unless the caller switched devices).
-  plan.launch = plan_forward_launch(shape, call.buffers, plan.kernel.binary->config,
-                                    hooks_use_heads_, expr::summary_requests(parsed_.mask), args,
-                                    runtime_.device_multiprocessors(), launch_choices_);
+  plan.launch =
+      plan_forward_launch(shape, call.buffers, plan.kernel.binary->config, hooks_use_heads_,
+                          parsed_.mask, expr::summary_requests(parsed_.mask), args,
+                          runtime_.device_multiprocessors(), launch_choices_);
   const ForwardLaunch& launch = plan.launch;
   if (launch.decoding.decode_entry) {
     plan.kernel.why += fmt::format("; the decoding entry ({}-row blocks)",
@@ -349,8 +350,7 @@ CallPlan Variant::launch_plan(const ForwardCall& call) {
                                    launch.decoding.group);
   }
   if (launch.split.num_splits > 1) {
-    plan.kernel.why += fmt::format("; the keys split in {} slices of {} tiles",
-                                   launch.split.num_splits, launch.split.split_tiles);
+    plan.kernel.why += fmt::format("; the keys split in {}", describe_split(launch.split));
   }
   return plan;
 }

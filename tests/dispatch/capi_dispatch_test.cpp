@@ -196,7 +196,8 @@ TEST_CASE("fake device: variable-length sequences run on the kernel with the tab
   attnjit_runtime* runtime = cuda_runtime();
   const std::vector<KernelCase> all = varlen_cases();
   // Packed queries and keys (without the tensor: c_variant declares none); packed queries over a
-  // paged cache; a split decoding step over a paged cache with per-sequence key counts.
+  // paged cache; a split decoding step over a paged cache with per-sequence key counts (its
+  // slices balanced over them).
   KernelCase chunks = all[0];
   chunks.mask = "kv_idx <= q_idx + kv_len - q_len";
   chunks.tensors.clear();
@@ -214,6 +215,12 @@ TEST_CASE("fake device: variable-length sequences run on the kernel with the tab
     CHECK(std::string(plan.kernel_family) == (sm90 ? "sm90" : "sm80"));
     CHECK_THAT(plan.reason, Catch::Contains("variable-length sequences"));
     if (c.sequences->pack_queries) CHECK(std::string(plan.entry) == codegen::kForwardEntry);
+    if (!c.sequences->pack_queries && c.split_kv) {
+      // The decoding step, split by the heuristic for the fake's SMs, in balanced slices (no
+      // fixed size; the reason, cut at 256 characters, does not reach the split).
+      CHECK(plan.num_splits > 1);
+      CHECK(plan.split_tiles == 0);
+    }
     const CaseResult result = run_variant_through_c_api(variant, c);
     INFO(result.describe() << "; emulator: " << device().error());
     CHECK(result.passed());

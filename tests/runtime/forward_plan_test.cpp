@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,15 @@ namespace {
 
 // A GQA call (4 query heads over 2 key/value heads) with lengths that are not multiples of the
 // tiles, in the given layout, over fake 16-byte aligned addresses (nothing is dereferenced).
+// `text` parsed as a mask with the parameters `params` ("W:int").
+expr::Expression mask_of(const std::string& text, const std::vector<std::string>& params = {},
+                         const std::vector<std::string>& tensors = {}) {
+  expr::Signature signature;
+  for (const std::string& p : params) signature.params.push_back(expr::parse_param_decl(p));
+  for (const std::string& t : tensors) signature.tensors.push_back(expr::parse_tensor_decl(t));
+  return expr::parse_expression(expr::ExprKind::mask, text, signature);
+}
+
 struct Call {
   AttentionShape shape{2, 4, 2, 100, 70, 64};
   AttentionBuffers buffers;
@@ -440,6 +450,91 @@ TEST_CASE("split-KV: the forward parameters point at the partials and the merge 
   CHECK(combine.num_splits == 4);
   CHECK(combine.q_len == 100);
   CHECK(combine.num_heads_q == 4);
+  CHECK(combine.split_slots == nullptr);  // uniform
+  CHECK(params.split_slots == nullptr);
+  CHECK(combine.pack_gqa == 1);
+}
+
+TEST_CASE("split-KV: a balanced split places its slot table after the partials", "[runtime]") {
+  const auto sm80 = codegen::choose_kernel_config(80, DType::bf16, 128);
+  const AttentionShape shape{2, 3, 1, 5, 10 * sm80.block_n + 1, 128};  // 11 key tiles, 30 rows
+  // The count is kept as asked (the device sizes the slices), within the key tiles.
+  const SplitPlan five = plan_split(shape, sm80, 5, 100, /*balanced=*/true);
+  CHECK(five.balanced);
+  CHECK(five.num_splits == 5);
+  CHECK(five.split_tiles == 0);
+  CHECK(plan_split(shape, sm80, 40, 100, true).num_splits == 11);
+  CHECK_FALSE(plan_split(shape, sm80, 1, 100, true).balanced);
+  CHECK(five.offset == 256);
+  CHECK(five.o_offset == 256 + 768);  // 5 x 30 LSEs = 600 bytes, rounded up
+  const std::size_t o_bytes = 5 * 30 * 128 * 4;
+  CHECK(five.slots_offset == five.o_offset + (o_bytes + 255) / 256 * 256);
+  CHECK(five.bytes == five.slots_offset - five.offset + 2 * 6 * sizeof(std::int32_t));
+  CHECK(describe_split(five) ==
+        "5 slices a sequence on average, sized to each sequence's key "
+        "count");
+  CHECK(describe_split(plan_split(shape, sm80, 4, 100)) == "4 slices of 3 key tiles");
+
+  // Which calls balance: per-sequence key counts on a kernel with the sequence tables, a
+  // variant without a mask or whose mask keeps the first key tile at the longest count.
+  Call call(Layout::bhld);  // 100 queries, 70 keys
+  call.shape.q_len = 1;
+  auto paged = sm80;
+  paged.paged_kv = true;
+  const std::int32_t lens[2] = {70, 10};
+  const expr::Expression none = mask_of("true");
+  const VariantArgs no_args{};
+  const auto balances = [&](const AttentionShape& s, const codegen::KernelConfig& config,
+                            const expr::Expression& mask, const VariantArgs& args) {
+    return balance_split(s, call.buffers, config, 64, mask, args);
+  };
+  CHECK_FALSE(balances(call.shape, paged, none, no_args));  // no key counts
+  call.buffers.sequences.kv_lens = lens;
+  CHECK(balances(call.shape, paged, none, no_args));
+  CHECK_FALSE(balances(call.shape, sm80, none, no_args));  // no tables in the kernel
+  // A causal mask over a cache keeps every sequence's keys: balanced.
+  CHECK(balances(call.shape, paged, mask_of("kv_idx <= q_idx + kv_len - q_len"), no_args));
+  // A sliding window at the end of the longest sequence keeps none of its first tile: uniform;
+  // one as long as the cache does.
+  const expr::Expression window =
+      mask_of("kv_idx <= q_idx + kv_len - q_len && q_idx + kv_len - q_len - kv_idx < W", {"W:int"});
+  VariantArgs width{};
+  width.scalars[0] = 16;
+  AttentionShape long_cache = call.shape;
+  long_cache.kv_len = 1000;
+  CHECK_FALSE(balances(long_cache, paged, window, width));
+  width.scalars[0] = 1000;
+  CHECK(balances(long_cache, paged, window, width));
+  // A mask that reads a tensor: its kept keys are not the host's to know.
+  CHECK_FALSE(
+      balances(call.shape, paged, mask_of("doc[kv_idx] == 1", {}, {"doc:int32[1]"}), no_args));
+  // The device's sums of key tiles must fit an int.
+  AttentionShape huge = call.shape;
+  huge.batch = 1 << 20;
+  huge.kv_len = 1 << 20;
+  CHECK_FALSE(balances(huge, paged, none, no_args));
+  call.buffers.sequences.kv_lens = nullptr;
+  call.buffers.sequences.kv_starts = lens;
+  CHECK(balances(call.shape, paged, none, no_args));
+  const std::int32_t starts[3] = {0, 3, 5};
+  call.buffers.sequences.q_starts = starts;  // packed queries are never split
+  CHECK_FALSE(balances(call.shape, paged, none, no_args));
+
+  // The kernel and the merge both get the table; the merge also the launch's GQA packing.
+  call.buffers.sequences = {};
+  call.shape.q_len = 100;
+  call.shape.kv_len = 20 * sm80.block_n;
+  const SplitPlan plan = plan_split(call.shape, sm80, 4, 0, true);
+  REQUIRE(plan.balanced);
+  alignas(256) static unsigned char scratch[4 * 800 * 65 * 4 + 8192];
+  REQUIRE(plan.offset + plan.bytes <= sizeof scratch);
+  FwdParams params = make_forward_params(call.shape, call.buffers, VariantArgs{});
+  params.pack_gqa = 2;
+  const SplitCombineParams combine = attach_split(plan, call.shape, call.buffers, scratch, params);
+  CHECK(reinterpret_cast<unsigned char*>(params.split_slots) == scratch + plan.slots_offset);
+  CHECK(combine.split_slots == params.split_slots);
+  CHECK(combine.pack_gqa == 2);
+  CHECK(params.split_tiles == 0);
 }
 
 TEST_CASE("split-KV: ATTNJIT_SPLIT_KV is auto, off or a count", "[runtime]") {
@@ -463,13 +558,15 @@ TEST_CASE("split-KV: ATTNJIT_SPLIT_KV is auto, off or a count", "[runtime]") {
 // The auto|off switches, each read by its own function and together by
 // launch_choices_from_environment.
 TEST_CASE(
-    "ATTNJIT_PACK_GQA, ATTNJIT_DECODE_ENTRY, ATTNJIT_PDL and ATTNJIT_CARVEOUT are auto or off",
+    "ATTNJIT_PACK_GQA, ATTNJIT_DECODE_ENTRY, ATTNJIT_PDL, ATTNJIT_CARVEOUT and "
+    "ATTNJIT_BALANCE_SPLIT are auto or off",
     "[runtime]") {
   const std::pair<const char*, bool (*)()> switches[] = {
       {"ATTNJIT_PACK_GQA", pack_gqa_from_environment},
       {"ATTNJIT_DECODE_ENTRY", decode_entry_from_environment},
       {"ATTNJIT_PDL", overlap_launches_from_environment},
-      {"ATTNJIT_CARVEOUT", uniform_carveout_from_environment}};
+      {"ATTNJIT_CARVEOUT", uniform_carveout_from_environment},
+      {"ATTNJIT_BALANCE_SPLIT", balance_split_from_environment}};
   for (const auto& [name, read] : switches) {
     INFO(name);
     const auto with = [&](const char* value) {
@@ -487,6 +584,7 @@ TEST_CASE(
   const test::ScopedEnv split("ATTNJIT_SPLIT_KV", "3");
   const test::ScopedEnv pdl("ATTNJIT_PDL", "off");
   const test::ScopedEnv carveout("ATTNJIT_CARVEOUT", "off");
+  const test::ScopedEnv balance("ATTNJIT_BALANCE_SPLIT", "off");
   const LaunchChoices choices = launch_choices_from_environment();
   CHECK_FALSE(choices.pack_gqa);
   CHECK_FALSE(choices.decode_entry);
@@ -494,6 +592,8 @@ TEST_CASE(
   CHECK_FALSE(choices.overlap_launches);
   CHECK_FALSE(choices.uniform_carveout);
   CHECK(LaunchChoices{}.uniform_carveout);
+  CHECK_FALSE(choices.balance_split);
+  CHECK(LaunchChoices{}.balance_split);
 }
 
 // A call's later launches overlap the one before on sm_90 and later only, never during stream
@@ -600,8 +700,9 @@ TEST_CASE("a forward launch on the decoding entry: its entry, grid, summaries an
   args.tensors[0].dims[0] = 3000;
   args.tensors[0].rank = 1;
   const std::vector<expr::SummaryRequest> requests = {{0, expr::SummaryAxis::kv}};
-  const ForwardLaunch launch = plan_forward_launch(call.shape, call.buffers, sm80, false, requests,
-                                                   args, 132, LaunchChoices{});
+  const expr::Expression mask = mask_of("ids[kv_idx] != 0", {}, {"ids:int32[1]"});
+  const ForwardLaunch launch = plan_forward_launch(call.shape, call.buffers, sm80, false, mask,
+                                                   requests, args, 132, LaunchChoices{});
   REQUIRE(launch.decoding.decode_entry);
   CHECK(std::string(launch.entry) == codegen::kDecodeEntry);
   CHECK(launch.grid.threads == 32u * kDecodeWarps);
@@ -620,7 +721,7 @@ TEST_CASE("a forward launch on the decoding entry: its entry, grid, summaries an
   LaunchChoices off;
   off.decode_entry = false;
   const ForwardLaunch plain =
-      plan_forward_launch(call.shape, call.buffers, sm80, false, requests, args, 132, off);
+      plan_forward_launch(call.shape, call.buffers, sm80, false, mask, requests, args, 132, off);
   CHECK(std::string(plain.entry) == codegen::kForwardEntry);
   CHECK(plain.grid.threads == static_cast<unsigned>(32 * sm80.num_warps));
   CHECK(plain.summaries.launches[0].granularity == sm80.block_n);

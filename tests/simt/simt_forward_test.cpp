@@ -408,6 +408,28 @@ TEST_CASE("emulated: paged key/value caches match the reference", "[simt]") {
   CHECK(outcomes[4].num_splits == 3);
 }
 
+// Split decoding steps over sequences of their own key counts: each sequence's slices sized to
+// its keys on the device (balanced_slice), merged through the slot table. Against the same step
+// in uniform slices (ATTNJIT_BALANCE_SPLIT=off), the longest block completes fewer barriers (one
+// or two a key tile): the long sequences' keys are cut finer, the short ones' coarser.
+TEST_CASE("emulated: split decoding steps over ragged sequences are balanced", "[simt]") {
+  const std::vector<KernelCase> cases = balanced_split_cases();
+  const auto outcomes = run_decoding_steps(cases, 0);
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    INFO(outcomes[i].name);
+    CHECK(outcomes[i].balanced_split);
+    CHECK(outcomes[i].num_splits == *cases[i].split_kv);
+  }
+  CHECK(outcomes[0].packed_group == 4);
+  simt::SimtLaunchOptions uniform;
+  uniform.balance_split = false;
+  const auto baseline = simt::run_simt_cases({cases[0]}, 80, codegen::FamilyRequest::sm80, uniform);
+  INFO(baseline[0].describe());
+  CHECK(baseline[0].passed());
+  CHECK_FALSE(baseline[0].balanced_split);
+  CHECK(outcomes[0].block_barriers < baseline[0].block_barriers);
+}
+
 // Variable-length sequences: the sm80 family's kernel with the sequence tables reads packed
 // queries and keys (and a paged cache) at each sequence's rows and counts; the padded tensors are
 // not among the emulator's readable buffers where a case packs them, and their rows past each

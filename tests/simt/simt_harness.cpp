@@ -47,13 +47,10 @@ Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
   return params;
 }
 
-// The CUDA backend's forward() with the emulator in place of the driver.
-// Returns the forward launch's grid; `num_splits` gets its split-KV slices, `packed_group` its
-// packed GQA group (1: not packed), `decode_entry` whether the decoding entry ran it,
-// `block_barriers` (sm80 family) the most barriers one forward block completed.
-LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
-                        const SimtLaunchOptions& options, PreparedCase& prepared, int& num_splits,
-                        int& packed_group, bool& decode_entry, unsigned& block_barriers) {
+// The CUDA backend's forward() with the emulator in place of the driver. Records how it launched
+// in `outcome` (grid, slices, packing, entry, barriers), not its result.
+void run_emulated(const SimtModule& module, int kernel, const codegen::KernelConfig& config,
+                  const SimtLaunchOptions& options, PreparedCase& prepared, SimtOutcome& outcome) {
   const int multiprocessors = options.multiprocessors;
   reference::HostProblem& problem = prepared.problem;
   const AttentionBuffers buffers = prepared.call_buffers();
@@ -103,12 +100,15 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   LaunchChoices choices;
   choices.split_kv = prepared.test_case.split_kv ? prepared.test_case.split_kv : options.split_kv;
   choices.decode_entry = options.decode_entry;
+  choices.balance_split = options.balance_split;
   const ForwardLaunch plan = plan_forward_launch(
       prepared.shape, buffers, config, expressions_use_heads({prepared.mask, prepared.score}),
-      expr::summary_requests(prepared.mask), args, multiprocessors, choices);
-  packed_group = plan.decoding.group;
-  num_splits = plan.split.num_splits;
-  decode_entry = plan.decoding.decode_entry;
+      prepared.mask, expr::summary_requests(prepared.mask), args, multiprocessors, choices);
+  outcome.packed_group = plan.decoding.group;
+  outcome.num_splits = plan.split.num_splits;
+  outcome.balanced_split = plan.split.balanced;
+  outcome.decode_entry = plan.decoding.decode_entry;
+  outcome.grid = plan.grid;
   // Note: ints, so the summaries' part is aligned; the partials start at split.offset bytes.
   std::vector<int> scratch((plan.scratch_bytes + sizeof(int) - 1) / sizeof(int));
   if (plan.split.num_splits > 1) regions.push_back(region(scratch.data(), plan.scratch_bytes, true));
@@ -133,19 +133,18 @@ LaunchGrid run_emulated(const SimtModule& module, int kernel, const codegen::Ker
   if (config.family == codegen::KernelFamily::sm90) {
     module.run_forward(module.forward_entry(kernel), sm90_params(params, prepared, buffers, config),
                        grid, regions, overlap_forward);
-    return grid;
+    return;
   }
   SplitCombineParams combine{};
   if (plan.split.num_splits > 1) {
     combine = attach_split(plan.split, prepared.shape, buffers, scratch.data(), params);
   }
-  block_barriers = module.run_forward(
+  outcome.block_barriers = module.run_forward(
       plan.decoding.decode_entry ? module.decode_entry(kernel) : module.forward_entry(kernel),
       params, grid, regions, overlap_forward);
   if (plan.split.num_splits > 1) {
     module.run_combine(module.combine_entry(kernel), combine, plan.split.combine, regions, overlap);
   }
-  return grid;
 }
 
 }  // namespace
@@ -200,9 +199,7 @@ std::vector<SimtOutcome> run_simt_cases(const std::vector<KernelCase>& cases,
                                target.arch_specific ? "a" : "",
                                codegen::kernel_family_name(configs[i].family));
     try {
-      outcome.grid = run_emulated(module, kernel_of_case[i], configs[i], options, *prepared[i],
-                                  outcome.num_splits, outcome.packed_group, outcome.decode_entry,
-                                  outcome.block_barriers);
+      run_emulated(module, kernel_of_case[i], configs[i], options, *prepared[i], outcome);
       const kernel_test::PackedSequences* packed = prepared[i]->packed.get();
       outcome.result = prepared[i]->check(packed != nullptr && packed->options.pack_queries
                                               ? packed->lse

@@ -31,6 +31,7 @@ struct SimtOutcome {
   codegen::KernelConfig config;  // the kernel's
   LaunchGrid grid;               // the forward launch's
   int num_splits = 1;            // its split-KV slices (1: unsplit)
+  bool balanced_split = false;   // whether they were balanced over the sequences' key counts
   int packed_group = 1;          // its packed GQA group (1: not packed)
   bool decode_entry = false;     // whether the decoding entry (kDecodeEntry) ran it
   unsigned block_barriers = 0;   // sm80 family: the most barriers one forward block completed
@@ -43,12 +44,14 @@ struct SimtOutcome {
 // (forward_grid), and `tuning`, when set, replaces ATTNJIT_TUNE's overrides (either family).
 // `split_kv`, when set, replaces the split-KV heuristic's slice count as ATTNJIT_SPLIT_KV does
 // (choose_num_splits; 1: never split). `decode_entry` false keeps every launch on the forward
-// entry, as ATTNJIT_DECODE_ENTRY=off does.
+// entry, as ATTNJIT_DECODE_ENTRY=off does, and `balance_split` false keeps split slices
+// uniform, as ATTNJIT_BALANCE_SPLIT=off does.
 struct SimtLaunchOptions {
   int multiprocessors = 132;  // an H100 SXM's
   std::optional<codegen::KernelTuning> tuning;
   std::optional<int> split_kv;
-  bool decode_entry = true;  // false: as ATTNJIT_DECODE_ENTRY=off
+  bool decode_entry = true;   // false: as ATTNJIT_DECODE_ENTRY=off
+  bool balance_split = true;  // false: as ATTNJIT_BALANCE_SPLIT=off
 };
 
 // One shared object for all the cases (one host compiler run), then every case in turn. The

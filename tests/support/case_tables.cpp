@@ -300,6 +300,32 @@ std::vector<KernelCase> varlen_cases() {
   return cases;
 }
 
+std::vector<KernelCase> balanced_split_cases() {
+  std::vector<KernelCase> cases;
+  const auto make = [&](const char* mask, AttentionShape s, int head_dim, SequenceOptions sequences,
+                        int split) -> KernelCase& {
+    KernelCase& c = add_case(cases, mask, s, head_dim, 9100);
+    c.sequences = std::move(sequences);
+    c.split_kv = split;
+    return c;
+  };
+  make("true", shape(6, 8, 2, 1, 1100), 128,
+       {{1, 1, 1, 1, 1, 1}, {1100, 0, 70, 900, 13, 640}, false}, 4);
+  KernelCase& scored = make("true", shape(4, 4, 4, 1, 700), 64,
+                            {{1, 1, 1, 1}, {700, 5, 333, 64}, false, true, 3}, 3);
+  scored.score = "score - 0.05 * float(kv_len - 1 - kv_idx)";
+  scored.dtype = DType::fp16;
+  scored.layout = Layout::blhd;
+  KernelCase& draft =
+      make("true", shape(3, 8, 2, 3, 500), 64, {{3, 3, 3}, {500, 100, 257}, false}, 2);
+  draft.page_size = 16;
+  draft.with_lse = false;
+  make("true", shape(2, 2, 2, 1, 300), 64, {{1, 1}, {0, 0}, false}, 3);
+  make("kv_idx <= q_idx + kv_len - q_len", shape(4, 8, 2, 1, 800), 64,
+       {{1, 1, 1, 1}, {800, 300, 0, 555}, false}, 3);
+  return cases;
+}
+
 std::vector<KernelCase> sm90_paged_kv_cases() {
   std::vector<KernelCase> cases;
   const auto make = [&](const char* mask, AttentionShape s, int head_dim,

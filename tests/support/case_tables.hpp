@@ -94,6 +94,14 @@ std::vector<KernelCase> sm90_paged_kv_cases();
 // 256.
 std::vector<KernelCase> varlen_cases();
 
+// Split decoding steps whose sequences have key counts of their own: their slices balanced over
+// the counts (FwdParams::split_slots). Without a mask: one query a sequence over a padded cache
+// (GQA-packed, head dim 128; an empty sequence, one of 13 keys, the longest at the cache's end);
+// a score that reads kv_len over packed fp16 keys (BLHD); speculative steps of 3 queries over a
+// paged cache; a batch whose every sequence is empty (zeros and -inf). Then a causal mask over
+// the cache, which keeps each sequence's keys (balance_split).
+std::vector<KernelCase> balanced_split_cases();
+
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
 // scale into the softmax's exponent and must apply a negative one first, in fully kept tiles (no
 // mask) and in partial ones (the causal diagonal). Use whole tiles of queries and keys.

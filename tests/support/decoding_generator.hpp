@@ -1,7 +1,7 @@
 // Random decoding steps: a few queries at the end of a key/value cache, with the masks serving
 // programs use there (causal, windows, attention sinks, evicted prefixes, documents, random
-// ones, per-sequence cache lengths), GQA groups, split counts forced or left to the
-// heuristic, and dense or paged caches. They reach the decoding
+// ones, per-sequence cache lengths as a mask or as key counts), GQA groups, split counts forced
+// or left to the heuristic, and dense or paged caches. They reach the decoding
 // paths that fixed tables reach one case at a time: packed query heads, the decoding entry, a
 // masked call's slices of its kept keys (the first kept window, empty stretches before and
 // between spans), the merge of slices that keep nothing, and fully masked rows.
@@ -132,6 +132,18 @@ inline KernelCase random_decoding_case(std::uint64_t seed, long long max_work = 
   if (gen.pick(3) == 0) {
     static const int page_sizes[] = {1, 16, 16, 32, 64, 128, 256};
     c.page_size = page_sizes[gen.pick(7)];
+  }
+  // Last again: a quarter of the steps give each sequence a key count of its own (kv_seq_lens;
+  // over a dense cache also packed keys, kv_seq_starts), from none to the whole cache: the kernel
+  // with the sequence tables, whose split slices are sized to each sequence's keys where the mask
+  // keeps them (balance_split).
+  if (gen.pick(4) == 0) {
+    SequenceOptions sequences;
+    sequences.q_lens.assign(static_cast<std::size_t>(c.shape.batch), c.shape.q_len);
+    for (int i = 0; i < c.shape.batch; ++i) sequences.kv_lens.push_back(gen.pick(kv_len + 1));
+    sequences.pack_queries = false;
+    sequences.pack_keys = c.page_size == 0 && gen.pick(2) == 0;
+    c.sequences = sequences;
   }
   return c;
 }

@@ -55,6 +55,7 @@ struct BenchOptions {
   std::optional<std::string> layout;  // bhld (default) or blhd
   std::optional<int> page_size;       // a paged cache of pages of this many rows
   std::vector<int> seq_lens;          // variable-length sequences, packed (batch: their count)
+  std::vector<int> kv_lens;  // per-sequence key counts over the padded cache (batch: their count)
   int warmup = 5;
   int iterations = 30;
   std::string json_path;  // empty: no JSON
@@ -90,6 +91,40 @@ SequenceLayout sequence_layout(const BenchOptions& options) {
   layout.lens = options.seq_lens;
   layout.total = layout.starts.back();
   return layout;
+}
+
+// A run with per-sequence key counts (kv_seq_lens): decoding steps over a padded (or paged) cache
+// of --seq-len rows whose sequences hold these many keys each; the batch is their count. Checked
+// before the GPU is looked for.
+struct KeyCounts {
+  std::vector<int> lens;  // empty: every sequence holds --seq-len keys
+  testkit::DeviceBuffer device_lens;
+};
+
+KeyCounts key_counts(const BenchOptions& options) {
+  KeyCounts counts;
+  if (options.kv_lens.empty()) return counts;
+  if (!options.seq_lens.empty()) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--kv-lens counts keys over a padded cache; --seq-lens packs whole sequences: not both");
+  }
+  for (const int len : options.kv_lens) {
+    if (len < 0 || len > options.seq_len) {
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--kv-lens must be in [0, --seq-len {}]; got {}",
+           options.seq_len, len);
+    }
+  }
+  counts.lens = options.kv_lens;
+  return counts;
+}
+
+// The counts on the GPU (once the runtime is up).
+void upload_key_counts(KeyCounts& counts) {
+  if (counts.lens.empty()) return;
+  const std::size_t bytes = counts.lens.size() * sizeof(std::int32_t);
+  counts.device_lens = testkit::DeviceBuffer(bytes);
+  const std::vector<std::int32_t> lens(counts.lens.begin(), counts.lens.end());
+  counts.device_lens.upload(lens.data(), bytes);
 }
 
 struct InputSet {
@@ -291,7 +326,9 @@ void run_bench(const BenchOptions& options) {
   if (options.iterations <= 0 || options.warmup < 0) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--iters must be positive and --warmup not negative");
   }
-  const PagedLayout paged = paged_layout(options, options.batch, options.seq_len);
+  KeyCounts counts = key_counts(options);
+  const int batch = counts.lens.empty() ? options.batch : static_cast<int>(counts.lens.size());
+  const PagedLayout paged = paged_layout(options, batch, options.seq_len);
   SequenceLayout sequences = sequence_layout(options);
   const attnjit_layout layout = parse_layout(options.layout, paged, sequences);
   const bool varlen = !sequences.lens.empty();
@@ -299,6 +336,7 @@ void run_bench(const BenchOptions& options) {
   const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CUDA);  // throws without a GPU
   const std::string arch = attnjit_runtime_device_arch(runtime.get());
   const testkit::DeviceProperties device = testkit::current_device_properties();
+  upload_key_counts(counts);
   const attnjit_dtype dtype = parse_dtype(options.dtype);
   attnjit_manifest* raw_manifest = nullptr;
   c::check(attnjit_manifest_load(&raw_manifest,
@@ -307,15 +345,14 @@ void run_bench(const BenchOptions& options) {
 
   // Note: a variable-length run's shape is its sequences' count and the longest; its tensors
   // are one batch entry of their total rows.
-  const testkit::Shape shape =
-      varlen ? testkit::Shape{static_cast<int>(sequences.lens.size()),
-                              options.heads,
-                              kv_heads,
-                              sequences.longest,
-                              sequences.longest,
-                              options.head_dim}
-             : testkit::Shape{options.batch, options.heads,   kv_heads,
-                              q_len,         options.seq_len, options.head_dim};
+  const testkit::Shape shape = varlen ? testkit::Shape{static_cast<int>(sequences.lens.size()),
+                                                       options.heads,
+                                                       kv_heads,
+                                                       sequences.longest,
+                                                       sequences.longest,
+                                                       options.head_dim}
+                                      : testkit::Shape{batch, options.heads,   kv_heads,
+                                                       q_len, options.seq_len, options.head_dim};
   const std::size_t element_bytes = testkit::dtype_size(dtype);
   const auto tensor_bytes = [&](int heads, int length) {
     const int entries = varlen ? 1 : shape.batch;
@@ -335,7 +372,7 @@ void run_bench(const BenchOptions& options) {
   }
 
   fmt::print(
-      "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}{}{}; {} input sets, median "
+      "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}{}{}{}; {} input sets, median "
       "of {} runs after {} warm-up\n",
       device.name, arch, device.multiprocessors, std::max(device.l2_bytes, 1) >> 20, shape.batch,
       shape.num_heads_q,
@@ -347,6 +384,7 @@ void run_bench(const BenchOptions& options) {
       : varlen ? fmt::format(", sequences of {} packed ({} rows)", fmt::join(sequences.lens, ","),
                              sequences.total)
                : "",
+      counts.lens.empty() ? "" : fmt::format(", key counts {}", fmt::join(counts.lens, ",")),
       sets.size(), options.iterations, options.warmup);
   nlohmann::json run = {{"device",
                          {{"name", device.name},
@@ -368,6 +406,7 @@ void run_bench(const BenchOptions& options) {
                         {"input_sets", sets.size()},
                         {"rows", nlohmann::json::array()}};
   if (varlen) run["shape"]["seq_lens"] = sequences.lens;
+  if (!counts.lens.empty()) run["shape"]["kv_lens"] = counts.lens;
   fmt::print("{:<18} {:>10} {:>10} {:>8} {:>14} {:>9} {:>8}  {}\n", "variant", "median ms",
              "TFLOP/s", "GB/s", "unmasked pairs", "skipped", "host us", "kernel");
 
@@ -382,7 +421,9 @@ void run_bench(const BenchOptions& options) {
     const c::VariantPtr variant =
         create_variant(runtime.get(), testkit::manifest_variant_desc(mv, dtype, options.head_dim));
     c::check(attnjit_variant_prepare(variant.get()));
-    if (paged.page_size > 0 || varlen) c::check(attnjit_variant_prepare_paged(variant.get()));
+    if (paged.page_size > 0 || varlen || !counts.lens.empty()) {
+      c::check(attnjit_variant_prepare_paged(variant.get()));
+    }
     const testkit::ExampleInputs inputs =
         testkit::example_inputs(mv, varlen ? sequences.longest : options.seq_len, options.heads);
     const testkit::DeviceTensors device_tensors = testkit::upload_tensors(inputs);
@@ -410,20 +451,26 @@ void run_bench(const BenchOptions& options) {
       timed_call.q_seq_starts = timed_call.kv_seq_starts = starts;
       timed_call.q_total = timed_call.kv_total = sequences.total;
     }
+    if (!counts.lens.empty()) {
+      timed_call.kv_seq_lens = static_cast<const std::int32_t*>(counts.device_lens.get());
+    }
     const BenchTimes times =
         median_times(variant.get(), timed_call, sets, options.warmup, options.iterations);
     const double ms = times.gpu_ms;
 
     // The census reads only the per-call tensors, from the host; q, k, v, out are not read. A
-    // variable-length run's is the sum of its sequences', each a call of its own (batch 1).
+    // run of variable-length sequences or key counts has the sum of its sequences', each a call
+    // of its own (batch 1; a sequence without keys has none).
     const attnjit_forward_args census_call =
         on_inputs(testkit::with_values(call, inputs.params, inputs.tensors), sets[0]);
     attnjit_tile_census census{};
-    if (varlen) {
-      for (const int len : sequences.lens) {
+    if (varlen || !counts.lens.empty()) {
+      for (const int len : varlen ? sequences.lens : counts.lens) {
+        if (len == 0) continue;
         attnjit_forward_args one = census_call;
         one.batch = 1;
-        one.q_len = one.kv_len = len;
+        one.kv_len = len;
+        if (varlen) one.q_len = len;
         attnjit_tile_census part{};
         c::check(attnjit_variant_tile_census(&part, variant.get(), &one, nullptr));
         census.tiles += part.tiles;
@@ -502,6 +549,12 @@ void add_bench_command(CLI::App& app) {
       ->add_option("--seq-lens", options->seq_lens,
                    "Variable-length prefills: each sequence's length (queries and keys), "
                    "comma-separated; packed without padding (layout blhd), the batch their count")
+      ->delimiter(',');
+  bench
+      ->add_option("--kv-lens", options->kv_lens,
+                   "Per-sequence key counts over the padded (or paged) cache of --seq-len rows "
+                   "(kv_seq_lens: decoding steps of a ragged batch with --q-len), "
+                   "comma-separated; the batch their count")
       ->delimiter(',');
   bench->add_option("--warmup", options->warmup, "Untimed calls first")->capture_default_str();
   bench->add_option("--iters", options->iterations, "Timed calls")->capture_default_str();

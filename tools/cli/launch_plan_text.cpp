@@ -9,7 +9,11 @@ namespace attnjit::cli {
 std::string launch_plan_name(const attnjit_launch_plan& plan) {
   if (plan.backend == ATTNJIT_BACKEND_CPU) return "cpu reference";
   std::string name = fmt::format("{} {}", plan.kernel_family, plan.kernel);
-  if (plan.num_splits > 1) name += fmt::format(", {} slices", plan.num_splits);
+  // Note: a split with no fixed slice size sizes each sequence's slices to its keys.
+  if (plan.num_splits > 1) {
+    name +=
+        fmt::format(", {} slices{}", plan.num_splits, plan.split_tiles == 0 ? ", balanced" : "");
+  }
   return name;
 }
 
