@@ -5,7 +5,8 @@
 # to show: docs/PERFORMANCE.md, "The next GPU session".
 #
 #   tools/planned-gpu-calls.sh bundle          # here: .gpu-bundle with S3-S6's kernels
-#                                              # prewarmed (gpu-bundle.sh; about 8 minutes)
+#                                              # prewarmed (gpu-bundle.sh; about 8 minutes),
+#                                              # and RAGGED's (a few minutes more)
 #   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (about 400 s): the cache
 #                                              # reuse check, test_gpu and the sanitizers on
 #                                              # both families, then S3 to S6
@@ -59,9 +60,32 @@ D17='--decode-q-len 4096 --decode-batch 2 --head-dim 128 --length 4096 --variant
 # against uniform slices (ATTNJIT_BALANCE_SPLIT=off), noop and causal ("Thirty-sixth session").
 RAGGED='--manifest cache/decoding.json --variant noop --variant causal --q-len 1 --seq-len 16384 --heads 32 --kv-heads 8 --kv-lens 12288,4096,16384,8192,12288,4096,16384,8192 --iters 50'
 
-ragged_decode() {  # OUTDIR: each switch's run, the second on the first's kernels
+# Here, after the bundle: RAGGED's kernels for sm_90a (the decoding manifest's noop and causal,
+# bf16, D=128, with their paged and sm80 kernels) into .gpu-bundle/ragged-cache.tar.xz, so that
+# call 2 does not compile them.
+ragged_prewarm() {
+  local cache manifest
+  cache=$(mktemp -d)
+  manifest=$(mktemp --suffix=.json)
+  python3 - "$manifest" <<'PY'
+import json, sys
+manifest = json.load(open("cache/decoding.json"))
+manifest["variants"] = [v for v in manifest["variants"] if v["name"] in ("noop", "causal")]
+manifest["dtypes"], manifest["head_dims"] = ["bf16"], [128]
+json.dump(manifest, open(sys.argv[1], "w"))
+PY
+  LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    .gpu-bundle/bin/attnjit prewarm --manifest "$manifest" --arch sm_90a --cache-dir "$cache"
+  find "$cache" -name '*.lock' -delete
+  tar -C "$cache" -cJf .gpu-bundle/ragged-cache.tar.xz .
+  rm -rf "$cache" "$manifest"
+}
+
+ragged_decode() {  # OUTDIR: each switch's run, on the bundle's kernels
   local args
   read -r -a args <<< "$RAGGED"
+  mkdir -p "$1/ragged-cache"
+  tar -C "$1/ragged-cache" -xJf .gpu-bundle/ragged-cache.tar.xz || true
   for balance in auto off; do
     env ATTNJIT_BALANCE_SPLIT=$balance ATTNJIT_CACHE_DIR="$1/ragged-cache" \
       LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 70 \
@@ -89,6 +113,7 @@ gpu_check() {  # BUDGET OUTDIR STAGES COMPARE_ARGS SWEEP...
 case "${1:-}" in
   bundle)
     tools/gpu-bundle.sh --sweep "$S3" --sweep "$S4" --sweep "$S5" --sweep "$S6"
+    ragged_prewarm
     du -sh .gpu-bundle ;;
   call1)
     [[ $# -eq 2 ]] || usage
