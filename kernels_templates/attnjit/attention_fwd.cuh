@@ -426,10 +426,9 @@ struct AttentionForward {
   // [h * S, (h + 1) * S), S = batch * num_splits, and sequence b takes n_b = max(1, ceil(t_b / c))
   // consecutive ones of them (t_b its key tiles; an empty sequence's one slot writes its -inf
   // LSE), slice i being its tiles [i * c, (i + 1) * c). c, the tiles a slice, is the smallest
-  // that fits every sequence's slices into S, searched among 32 candidates in one pass: none
-  // below ceil(T / S) fits (T = the t_b's sum), and ceil(T / (S - batch)) always does, since
-  // sum n_b <= T / c + batch and S >= 2 * batch (num_splits >= 2); the candidates span the two.
-  // slices == 0: the slot is past every sequence's (an idle block). Warp 0 computes it from the
+  // that fits every sequence's slices into S, searched among 32 candidates in one pass, one a
+  // lane (balanced_chunk_search, fwd_config.cuh). slices == 0: the slot is past every
+  // sequence's (an idle block). Warp 0 computes it from the
   // sequence tables (each sequence's count read a few times, from L1 after the first) and hands
   // it over in shared memory; block-uniform (a barrier). The host balances only calls whose
   // batch * (key tiles + 1) fits an int (plan_split).
@@ -450,22 +449,17 @@ struct AttentionForward {
         const int keys = sequence_extent(params.sequences, seq, params.q_len, params.kv_len).kv_len;
         return (keys + BLOCK_N - 1) / BLOCK_N;
       };
-      const auto slices_of = [](int tiles, int chunk) {
-        return max(1, (tiles + chunk - 1) / chunk);
-      };
       int total = 0;
       for (int seq = lane; seq < params.batch; seq += 32) total += tiles_of(seq);
 #pragma unroll
       for (int offset = 16; offset > 0; offset /= 2) {
         total += __shfl_xor_sync(0xffffffffu, total, offset);
       }
-      const int low = max((total + per_head - 1) / per_head, kMinSplitTiles);
-      const int spare = per_head - params.batch;
-      const int high = max(low, (total + spare - 1) / spare);
-      const int step = max(1, (high - low + 30) / 31);
-      const int candidate = lane == 31 ? high : min(low + lane * step, high);
+      const int candidate =
+          balanced_chunk_candidate(balanced_chunk_search(total, per_head, params.batch), lane);
       int used = 0;
-      for (int seq = 0; seq < params.batch; ++seq) used += slices_of(tiles_of(seq), candidate);
+      for (int seq = 0; seq < params.batch; ++seq)
+        used += balanced_slices(tiles_of(seq), candidate);
       // Note: lane 31's candidate always fits, so the ballot is never empty.
       const unsigned fits = __ballot_sync(0xffffffffu, used <= per_head);
       const int chunk = __shfl_sync(0xffffffffu, candidate, __ffs(static_cast<int>(fits)) - 1);
@@ -474,7 +468,7 @@ struct AttentionForward {
       int found = -1, split = 0, slices = 0;
       for (int first = 0; first < params.batch && found < 0; first += 32) {
         const int seq = first + lane;
-        const int n = seq < params.batch ? slices_of(tiles_of(seq), chunk) : 0;
+        const int n = seq < params.batch ? balanced_slices(tiles_of(seq), chunk) : 0;
         int inclusive = n;
 #pragma unroll
         for (int offset = 1; offset < 32; offset *= 2) {

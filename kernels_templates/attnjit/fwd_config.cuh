@@ -37,6 +37,34 @@ constexpr int kBalancedSplitWords = 4;
 // balanced ones.
 constexpr int kMinSplitTiles = 2;
 
+// A balanced split's search for its chunk, the key tiles of a slice (FwdParams::split_slots,
+// AttentionForward::balanced_slice): `total` key tiles of `batch` sequences over `slots` slots a
+// head (slots >= 2 * batch: num_splits >= 2). A sequence of t tiles takes balanced_slices(t, c)
+// slots, so no chunk below `low` fits (their sum is at least total / c) and `high` always does
+// (at most total / c + batch); lane i of the searching warp tries candidate i, from low in
+// steps of `step` to high (the last lane's), and the smallest that fits is taken: the best
+// chunk when high - low < 32, else within one step of it.
+struct ChunkSearch {
+  int low, high, step;
+};
+ATTNJIT_HD constexpr ChunkSearch balanced_chunk_search(int total, int slots, int batch) {
+  const int fewest = (total + slots - 1) / slots;
+  const int low = fewest > kMinSplitTiles ? fewest : kMinSplitTiles;
+  const int spare = slots - batch;
+  const int sure = (total + spare - 1) / spare;
+  const int high = sure > low ? sure : low;
+  const int step = (high - low + 30) / 31;
+  return {low, high, step > 1 ? step : 1};
+}
+ATTNJIT_HD constexpr int balanced_chunk_candidate(const ChunkSearch& search, int lane) {
+  const int candidate = search.low + lane * search.step;
+  return lane == 31 || candidate > search.high ? search.high : candidate;
+}
+ATTNJIT_HD constexpr int balanced_slices(int tiles, int chunk) {
+  const int slices = (tiles + chunk - 1) / chunk;
+  return slices > 1 ? slices : 1;
+}
+
 // The decoding entry (attnjit_fwd_decode, sm80 modules with the decoding features): the forward
 // kernel with 32-row blocks of two warps, for launches of at most 32 query rows (a decoding step,
 // packed or not). A 128-row tile computes 128 rows of MMA work for the few real ones, which makes

@@ -185,6 +185,12 @@ TEST_CASE("paged prefills in boxes of pages match the reference", "[gpu]") {
 // paged caches; varlen_cases): on the sm80 family's kernel with the sequence tables, either family.
 TEST_CASE("variable-length sequences match the reference", "[gpu]") { check_cases(varlen_cases()); }
 
+// Split decoding steps over ragged sequences (balanced_split_cases): their slices sized to each
+// sequence's key count by the blocks themselves, merged through the slot table.
+TEST_CASE("balanced split decoding steps match the reference", "[gpu]") {
+  check_cases(balanced_split_cases());
+}
+
 // Hardware only ([large]: the fake device's emulator would take hours over its 256 x 512 tiles).
 TEST_CASE("a serving-sized decoding step matches the reference", "[gpu][large]") {
   // 8 sequences, 32 query heads over 8, one query, 32K keys of a cache; and one sequence. Both

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -535,6 +536,53 @@ TEST_CASE("split-KV: a balanced split places its slot table after the partials",
   CHECK(combine.split_slots == params.split_slots);
   CHECK(combine.pack_gqa == 2);
   CHECK(params.split_tiles == 0);
+}
+
+// The balanced split's chunk search (the kernel's, balanced_chunk_search) against every chunk
+// tried on the host, over random ragged batches: the 32 candidates always hold one that fits,
+// the smallest of them is the best chunk when the candidates cover every chunk between the
+// bounds, and within one step of it otherwise; no chunk below the lower bound fits.
+TEST_CASE("split-KV: the balanced chunk search finds the smallest chunk that fits", "[runtime]") {
+  std::mt19937 random(2611);
+  int exact = 0, stepped = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int batch = 1 + static_cast<int>(random() % 48);
+    const int num_splits = 2 + static_cast<int>(random() % 12);
+    const int longest = 1 + static_cast<int>(random() % (trial % 4 == 0 ? 4096 : 300));
+    std::vector<int> tiles(static_cast<std::size_t>(batch));
+    int total = 0;
+    for (int& t : tiles) {
+      t = random() % 5 == 0 ? 0 : static_cast<int>(random() % (longest + 1));
+      total += t;
+    }
+    const int slots = batch * num_splits;
+    const auto used = [&](int chunk) {
+      int sum = 0;
+      for (const int t : tiles) sum += balanced_slices(t, chunk);
+      return sum;
+    };
+    INFO("batch " << batch << ", slots " << slots << ", total " << total);
+    const ChunkSearch search = balanced_chunk_search(total, slots, batch);
+    CHECK(used(search.high) <= slots);
+    if (search.low > kMinSplitTiles) CHECK(used(search.low - 1) > slots);
+    int chosen = 0;
+    for (int lane = 0; lane < 32 && chosen == 0; ++lane) {
+      const int candidate = balanced_chunk_candidate(search, lane);
+      if (used(candidate) <= slots) chosen = candidate;
+    }
+    int best = search.low;
+    while (used(best) > slots) ++best;
+    CHECK(chosen >= best);
+    if (search.high - search.low < 32) {
+      CHECK(chosen == best);
+      ++exact;
+    } else {
+      CHECK(chosen < best + search.step);
+      ++stepped;
+    }
+  }
+  CHECK(exact > 100);  // both regimes drawn
+  CHECK(stepped > 10);
 }
 
 TEST_CASE("split-KV: ATTNJIT_SPLIT_KV is auto, off or a count", "[runtime]") {

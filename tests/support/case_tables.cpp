@@ -323,6 +323,14 @@ std::vector<KernelCase> balanced_split_cases() {
   make("true", shape(2, 2, 2, 1, 300), 64, {{1, 1}, {0, 0}, false}, 3);
   make("kv_idx <= q_idx + kv_len - q_len", shape(4, 8, 2, 1, 800), 64,
        {{1, 1, 1, 1}, {800, 300, 0, 555}, false}, 3);
+  // 40 sequences: the slot search scans their slice counts in two passes of 32.
+  SequenceOptions many;
+  for (int b = 0; b < 40; ++b) {
+    many.q_lens.push_back(1);
+    many.kv_lens.push_back(b % 7 == 3 ? 0 : (b * 37) % 300 + 1);
+  }
+  many.pack_queries = false;
+  make("true", shape(40, 1, 1, 1, 300), 64, many, 2);
   return cases;
 }
 

@@ -99,7 +99,8 @@ std::vector<KernelCase> varlen_cases();
 // (GQA-packed, head dim 128; an empty sequence, one of 13 keys, the longest at the cache's end);
 // a score that reads kv_len over packed fp16 keys (BLHD); speculative steps of 3 queries over a
 // paged cache; a batch whose every sequence is empty (zeros and -inf). Then a causal mask over
-// the cache, which keeps each sequence's keys (balance_split).
+// the cache, which keeps each sequence's keys (balance_split), and 40 sequences of one head (the
+// slot search's scan in passes of 32).
 std::vector<KernelCase> balanced_split_cases();
 
 // A negative scale (-0.3) with no mask and with causal at shape `s`: the kernels fold a positive
