@@ -599,9 +599,12 @@ typedef struct attnjit_launch_plan {
   attnjit_backend backend;   /* CUDA or CPU; on the CPU only kernel and reason are set */
   const char* kernel_family; /* "sm80" or "sm90"; "" on the CPU */
   const char* kernel;        /* "standard" (the variant's kernel for the arch), "tma_fallback",
-                                "decoding", "short_rows", "paged_kv"; "reference" on the CPU */
+                                "decoding", "short_rows", "paged_kv", "varlen"; "reference"
+                                on the CPU */
   const char* entry;         /* the launched entry point: "attnjit_fwd", "attnjit_fwd_decode" */
-  char reason[256];          /* why, in words (cut to fit, always NUL-terminated) */
+  char reason[256];          /* why, in words, always NUL-terminated; a longer one is cut at
+                                252 characters and ends in "...": attnjit_variant_launch_reason
+                                gives it whole */
   int block_m, block_n, num_warps, blocks_per_sm; /* the launched entry's tiles */
   unsigned grid_x, grid_y, threads, dynamic_smem_bytes;
   int gqa_group;        /* query heads packed into one block's rows per key/value head (1: not) */
@@ -620,6 +623,15 @@ ATTNJIT_API void attnjit_launch_plan_init(attnjit_launch_plan* plan);
 ATTNJIT_API attnjit_status attnjit_variant_launch_plan(attnjit_launch_plan* out,
                                                        attnjit_variant* variant,
                                                        const attnjit_forward_args* args);
+/* The launch plan's reason whole, for the reasons that do not fit its 256 characters (a
+ * variable-length decoding step on sm_90a explains its kernel, entry, packing and split). As
+ * attnjit_cache_path: *length receives the reason's length without its NUL; the reason and its
+ * NUL are copied when capacity > *length, else ATTNJIT_ERROR_INVALID_ARGUMENT is returned and
+ * buffer is left untouched (pass NULL and 0 to ask for the length). Plans the call as
+ * attnjit_variant_launch_plan does. */
+ATTNJIT_API attnjit_status attnjit_variant_launch_reason(char* buffer, size_t capacity,
+                                                         size_t* length, attnjit_variant* variant,
+                                                         const attnjit_forward_args* args);
 
 /* The naive reference: every element evaluated directly, in double precision (the score
  * expression in fp32, as the kernels evaluate it), single-threaded; for checking a result.

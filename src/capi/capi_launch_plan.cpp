@@ -1,6 +1,5 @@
 // attnjit_variant_launch_plan: which kernel a forward call runs on, with what grid, and why,
 // answered by the same choice attnjit_forward makes (runtime/variant.hpp, Variant::launch_plan).
-#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -14,19 +13,31 @@ using attnjit::capi::require;
 using attnjit::capi::require_forward_args_version;
 using attnjit::capi::require_version;
 
-// Copies `text` into `out`, cut to fit and NUL-terminated (the reasons are ASCII).
+// Copies `text` into `out`, NUL-terminated; a text too long for it is cut and ends in "...", so
+// that a reader knows there is more (attnjit_variant_launch_reason). The reasons are ASCII.
 template <std::size_t N>
 void copy_reason(std::string_view text, char (&out)[N]) {
-  const std::size_t length = std::min(text.size(), N - 1);
-  std::memcpy(out, text.data(), length);
-  out[length] = '\0';
+  constexpr std::string_view kEllipsis = "...";
+  static_assert(N > kEllipsis.size());
+  if (text.size() < N) {
+    std::memcpy(out, text.data(), text.size());
+    out[text.size()] = '\0';
+    return;
+  }
+  const std::size_t kept = N - 1 - kEllipsis.size();
+  std::memcpy(out, text.data(), kept);
+  std::memcpy(out + kept, kEllipsis.data(), kEllipsis.size());
+  out[N - 1] = '\0';
 }
+
+constexpr std::string_view kCpuReason =
+    "the CPU backend: the multi-threaded CPU reference runs the call";
 
 void fill(const attnjit::CallPlan& plan, attnjit_launch_plan& out) {
   if (plan.backend == attnjit::Backend::cpu) {
     out.backend = ATTNJIT_BACKEND_CPU;
     out.kernel = "reference";
-    copy_reason("the CPU backend: the multi-threaded CPU reference runs the call", out.reason);
+    copy_reason(kCpuReason, out.reason);
     return;
   }
   const attnjit::ForwardLaunch& launch = plan.launch;
@@ -76,6 +87,30 @@ attnjit_status attnjit_variant_launch_plan(attnjit_launch_plan* out, attnjit_var
     attnjit_launch_plan_init(&filled);
     fill(plan, filled);
     *out = filled;  // Note: untouched on failure
+  });
+}
+
+attnjit_status attnjit_variant_launch_reason(char* buffer, size_t capacity, size_t* length,
+                                             attnjit_variant* variant,
+                                             const attnjit_forward_args* args) {
+  return guarded([&] {
+    require(length, "length");
+    require(variant, "variant");
+    require(args, "args");
+    require_forward_args_version(args->version);
+    const attnjit::CallPlan plan =
+        variant->impl.launch_plan(attnjit::capi::to_call(*args, variant->impl.spec().head_dim));
+    const std::string_view reason =
+        plan.backend == attnjit::Backend::cpu ? kCpuReason : std::string_view(plan.kernel.why);
+    *length = reason.size();
+    if (capacity <= reason.size()) {
+      attnjit::throw_error(attnjit::Status::invalid_argument,
+                           "the launch reason needs {} bytes with its NUL; the buffer has {}",
+                           reason.size() + 1, capacity);
+    }
+    require(buffer, "buffer");
+    std::memcpy(buffer, reason.data(), reason.size());
+    buffer[reason.size()] = '\0';
   });
 }
 

@@ -253,8 +253,7 @@ bool balance_split(const AttentionShape& shape, const AttentionBuffers& buffers,
 
 std::string describe_split(const SplitPlan& plan) {
   if (plan.balanced) {
-    return fmt::format("{} slices a sequence on average, sized to each sequence's key count",
-                       plan.num_splits);
+    return fmt::format("{} slices a sequence on average, sized to its key count", plan.num_splits);
   }
   return fmt::format("{} slices of {} key tiles", plan.num_splits, plan.split_tiles);
 }

@@ -155,7 +155,7 @@ std::string Variant::sm90_paged_barred(const AttentionShape& shape,
   // Note: packed queries never take the decoding entry (its blocks are one sequence's rows), so
   // only a call of one padded query tensor counts as a decoding step here.
   if (!packs_queries(buffers) && decoding_on_sm80(shape)) {
-    return "a decoding step: the sm80 kernel splits its keys or packs its query heads";
+    return "a decoding step, which the sm80 kernel splits or packs";
   }
   if (has_sequence_tables(buffers) &&
       !codegen::reads_sequence_tables(paged_kernel(codegen::FamilyRequest::sm90)->config)) {

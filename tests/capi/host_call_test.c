@@ -350,6 +350,22 @@ static void test_launch_plan_on_the_cpu(void) {
   CHECK(contains(plan.reason, "CPU reference"));
   CHECK(plan.grid_x == 0 && plan.num_splits == 0);
 
+  /* The whole reason: its length first, then into a buffer of exactly that length + 1. */
+  size_t length = 0;
+  CHECK(attnjit_variant_launch_reason(NULL, 0, &length, causal, &args) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(length == strlen(plan.reason));
+  char whole[256];
+  memset(whole, '#', sizeof(whole));
+  CHECK(attnjit_variant_launch_reason(whole, length, &length, causal, &args) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(whole[0] == '#');
+  CHECK(attnjit_variant_launch_reason(whole, length + 1, &length, causal, &args) == ATTNJIT_OK);
+  CHECK(strcmp(whole, plan.reason) == 0);
+  CHECK(attnjit_variant_launch_reason(whole, sizeof(whole), NULL, causal, &args) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(attnjit_last_error(), "length"));
+
   /* Bad input: a status, a message, and the caller's struct as it was. */
   attnjit_launch_plan kept;
   attnjit_launch_plan_init(&kept);

@@ -217,9 +217,13 @@ TEST_CASE("fake device: variable-length sequences run on the kernel with the tab
     if (c.sequences->pack_queries) CHECK(std::string(plan.entry) == codegen::kForwardEntry);
     if (!c.sequences->pack_queries && c.split_kv) {
       // The decoding step, split by the heuristic for the fake's SMs, in balanced slices (no
-      // fixed size; the reason, cut at 256 characters, does not reach the split).
+      // fixed size). The whole reason names the entry, the packing and the split.
       CHECK(plan.num_splits > 1);
       CHECK(plan.split_tiles == 0);
+      const std::string reason = launch_reason(variant, call.args, plan);
+      CHECK_THAT(reason, Catch::Contains("the decoding entry") &&
+                             Catch::Contains("query heads packed") &&
+                             Catch::Contains("slices a sequence on average, sized to its key"));
     }
     const CaseResult result = run_variant_through_c_api(variant, c);
     INFO(result.describe() << "; emulator: " << device().error());

@@ -220,9 +220,35 @@ attnjit_launch_plan launch_plan(attnjit_variant* variant, const attnjit_forward_
   return plan;
 }
 
+std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& args,
+                          const attnjit_launch_plan& plan) {
+  std::size_t length = 0;
+  REQUIRE(attnjit_variant_launch_reason(nullptr, 0, &length, variant, &args) ==
+          ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(attnjit_last_error(), Catch::Contains("bytes with its NUL"));
+  REQUIRE(length > 0);
+  std::string short_buffer(length, '#');
+  CHECK(attnjit_variant_launch_reason(short_buffer.data(), length, &length, variant, &args) ==
+        ATTNJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(short_buffer == std::string(length, '#'));
+  std::string reason(length + 1, '#');
+  const attnjit_status status =
+      attnjit_variant_launch_reason(reason.data(), reason.size(), &length, variant, &args);
+  INFO(attnjit_last_error());
+  REQUIRE(status == ATTNJIT_OK);
+  REQUIRE(reason.back() == '\0');
+  reason.pop_back();
+  CHECK(reason.size() == length);
+  const std::size_t fits = sizeof(plan.reason) - 1;
+  CHECK(std::string(plan.reason) ==
+        (reason.size() <= fits ? reason : reason.substr(0, fits - 3) + "..."));
+  return reason;
+}
+
 CaseResult run_variant_through_c_api(attnjit_variant* variant, const KernelCase& c) {
   DeviceCall call(c);
   const attnjit_launch_plan plan = launch_plan(variant, call.args);
+  launch_reason(variant, call.args, plan);
   const std::size_t launches = device().forward_grids().size();
   const attnjit_status status = attnjit_forward(variant, &call.args);
   INFO(attnjit_last_error() << "; emulator: " << device().error());

@@ -471,9 +471,7 @@ TEST_CASE("split-KV: a balanced split places its slot table after the partials",
   const std::size_t o_bytes = 5 * 30 * 128 * 4;
   CHECK(five.slots_offset == five.o_offset + (o_bytes + 255) / 256 * 256);
   CHECK(five.bytes == five.slots_offset - five.offset + 2 * 6 * sizeof(std::int32_t));
-  CHECK(describe_split(five) ==
-        "5 slices a sequence on average, sized to each sequence's key "
-        "count");
+  CHECK(describe_split(five) == "5 slices a sequence on average, sized to its key count");
   CHECK(describe_split(plan_split(shape, sm80, 4, 100)) == "4 slices of 3 key tiles");
 
   // Which calls balance: per-sequence key counts on a kernel with the sequence tables, a
