@@ -26,10 +26,10 @@ float value_at(int which, std::size_t i) {  // deterministic, varied, never zero
 }
 
 // Dense [B, L, H=1, D] inputs (BLHD), and the same keys and values in a pool of pages of
-// `page_size` rows, [pages, page_size, 1, D], in reverse order, with `unmapped` table entries
-// of each sequence (from the end) -1.
+// `rows_per_page` rows, [pages, rows_per_page, 1, D], in reverse order, with `unmapped` table
+// entries of each sequence (from the end) -1.
 struct Inputs {
-  Inputs(int page_size, int unmapped)
+  Inputs(int rows_per_page, int unmapped)
       : q(static_cast<std::size_t>(kBatch) * kQLen * kHeadDim),
         k(static_cast<std::size_t>(kBatch) * kKvLen * kHeadDim),
         v(k.size()),
@@ -37,28 +37,29 @@ struct Inputs {
         lse(static_cast<std::size_t>(kBatch) * kQLen, -7.0f) {
     for (std::size_t i = 0; i < q.size(); ++i) q[i] = value_at(0, i);
     for (std::size_t i = 0; i < k.size(); ++i) k[i] = value_at(1, i), v[i] = value_at(2, i);
-    per_sequence = (kKvLen + page_size - 1) / page_size;
+    per_sequence = (kKvLen + rows_per_page - 1) / rows_per_page;
     num_pages = kBatch * per_sequence;
     width = per_sequence + 2;
-    k_pool.assign(static_cast<std::size_t>(num_pages) * page_size * kHeadDim, NAN);
+    k_pool.assign(static_cast<std::size_t>(num_pages) * rows_per_page * kHeadDim, NAN);
     v_pool.assign(k_pool.size(), NAN);
     table.assign(static_cast<std::size_t>(kBatch) * width, -1);
     for (int b = 0; b < kBatch; ++b) {
       for (int p = 0; p < per_sequence - unmapped; ++p) {
         const int page = num_pages - 1 - (b * per_sequence + p);
         table[static_cast<std::size_t>(b) * width + p] = page;
-        for (int r = 0; r < page_size && p * page_size + r < kKvLen; ++r) {
+        for (int r = 0; r < rows_per_page && p * rows_per_page + r < kKvLen; ++r) {
           for (int d = 0; d < kHeadDim; ++d) {
             const std::size_t from =
-                (static_cast<std::size_t>(b) * kKvLen + p * page_size + r) * kHeadDim + d;
-            const std::size_t to = (static_cast<std::size_t>(page) * page_size + r) * kHeadDim + d;
+                (static_cast<std::size_t>(b) * kKvLen + p * rows_per_page + r) * kHeadDim + d;
+            const std::size_t to =
+                (static_cast<std::size_t>(page) * rows_per_page + r) * kHeadDim + d;
             k_pool[to] = k[from];
             v_pool[to] = v[from];
           }
         }
       }
     }
-    this->page_size = page_size;
+    page_size = rows_per_page;
   }
 
   attnjit_forward_args dense_args() {

@@ -48,8 +48,8 @@ struct SimtOutcome {
 // uniform, as ATTNJIT_BALANCE_SPLIT=off does.
 struct SimtLaunchOptions {
   int multiprocessors = 132;  // an H100 SXM's
-  std::optional<codegen::KernelTuning> tuning;
-  std::optional<int> split_kv;
+  std::optional<codegen::KernelTuning> tuning = std::nullopt;
+  std::optional<int> split_kv = std::nullopt;
   bool decode_entry = true;   // false: as ATTNJIT_DECODE_ENTRY=off
   bool balance_split = true;  // false: as ATTNJIT_BALANCE_SPLIT=off
 };

@@ -212,7 +212,8 @@ std::vector<InputSet> make_input_sets(std::size_t q_bytes, std::size_t kv_bytes,
   std::vector<std::byte> host(std::max(q_bytes, kv_bytes));
   for (int i = 0; i < num_sets; ++i) {
     InputSet set{testkit::DeviceBuffer(q_bytes), testkit::DeviceBuffer(kv_bytes),
-                 testkit::DeviceBuffer(kv_bytes), testkit::DeviceBuffer(q_bytes)};
+                 testkit::DeviceBuffer(kv_bytes), testkit::DeviceBuffer(q_bytes),
+                 testkit::DeviceBuffer()};
     std::uint64_t stream = 0;
     for (testkit::DeviceBuffer* buffer : {&set.q, &set.k, &set.v}) {
       const std::size_t bytes = buffer == &set.q ? q_bytes : kv_bytes;
