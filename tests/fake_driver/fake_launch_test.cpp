@@ -16,20 +16,32 @@ namespace {
 
 using attnjit::fake_driver::resolve;
 
-// attnjit_fwd of a module whose source the fake cannot find (a bare ELF header).
-CUfunction unknown_kernel() {
-  const auto load = resolve<CUresult (*)(CUmodule*, const void*)>("cuModuleLoadData");
-  const auto get_function =
-      resolve<CUresult (*)(CUfunction*, CUmodule, const char*)>("cuModuleGetFunction");
-  const char image[64] =
-      "\x7f"
-      "ELF";
-  CUmodule module = nullptr;
-  REQUIRE(load(&module, image) == CUDA_SUCCESS);
-  CUfunction function = nullptr;
-  REQUIRE(get_function(&function, module, "attnjit_fwd") == CUDA_SUCCESS);
-  return function;
-}
+// attnjit_fwd of a module whose source the fake cannot find (a bare ELF header), unloaded when
+// it goes out of scope.
+class UnknownKernel {
+ public:
+  UnknownKernel() {
+    const auto load = resolve<CUresult (*)(CUmodule*, const void*)>("cuModuleLoadData");
+    const auto get_function =
+        resolve<CUresult (*)(CUfunction*, CUmodule, const char*)>("cuModuleGetFunction");
+    const char image[64] =
+        "\x7f"
+        "ELF";
+    REQUIRE(load(&module_, image) == CUDA_SUCCESS);
+    REQUIRE(get_function(&function_, module_, "attnjit_fwd") == CUDA_SUCCESS);
+  }
+  ~UnknownKernel() {
+    if (module_ != nullptr) resolve<CUresult (*)(CUmodule)>("cuModuleUnload")(module_);
+  }
+  UnknownKernel(const UnknownKernel&) = delete;
+  UnknownKernel& operator=(const UnknownKernel&) = delete;
+
+  CUfunction function() const { return function_; }
+
+ private:
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+};
 
 CUresult launch_unknown_kernel() {
   const auto launch_kernel =
@@ -37,7 +49,8 @@ CUresult launch_unknown_kernel() {
                            unsigned, CUstream, void**, void**)>("cuLaunchKernel");
   int params = 0;
   void* kernel_params[] = {&params};
-  return launch_kernel(unknown_kernel(), 1, 1, 1, 128, 1, 1, 0, nullptr, kernel_params, nullptr);
+  const UnknownKernel kernel;
+  return launch_kernel(kernel.function(), 1, 1, 1, 128, 1, 1, 0, nullptr, kernel_params, nullptr);
 }
 
 // The same through cuLaunchKernelEx with `attribute`.
@@ -53,7 +66,8 @@ CUresult launch_unknown_kernel_ex(const CUlaunchAttribute& attribute) {
   config.numAttrs = 1;
   int params = 0;
   void* kernel_params[] = {&params};
-  return launch_kernel_ex(&config, unknown_kernel(), kernel_params, nullptr);
+  const UnknownKernel kernel;
+  return launch_kernel_ex(&config, kernel.function(), kernel_params, nullptr);
 }
 
 }  // namespace
