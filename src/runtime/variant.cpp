@@ -129,9 +129,17 @@ KernelChoice Variant::choose_kernel(const AttentionShape& shape, const Attention
     }
     if (explain) {
       const std::string found = describe(verdict, runtime_.device_multiprocessors());
-      choice.why = choice.role == KernelRole::short_rows
-                       ? fmt::format("{}: the variant's two-blocks-per-SM kernel", found)
-                       : fmt::format("{}; {}", choice.why, found);
+      if (choice.role == KernelRole::short_rows) {
+        choice.why = fmt::format("{}: the variant's two-blocks-per-SM kernel", found);
+      } else if (verdict.short_rows) {
+        // Note: this call's request failed (short_rows_kernel_or warned), which bars later
+        // calls before their rule runs: this one says what they will say.
+        const char* barred_now = short_rows_barred();
+        choice.why += fmt::format("; not the short-rows kernel: {}",
+                                  barred_now != nullptr ? barred_now : "it could not be had");
+      } else {
+        choice.why = fmt::format("{}; {}", choice.why, found);
+      }
     }
   }
   return choice;

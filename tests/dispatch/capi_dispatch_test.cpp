@@ -220,7 +220,7 @@ TEST_CASE("fake device: variable-length sequences run on the kernel with the tab
       // fixed size). The whole reason names the entry, the packing and the split.
       CHECK(plan.num_splits > 1);
       CHECK(plan.split_tiles == 0);
-      const std::string reason = launch_reason(variant, call.args, plan);
+      const std::string reason = launch_reason(variant, call.args);
       CHECK_THAT(reason, Catch::Contains("the decoding entry") &&
                              Catch::Contains("query heads packed") &&
                              Catch::Contains("slices a sequence on average, sized to its key"));

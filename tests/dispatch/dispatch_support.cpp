@@ -220,8 +220,7 @@ attnjit_launch_plan launch_plan(attnjit_variant* variant, const attnjit_forward_
   return plan;
 }
 
-std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& args,
-                          const attnjit_launch_plan& plan) {
+std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& args) {
   std::size_t length = 0;
   REQUIRE(attnjit_variant_launch_reason(nullptr, 0, &length, variant, &args) ==
           ATTNJIT_ERROR_INVALID_ARGUMENT);
@@ -239,6 +238,7 @@ std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& 
   REQUIRE(reason.back() == '\0');
   reason.pop_back();
   CHECK(reason.size() == length);
+  const attnjit_launch_plan plan = launch_plan(variant, args);
   const std::size_t fits = sizeof(plan.reason) - 1;
   CHECK(std::string(plan.reason) ==
         (reason.size() <= fits ? reason : reason.substr(0, fits - 3) + "..."));
@@ -247,8 +247,8 @@ std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& 
 
 CaseResult run_variant_through_c_api(attnjit_variant* variant, const KernelCase& c) {
   DeviceCall call(c);
+  launch_reason(variant, call.args);
   const attnjit_launch_plan plan = launch_plan(variant, call.args);
-  launch_reason(variant, call.args, plan);
   const std::size_t launches = device().forward_grids().size();
   const attnjit_status status = attnjit_forward(variant, &call.args);
   INFO(attnjit_last_error() << "; emulator: " << device().error());

@@ -88,9 +88,10 @@ struct DeviceCall {
 attnjit_launch_plan launch_plan(attnjit_variant* variant, const attnjit_forward_args& args);
 // The call's whole launch reason (attnjit_variant_launch_reason), checked against its buffer
 // protocol (the length asked first, a buffer one byte short refused and left untouched) and
-// against `plan.reason`: the same text, or its first 252 characters and "...".
-std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& args,
-                          const attnjit_launch_plan& plan);
+// against the launch plan's reason asked after it: the same text, or its first 252 characters
+// and "...". Note: the first call to plan may change what later ones say (a short-rows kernel
+// that fails to build is not asked for again), so call this one before launch_plan.
+std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& args);
 
 // A case through `variant` (maskless_c_variant, c_variant): device copies of its inputs,
 // attnjit_forward with its parameters, the result against the reference. The call's launch

@@ -335,6 +335,18 @@ TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-r
     few_blocks.shape = shape(1, 1, 1, 512, 512);
     CHECK(run_variant_through_c_api(variant, few_blocks).passed());
     const test::ScopedEnv bad("ATTNJIT_TUNE", "sm90_blocks_per_sm=3");
+    {
+      // The call whose request fails says what the later ones say.
+      DeviceCall call(window);
+      attnjit_launch_plan plan;
+      attnjit_launch_plan_init(&plan);
+      REQUIRE(attnjit_variant_launch_plan(&plan, variant, &call.args) == ATTNJIT_OK);
+      CHECK(std::string(plan.kernel) == "standard");
+      CHECK(std::string(plan.reason) ==
+            "the variant's kernel for sm_90a; not the short-rows kernel: the short-rows kernel "
+            "could not be built (see the warning)");
+      CHECK(launch_reason(variant, call.args) == plan.reason);
+    }
     const CaseResult result = run_variant_through_c_api(variant, window);
     INFO(result.describe() << "; emulator: " << device().error());
     CHECK(result.passed());
