@@ -3,6 +3,7 @@
 # when they are missing, checks for the CUDA toolkit, then configures and builds into
 # ${ATTNJIT_BUILD_DIR:-build}. Source it; it leaves BUILD_DIR set. A caller that needs only some
 # targets names them in SETUP_TARGETS (an array) before sourcing; otherwise everything is built.
+# CMAKE_EXTRA_ARGS (an array) adds to the first configure of a build folder (tools/sanitize.sh).
 set -euo pipefail
 
 ROOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,7 +31,8 @@ fi
 
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -S "$ROOT_DIR" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCUDAToolkit_ROOT="$CUDA_ROOT" >"$BUILD_DIR.configure.log" 2>&1 ||
+    -DCUDAToolkit_ROOT="$CUDA_ROOT" ${CMAKE_EXTRA_ARGS[@]+"${CMAKE_EXTRA_ARGS[@]}"} \
+    >"$BUILD_DIR.configure.log" 2>&1 ||
     { cat "$BUILD_DIR.configure.log" >&2; exit 1; }
 fi
 build_args=()

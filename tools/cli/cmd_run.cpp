@@ -232,6 +232,7 @@ void run(const RunOptions& o) {
   attnjit_launch_plan plan;
   attnjit_launch_plan_init(&plan);
   c::check(attnjit_variant_launch_plan(&plan, variant.get(), &args));
+  const std::string reason = launch_reason(variant.get(), args);
 
   std::vector<double> times;
   for (int i = 0; i < std::max(1, o.repeat); ++i) {
@@ -261,7 +262,7 @@ void run(const RunOptions& o) {
              shape.num_heads_kv, shape.q_len, shape.kv_len, shape.head_dim, o.layout);
   fmt::print("  mask     {}\n  score    {}\n", lowered->canonical_mask, lowered->canonical_score);
   fmt::print("  prepare  {:.1f} ms\n", prepare_ms);
-  fmt::print("  kernel   {}\n", describe_launch_plan(plan, "           "));
+  fmt::print("  kernel   {}\n", describe_launch_plan(plan, reason, "           "));
   fmt::print(
       "  forward  {:.3f} ms (median of {}), {:.1f}% of {}x{} tiles skipped, {:.1f}% of "
       "pairs kept\n",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "attnjit/attnjit.hpp"
 #include "printable.hpp"
 
 namespace attnjit::cli {
@@ -17,9 +18,20 @@ std::string launch_plan_name(const attnjit_launch_plan& plan) {
   return name;
 }
 
-std::string describe_launch_plan(const attnjit_launch_plan& plan, const std::string& indent) {
+std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& args) {
+  std::size_t length = 0;
+  // Note: asking for the length alone "fails" (the buffer is too small) but sets it; a real
+  // failure fails the second call too.
+  attnjit_variant_launch_reason(nullptr, 0, &length, variant, &args);
+  std::string reason(length, '\0');
+  c::check(attnjit_variant_launch_reason(reason.data(), length + 1, &length, variant, &args));
+  return reason;
+}
+
+std::string describe_launch_plan(const attnjit_launch_plan& plan, const std::string& reason,
+                                 const std::string& indent) {
   if (plan.backend == ATTNJIT_BACKEND_CPU) {
-    return fmt::format("{}\n{}{}", launch_plan_name(plan), indent, printable(plan.reason));
+    return fmt::format("{}\n{}{}", launch_plan_name(plan), indent, printable(reason));
   }
   std::string text = fmt::format(
       "{} ({}): {}x{} tiles, {} warps, {} per SM; grid {}x{} of {} threads, {} B of shared "
@@ -30,7 +42,7 @@ std::string describe_launch_plan(const attnjit_launch_plan& plan, const std::str
     text += fmt::format(", after {} summary launch{}", plan.summary_launches,
                         plan.summary_launches > 1 ? "es" : "");
   }
-  return text + fmt::format("\n{}{}", indent, printable(plan.reason));
+  return text + fmt::format("\n{}{}", indent, printable(reason));
 }
 
 }  // namespace attnjit::cli
