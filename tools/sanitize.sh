@@ -3,10 +3,10 @@
 # ${ATTNJIT_BUILD_DIR:-build-sanitize} and runs them: memory errors, leaks and undefined
 # behaviour in the host code (the library, the CLI, the fake driver, the emulator's harness). The
 # emulated kernels are compiled at run time without the sanitizers, and NVRTC is not
-# instrumented. Not part of tools/test.sh (CI): the build takes about 15 minutes on 2 cores and
-# the emulated tests about twice their usual time (21 minutes for the simt, dispatch and
-# fake-device groups). Arguments go to ctest: `tools/sanitize.sh -R '^(capi|cli|runtime)'` for a
-# quick pass.
+# instrumented. Not part of tools/test.sh (CI): on 2 cores the build takes about 15 minutes, the
+# kernel resource tests 10 and the emulated ones about twice their usual time (21 minutes for the
+# simt, dispatch and fake-device groups). Arguments go to ctest:
+# `tools/sanitize.sh -R '^(capi|cli|runtime)'` for a quick pass.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export ATTNJIT_BUILD_DIR=${ATTNJIT_BUILD_DIR:-$ROOT/build-sanitize}
