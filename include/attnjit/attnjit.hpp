@@ -2,6 +2,7 @@
 // status turned into an exception for callers that use them.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -62,6 +63,20 @@ class Error : public std::runtime_error {
 // Throws Error(status, attnjit_last_error()) unless status is ATTNJIT_OK.
 inline void check(attnjit_status status) {
   if (status != ATTNJIT_OK) throw Error(status, attnjit_last_error());
+}
+
+// The text of a call that fills a caller's buffer as attnjit_cache_path does (the length asked
+// first, then the text and its NUL): `fill(buffer, capacity, &length)` makes that call, say
+// attnjit_variant_launch_reason with its variant and arguments bound.
+template <class Fill>
+std::string sized_text(Fill&& fill) {
+  std::size_t length = 0;
+  // Note: asking for the length alone "fails" (the buffer is too small) but sets it; a real
+  // failure fails the second call too.
+  fill(nullptr, 0, &length);
+  std::string text(length, '\0');
+  check(fill(text.data(), length + 1, &length));
+  return text;
 }
 
 }  // namespace attnjit::c

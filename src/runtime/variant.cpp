@@ -128,9 +128,10 @@ KernelChoice Variant::choose_kernel(const AttentionShape& shape, const Attention
       if (choice.binary != standard) choice.role = KernelRole::short_rows;
     }
     if (explain) {
-      const std::string found = describe(verdict, runtime_.device_multiprocessors());
+      const int sms = runtime_.device_multiprocessors();
       if (choice.role == KernelRole::short_rows) {
-        choice.why = fmt::format("{}: the variant's two-blocks-per-SM kernel", found);
+        choice.why =
+            fmt::format("{}: the variant's two-blocks-per-SM kernel", describe(verdict, sms));
       } else if (verdict.short_rows) {
         // Note: this call's request failed (short_rows_kernel_or warned), which bars later
         // calls before their rule runs: this one says what they will say.
@@ -138,7 +139,7 @@ KernelChoice Variant::choose_kernel(const AttentionShape& shape, const Attention
         choice.why += fmt::format("; not the short-rows kernel: {}",
                                   barred_now != nullptr ? barred_now : "it could not be had");
       } else {
-        choice.why = fmt::format("{}; {}", choice.why, found);
+        choice.why = fmt::format("{}; {}", choice.why, describe(verdict, sms));
       }
     }
   }

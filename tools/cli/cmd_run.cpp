@@ -232,7 +232,10 @@ void run(const RunOptions& o) {
   attnjit_launch_plan plan;
   attnjit_launch_plan_init(&plan);
   c::check(attnjit_variant_launch_plan(&plan, variant.get(), &args));
-  const std::string reason = launch_reason(variant.get(), args);
+  const std::string reason =
+      c::sized_text([&](char* buffer, std::size_t capacity, std::size_t* length) {
+        return attnjit_variant_launch_reason(buffer, capacity, length, variant.get(), &args);
+      });
 
   std::vector<double> times;
   for (int i = 0; i < std::max(1, o.repeat); ++i) {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "attnjit/attnjit.hpp"
 #include "printable.hpp"
 
 namespace attnjit::cli {
@@ -16,16 +15,6 @@ std::string launch_plan_name(const attnjit_launch_plan& plan) {
         fmt::format(", {} slices{}", plan.num_splits, plan.split_tiles == 0 ? ", balanced" : "");
   }
   return name;
-}
-
-std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& args) {
-  std::size_t length = 0;
-  // Note: asking for the length alone "fails" (the buffer is too small) but sets it; a real
-  // failure fails the second call too.
-  attnjit_variant_launch_reason(nullptr, 0, &length, variant, &args);
-  std::string reason(length, '\0');
-  c::check(attnjit_variant_launch_reason(reason.data(), length + 1, &length, variant, &args));
-  return reason;
 }
 
 std::string describe_launch_plan(const attnjit_launch_plan& plan, const std::string& reason,

@@ -11,11 +11,8 @@ namespace attnjit::cli {
 // "sm90 short_rows", "sm80 decoding, 8 slices", "cpu reference".
 std::string launch_plan_name(const attnjit_launch_plan& plan);
 
-// The call's launch reason whole (attnjit_variant_launch_reason): the plan's own is cut at 256
-// characters.
-std::string launch_reason(attnjit_variant* variant, const attnjit_forward_args& args);
-
-// Two lines, the first without indentation: the kernel, its tiles and grid; then `reason`.
+// Two lines, the first without indentation: the kernel, its tiles and grid; then `reason`, the
+// whole one (attnjit_variant_launch_reason: the plan's own is cut at 256 characters).
 std::string describe_launch_plan(const attnjit_launch_plan& plan, const std::string& reason,
                                  const std::string& indent);
 

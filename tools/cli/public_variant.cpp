@@ -30,13 +30,9 @@ std::optional<std::string> local_gpu_arch() {
 
 std::string cache_root(const std::string& cache_dir) {
   const char* dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
-  std::size_t length = 0;
-  // Note: asking for the length alone "fails" (the buffer is too small) but sets it; a real
-  // failure fails the second call too.
-  attnjit_cache_path(nullptr, 0, &length, dir);
-  std::string root(length, '\0');
-  c::check(attnjit_cache_path(root.data(), length + 1, &length, dir));
-  return root;
+  return c::sized_text([&](char* buffer, std::size_t capacity, std::size_t* length) {
+    return attnjit_cache_path(buffer, capacity, length, dir);
+  });
 }
 
 }  // namespace attnjit::cli
