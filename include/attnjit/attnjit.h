@@ -211,12 +211,12 @@ typedef struct attnjit_forward_args {
    * and FlashInfer's NHD). Row j of sequence b is row j % kv_page_size of page
    * kv_page_table[b * kv_page_table_width + j / kv_page_size]. An entry outside [0, kv_num_pages)
    * (say -1 in a slot past a sequence's end) reads as zero rows: give such keys a mask (kv_idx <
-   * lens[b], or kv_seq_lens below). On an H100 prefills run on the Hopper kernel (pages of at least
-   * 8 rows), decoding steps on the sm80 kernel. The table is device memory on the CUDA backend,
-   * host memory on the CPU backend. */
+   * lens[b], or kv_seq_lens below). On an H100 prefills run on the Hopper kernel (pages of a
+   * multiple of 8 rows), decoding steps on the sm80 kernel. The table is device memory on the CUDA
+   * backend, host memory on the CPU backend. */
   const int32_t* kv_page_table; /* [batch, kv_page_table_width] */
   int kv_page_table_width;      /* >= ceil(kv_len / kv_page_size) */
-  int kv_page_size;             /* a power of two: 1, 16, 64, 128 ... */
+  int kv_page_size;             /* rows per page, any count: 1, 16, 64, 528 ... */
   int kv_num_pages;             /* pages in each of the key and value pools */
   /* Variable-length sequences (version 3; FlashAttention's cu_seqlens_q, cu_seqlens_k and
    * seqused_k). All NULL: every sequence has q_len queries and kv_len keys. The tables are int32

@@ -644,7 +644,7 @@ struct AttentionForward {
     // Note: a paged call's pools start at page 0; its sequence is its row of the page table. The
     // kernel with sequence tables serves dense calls too (variable-length sequences without a
     // page table), as one page of the batch entry's rows (load_paged_kv_async's DENSE_PAGE: the
-    // host passes a null table and pages of 2^30 rows): page b of the batch stride, or with
+    // host passes a null table and pages of kDensePageRows rows): page b of the batch stride, or with
     // packed keys (a batch stride of 0) the sequence's first row.
     const long long kv_batch = kPagedKv ? 0 : b;
     const long long kv_row0 = sequence.kv_row0;
@@ -668,7 +668,7 @@ struct AttentionForward {
                 : nullptr;
         load_paged_kv_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources, kSequenceTables>(
             k_smem + stage * KVTile::kBytes, v_smem + stage * KVTile::kBytes, k_base,
-            params.k_stride, v_base, params.v_stride, pages, params.kv_page_shift,
+            params.k_stride, v_base, params.v_stride, pages, params.kv_page,
             params.kv_num_pages, tile * BLOCK_N, seq_kv_len(), thread, b);
       } else {
         load_tile_async<BLOCK_N, HEAD_DIM, kThreads, kSafeSources>(

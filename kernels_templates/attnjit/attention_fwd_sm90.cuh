@@ -641,7 +641,7 @@ struct AttentionForwardSm90 {
   static_assert(!kPagedKv || BLOCK_N / kSm90MinPagedBoxRows <= 32, "a page per lane");
 
   ATTNJIT_DEVICE int paged_box_rows() const {
-    return sm90_paged_box_rows(1 << params.base.kv_page_shift, BLOCK_N);
+    return sm90_paged_box_rows(params.base.kv_page.size, BLOCK_N);
   }
 
   // The page of box `lane` of key tile `tile`; -1 (a box of zeros) past the tile's boxes and for
@@ -656,7 +656,7 @@ struct AttentionForwardSm90 {
       const int row = tile * BLOCK_N + lane * box_rows;
       if (lane * box_rows >= BLOCK_N || row >= math.seq_kv_len()) return -1;
       return p.kv_pages[static_cast<long long>(math.b) * p.kv_pages_stride +
-                        (row >> p.kv_page_shift)];
+                        p.kv_page.quotient(row)];
     }
   }
 
@@ -674,10 +674,16 @@ struct AttentionForwardSm90 {
     // reads whole pages, and the consumers clear V's rows past the count
     // (clear_values_past_count). No box is a tail box then (last_key -1).
     const int last_key = any_sequence_table() ? -1 : p.kv_len - 1;
-    const int in_page = (1 << p.kv_page_shift) - 1;
+    // Each lane's box's row in its page (lane i: box i), taken by the issuing lane with its page.
+    // Note: one remainder a lane before the loop, rather than one a box in the issuing lane: the
+    // divisor's values in uniform registers through the loop made ptxas spill the producer of the
+    // head-dim-256 document kernel (8 bytes).
+    const int lane_in_page =
+        p.kv_page.remainder(tile * BLOCK_N + static_cast<int>(threadIdx.x) % 32 * box_rows);
 #pragma unroll 1
     for (int i = 0; i < boxes; ++i) {
       const int page = __shfl_sync(0xffffffffu, lane_page, i);
+      const int in_page = __shfl_sync(0xffffffffu, lane_in_page, i);
       const int row = tile * BLOCK_N + i * box_rows;
       if (leader) {
         const bool tail = row <= last_key && last_key < row + box_rows;
@@ -686,7 +692,7 @@ struct AttentionForwardSm90 {
         const unsigned box_smem = tile_smem + static_cast<unsigned>(i * box_rows * 128);
 #pragma unroll(kBoxUnroll)
         for (int box = 0; box < kBoxes; ++box) {
-          tma_load_4d(map, full, box_smem + box * kKVBoxBytes, 64 * box, row & in_page, math.h_kv,
+          tma_load_4d(map, full, box_smem + box * kKVBoxBytes, 64 * box, in_page, math.h_kv,
                       page);
         }
       }

@@ -4,6 +4,7 @@
 
 #include "attnjit/numeric.cuh"
 #include "attnjit/packed_rows.cuh"
+#include "attnjit/row_divisor.cuh"
 
 namespace attnjit {
 
@@ -238,28 +239,30 @@ ATTNJIT_DEVICE void load_packed_rows_async(unsigned smem_tile, const unsigned sh
 }
 
 // A paged cache's key and value tiles (FwdParams::kv_pages): rows [row0, row0 + ROWS) of a
-// sequence whose row j is row j & ((1 << page_shift) - 1) of page pages[j >> page_shift] of the
-// pools at k_base and v_base (the key/value head's row 0 of page 0); rows at or past `num_rows`,
-// and rows of a page outside [0, num_pages), are zero-filled (unread). Pages of at least ROWS
-// rows hold a whole tile: one lookup, then load_tile_async's copies. Smaller pages take a lookup
+// sequence whose row j is row page.remainder(j) of page pages[page.quotient(j)] of the pools at
+// k_base and v_base (the key/value head's row 0 of page 0); rows at or past `num_rows`, and rows
+// of a page outside [0, num_pages), are zero-filled (unread). A tile inside one page (pages of a
+// multiple of ROWS rows, or the tiles of larger pages that do not cross a page's end) takes one
+// lookup, then load_tile_async's copies. Others (smaller pages; a large page's end) take a lookup
 // per distinct row a thread copies (TileLoadPlan::kRowSlots), all issued before the first copy
 // so that their latencies overlap, and shared by the key and the value copies.
 // DENSE_PAGE: a null `pages` means dense keys and values, read as one page `dense_page` of
-// 2^page_shift rows (the kernel with sequence tables, whose dense calls pass a page as large as
+// kDensePageRows rows (the kernel with sequence tables, whose dense calls pass a page as large as
 // any sequence): one code path for both kinds of call, where two cost that kernel 16 bytes of
 // spills at head dim 32.
 template <int ROWS, int HEAD_DIM, int NUM_THREADS, bool SAFE_SOURCE, bool DENSE_PAGE = false>
 ATTNJIT_DEVICE void load_paged_kv_async(unsigned k_tile, unsigned v_tile,
                                         const unsigned short* k_base, const long long* k_stride,
                                         const unsigned short* v_base, const long long* v_stride,
-                                        const int* pages, int page_shift, int num_pages, int row0,
-                                        int num_rows, int thread, int dense_page = 0) {
+                                        const int* pages, const RowDivisor& page_rows,
+                                        int num_pages, int row0, int num_rows, int thread,
+                                        int dense_page = 0) {
   using Plan = TileLoadPlan<ROWS, HEAD_DIM, NUM_THREADS>;
-  const int in_page = (1 << page_shift) - 1;
-  if ((1 << page_shift) >= ROWS) {  // a tile (row0 a multiple of ROWS) lies inside one page
-    const int page = DENSE_PAGE && pages == nullptr ? dense_page : pages[row0 >> page_shift];
+  const int tile_page = page_rows.quotient(row0);
+  const int first = row0 - tile_page * page_rows.size;
+  if (first + ROWS <= page_rows.size) {  // the tile lies inside one page
+    const int page = DENSE_PAGE && pages == nullptr ? dense_page : pages[tile_page];
     const bool valid = static_cast<unsigned>(page) < static_cast<unsigned>(num_pages);
-    const int first = row0 & in_page;
     const int rows = valid ? first + (num_rows - row0) : first;
     const long long k_page = valid ? page * k_stride[0] : 0;
     const long long v_page = valid ? page * v_stride[0] : 0;
@@ -273,7 +276,7 @@ ATTNJIT_DEVICE void load_paged_kv_async(unsigned k_tile, unsigned v_tile,
 #pragma unroll
   for (int slot = 0; slot < Plan::kRowSlots; ++slot) {
     const int r = row0 + Plan::slot_row(thread, slot);
-    page[slot] = r < num_rows ? pages[r >> page_shift] : -1;
+    page[slot] = r < num_rows ? pages[page_rows.quotient(r)] : -1;
   }
   const unsigned dst0 = Plan::dst_base(thread);
   // Note: a row's sources are formed once and serve all of its chunks (the iterations of its
@@ -282,7 +285,7 @@ ATTNJIT_DEVICE void load_paged_kv_async(unsigned k_tile, unsigned v_tile,
   for (int slot = 0; slot < Plan::kRowSlots; ++slot) {
     const int r = row0 + Plan::slot_row(thread, slot);
     const bool valid = static_cast<unsigned>(page[slot]) < static_cast<unsigned>(num_pages);
-    const long long row = r & in_page;
+    const long long row = page_rows.remainder(r);
     const unsigned short* k_row = valid ? k_base + page[slot] * k_stride[0] + row * k_stride[2]
                                         : k_base;
     const unsigned short* v_row = valid ? v_base + page[slot] * v_stride[0] + row * v_stride[2]

@@ -3,6 +3,7 @@
 
 #include "attnjit/hd.cuh"
 #include "attnjit/packed_rows.cuh"
+#include "attnjit/row_divisor.cuh"
 #include "attnjit/sequences.cuh"
 #include "attnjit/variant_args.cuh"
 
@@ -64,12 +65,12 @@ struct FwdParams {
   long long pack_o_stride;
   // Paged key/value cache (AttentionBuffers::kv_pages; only a paged kernel reads it, PagedKvOf
   // in attention_fwd.cuh): k and v point at pools of pages, k_stride[0] / v_stride[0] are the
-  // page strides, and row j of sequence b is row j & ((1 << kv_page_shift) - 1) of page
-  // kv_pages[b * kv_pages_stride + (j >> kv_page_shift)]; a page outside [0, kv_num_pages) reads
-  // as zeros. Null for a dense call.
+  // page strides, and row j of sequence b is row kv_page.remainder(j) of page
+  // kv_pages[b * kv_pages_stride + kv_page.quotient(j)] (pages of any size); a page outside
+  // [0, kv_num_pages) reads as zeros. Null for a dense call.
   const int* kv_pages;
   int kv_pages_stride;
-  int kv_page_shift;
+  RowDivisor kv_page;
   int kv_num_pages;
   // Variable-length sequences (sequences.cuh; only a kernel with sequence tables reads them,
   // SequenceTablesOf in attention_fwd.cuh): with q_starts the query and output tensors are

@@ -23,9 +23,9 @@ struct SequenceTables {
   int kv_total;
 };
 
-// A dense call with sequence tables reads each sequence's keys as one page of 2^kDensePageShift
-// rows (FwdParams::kv_page_shift; attention_fwd.cuh): its keys must number fewer.
-constexpr int kDensePageShift = 30;
+// A dense call with sequence tables reads each sequence's keys as one page of kDensePageRows rows
+// (FwdParams::kv_page; attention_fwd.cuh): its keys must number fewer.
+constexpr int kDensePageRows = 1 << 30;
 
 // One sequence's rows: its first query row in the packed query and output tensors (0 when they
 // are not packed), its query count, its first key row (0 unless packed) and its key count.

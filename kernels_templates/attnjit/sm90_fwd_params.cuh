@@ -34,14 +34,17 @@ struct Sm90FwdParams {
 };
 
 // A paged call's K and V boxes: rows of one page, tiling a key tile of block_n rows. The largest
-// power of two dividing block_n, at most a page: each box then starts on a multiple of its rows
-// and lies in one page, whatever the (power-of-two) page size.
+// power of two dividing both block_n and the page size: each box then starts on a multiple of its
+// rows (tiles start on multiples of block_n), pages on multiples of the box, so a box never
+// crosses a page's end (pages of 16: boxes of 16; of 256: the 128-key tile's 128; of 528 =
+// 16 x 33: 16; of 12: 4, too few: see below).
 ATTNJIT_HD constexpr int sm90_paged_box_rows(int page_size, int block_n) {
-  return page_size < (block_n & -block_n) ? page_size : (block_n & -block_n);
+  return (page_size & -page_size) < (block_n & -block_n) ? (page_size & -page_size)
+                                                         : (block_n & -block_n);
 }
 // The fewest rows a paged box may have: a whole 128-byte swizzle atom (8 rows of 128 bytes), so
-// that every box lands on a 1024-byte boundary of the tile (sm90_tma.cuh). Smaller pages run on
-// the sm80 kernel.
+// that every box lands on a 1024-byte boundary of the tile (sm90_tma.cuh). Pages whose size is not
+// a multiple of 8 rows (every key tile's is: the kernel asserts it) run on the sm80 kernel.
 constexpr int kSm90MinPagedBoxRows = 8;
 
 }  // namespace attnjit

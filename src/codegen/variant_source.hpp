@@ -127,10 +127,10 @@ GeneratedKernel generate_kernel_source(const expr::Expression& mask, const expr:
                                        DType dtype, int head_dim, Target target,
                                        FamilyRequest family, const KernelTuning& tuning);
 // The kernel of a variant's paged calls (a paged key/value cache, AttentionBuffers::kv_pages) in
-// `family` (sm80: what decoding steps, pages under kSm90MinPagedBoxRows rows and strides TMA
-// cannot load run on, on every arch, and every call with variable-length sequences; sm90: the
-// prefill kernel of sm_90a), with `tuning`'s overrides, reading keys and values through the page
-// table (KernelConfig::paged_kv).
+// `family` (sm80: what decoding steps, pages not a multiple of kSm90MinPagedBoxRows rows and
+// strides TMA cannot load run on, on every arch, and every call with variable-length sequences;
+// sm90: the prefill kernel of sm_90a), with `tuning`'s overrides, reading keys and values through
+// the page table (KernelConfig::paged_kv).
 GeneratedKernel generate_paged_kernel_source(const expr::Expression& mask,
                                              const expr::Expression& score, DType dtype,
                                              int head_dim, Target target, FamilyRequest family,

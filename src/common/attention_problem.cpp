@@ -171,9 +171,9 @@ namespace {
 
 void validate_pages(const AttentionShape& s, const KvPages& pages) {
   const int size = pages.page_size;
-  if (size <= 0 || (size & (size - 1)) != 0) {
+  if (size <= 0) {
     throw_error(Status::invalid_argument,
-                "kv_page_size must be a power of two (1, 2, 4, ... 16, 32 ...); got {}", size);
+                "kv_page_size must be positive (the rows in a page of the pools); got {}", size);
   }
   if (pages.num_pages <= 0) {
     throw_error(Status::invalid_argument,
@@ -197,12 +197,11 @@ void validate_pages(const AttentionShape& s, const KvPages& pages) {
 
 void validate_sequences(const AttentionShape& s, const AttentionBuffers& b) {
   const SequenceTables& t = b.sequences;
-  if (has_sequence_tables(b) && !is_paged(b) &&
-      std::max(s.kv_len, t.kv_total) >= (1 << kDensePageShift)) {
+  if (has_sequence_tables(b) && !is_paged(b) && std::max(s.kv_len, t.kv_total) >= kDensePageRows) {
     throw_error(Status::invalid_argument,
-                "variable-length sequences over dense keys take fewer than 2^{} key rows; got "
+                "variable-length sequences over dense keys take fewer than 2^30 key rows; got "
                 "kv_len {} and kv_total {}",
-                kDensePageShift, s.kv_len, t.kv_total);
+                s.kv_len, t.kv_total);
   }
   if (t.q_starts != nullptr && t.q_total <= 0) {
     throw_error(Status::invalid_argument,

@@ -48,7 +48,7 @@ Strides layout_strides(Layout layout, int num_heads, int len, int head_dim);
 struct KvPages {
   const std::int32_t* table = nullptr;  // null: K and V are dense; memory of the backend's kind
   int table_width = 0;                  // pages per sequence in the table (its row stride)
-  int page_size = 0;                    // rows per page: a power of two
+  int page_size = 0;                    // rows per page: any positive count
   int num_pages = 0;                    // pages in each pool
 };
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -315,16 +314,16 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
     const KvPages& pages = buffers.kv_pages;
     params.kv_pages = pages.table;
     params.kv_pages_stride = pages.table_width;
-    params.kv_page_shift = std::countr_zero(static_cast<unsigned>(pages.page_size));
+    params.kv_page = make_row_divisor(pages.page_size);
     params.kv_num_pages = pages.num_pages;
   }
   // Note: packed tensors are one batch entry of their rows; the kernel adds the sequence's first
   // row, so their batch strides (the caller's, unused) must not move it. A dense call with
   // sequence tables runs on the kernel of paged calls, which reads each sequence's keys as one
-  // page (the batch entry) of 2^kDensePageShift rows (attention_fwd.cuh, load_kv).
+  // page (the batch entry) of kDensePageRows rows (attention_fwd.cuh, load_kv).
   params.sequences = buffers.sequences;
   if (has_sequence_tables(buffers) && !is_paged(buffers)) {
-    params.kv_page_shift = kDensePageShift;
+    params.kv_page = make_row_divisor(kDensePageRows);
     params.kv_num_pages = std::numeric_limits<int>::max();
   }
   if (packs_queries(buffers)) params.q_stride[0] = params.o_stride[0] = 0;
@@ -334,9 +333,10 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
 }
 
 std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& buffers) {
-  if (is_paged(buffers) && buffers.kv_pages.page_size < kSm90MinPagedBoxRows) {
-    return fmt::format("pages of {} rows: its boxes of keys and values need pages of at least {}",
-                       buffers.kv_pages.page_size, kSm90MinPagedBoxRows);
+  if (is_paged(buffers) && buffers.kv_pages.page_size % kSm90MinPagedBoxRows != 0) {
+    return fmt::format(
+        "pages of {} rows: its boxes of keys and values need pages of a multiple of {} rows",
+        buffers.kv_pages.page_size, kSm90MinPagedBoxRows);
   }
   const std::size_t element = dtype_size(buffers.q_dtype);
   const auto views = tensor_views(shape, buffers);

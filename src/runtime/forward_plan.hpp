@@ -220,8 +220,8 @@ struct TensorMapRequest {
 
 // Why TMA cannot load this call's Q, K or V, or empty when it can: TMA needs 16-byte aligned
 // bases and strides that are positive multiples of 16 bytes below 2^40 (a dimension of extent 1
-// is exempt: its stride is never used), and a paged call pages of kSm90MinPagedBoxRows rows or
-// more.
+// is exempt: its stride is never used), and a paged call pages of a multiple of
+// kSm90MinPagedBoxRows rows.
 std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& buffers);
 
 // Q, K, V maps for the sm90 kernel of `config`; the call must have no tma_limitation. A paged

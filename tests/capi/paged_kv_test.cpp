@@ -96,7 +96,7 @@ struct Inputs {
 }  // namespace
 
 TEST_CASE("a paged cache gives the output of its dense keys and values") {
-  const int page_size = GENERATE(1, 4, 8, 64);
+  const int page_size = GENERATE(1, 4, 8, 12, 24, 64);  // any size: 12 and 24 not powers of two
   INFO("pages of " << page_size);
   // The mask keeps keys below 30: with pages of 8, the fifth page (rows 32..36) is unmapped.
   CpuVariant v(kHeadDim, "kv_idx < 30 && kv_idx <= q_idx + kv_len - q_len");
@@ -142,11 +142,11 @@ TEST_CASE("bad page tables are refused with the field's name") {
   args.kv_page_table = nullptr;
   refused(args, "kv_page_table is NULL");
   args = inputs.paged_args();
-  args.kv_page_size = 12;
-  refused(args, "kv_page_size must be a power of two");
+  args.kv_page_size = -8;
+  refused(args, "kv_page_size must be positive");
   args = inputs.paged_args();
   args.kv_page_size = 0;
-  refused(args, "kv_page_size must be a power of two");
+  refused(args, "kv_page_size must be positive");
   args = inputs.paged_args();
   args.kv_page_table_width = 4;  // 37 keys in pages of 8 need 5
   refused(args, "kv_page_table_width (4) is too narrow");

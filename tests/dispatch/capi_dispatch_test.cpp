@@ -129,8 +129,8 @@ TEST_CASE("a device below compute capability 8.0 is refused with the reason", "[
 
 // A paged key/value cache through the C API on the (sm_90a) fake device: the table and pools
 // checked as device memory, the call planned and run on the variant's paged kernel: the sm80
-// family's for a decoding step (packed) and for pages of one row, the sm90 family's for a
-// prefill; and the same call's dense kernel refused.
+// family's for a decoding step (packed) and for pages of 12 rows, the sm90 family's for a
+// prefill in pages of 16 or 40; and the same call's dense kernel refused.
 TEST_CASE("fake device: paged caches run on the paged kernel through the C API", "[dispatch]") {
   const auto cache = work_dir("paged-cache");
   const test::ScopedEnv cache_dir("ATTNJIT_CACHE_DIR", cache.c_str());
@@ -139,7 +139,9 @@ TEST_CASE("fake device: paged caches run on the paged kernel through the C API",
   const std::vector<KernelCase> all = paged_kv_cases();
   const KernelCase prefill = sm90_paged_kv_cases()[0];
   KernelCase small_pages = prefill;
-  small_pages.page_size = 4;
+  small_pages.page_size = 12;  // not a multiple of the sm90 kernel's 8-row boxes
+  KernelCase odd_pages = prefill;
+  odd_pages.page_size = 40;  // boxes of 8 rows, five a page
   struct Expected {
     KernelCase c;
     codegen::FamilyRequest family;
@@ -153,7 +155,11 @@ TEST_CASE("fake device: paged caches run on the paged kernel through the C API",
       {all[0], sm80, hopper ? "a decoding step" : "the sm80 kernel for"},  // pages of 16
       {prefill, hopper ? codegen::FamilyRequest::sm90 : sm80,
        hopper ? "the sm90 kernel" : "the sm80 kernel for"},  // pages of 16
-      {small_pages, sm80, hopper ? "need pages of at least 8" : "the sm80 kernel for"},
+      {odd_pages, hopper ? codegen::FamilyRequest::sm90 : sm80,
+       hopper ? "pages of 40 rows): the sm90 kernel" : "the sm80 kernel for"},
+      {small_pages, sm80,
+       hopper ? "pages of 12 rows: its boxes of keys and values need pages of a multiple of 8 rows"
+              : "the sm80 kernel for"},
   };
   for (const Expected& expected : cases) {
     INFO(expected.c.name());

@@ -66,10 +66,10 @@ std::string device_arch() { return nvrtc::device_arch(cuda::current_device().sm)
 CaseResult run_case(const KernelCase& c) {
   kernel_test::PreparedCase prepared(c);
   // Note: a paged case runs on the variant's paged kernel, as the backend's calls do: the one
-  // of the family ATTNJIT_KERNEL_FAMILY selects, but the sm80 kernel's for pages too small for
-  // the sm90 kernel's boxes (Variant::choose_paged_kernel).
+  // of the family ATTNJIT_KERNEL_FAMILY selects, but the sm80 kernel's for pages the sm90
+  // kernel's boxes cannot tile (not a multiple of 8 rows; Variant::choose_paged_kernel).
   // A case with sequence tables runs on a kernel of paged calls too, which reads them.
-  const bool small_pages = c.page_size > 0 && c.page_size < kSm90MinPagedBoxRows;
+  const bool small_pages = c.page_size > 0 && c.page_size % kSm90MinPagedBoxRows != 0;
   const codegen::FamilyRequest paged_family =
       small_pages ? codegen::FamilyRequest::sm80 : codegen::FamilyRequest::environment;
   const KernelBinary kernel =

@@ -3,6 +3,8 @@
 // split-KV: how many slices a call's keys get and where their partials live.
 #include "runtime/forward_plan.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -166,10 +168,29 @@ TEST_CASE("a paged call's sm90 tensor maps are the pools' in boxes of pages, wit
   CHECK(large[1].box[1] == static_cast<unsigned>(config.block_n & -config.block_n));
   CHECK(sm90_paged_tail_maps(large, call.shape, call.buffers)[0].dims[1] == 70);
   CHECK(sm90_paged_box_rows(32, 80) == 16);  // D=256's 80-key tiles: boxes of 16 rows
-  // Pages under 8 rows: the sm90 kernel's boxes would not be whole swizzle atoms.
-  call.buffers.kv_pages = {table, 5, 4, 9};
-  CHECK(tma_limitation(call.shape, call.buffers) ==
-        "pages of 4 rows: its boxes of keys and values need pages of at least 8");
+  // Pages of any multiple of 8 rows: boxes of the largest power of two dividing the page and the
+  // tile, so that none crosses a page's end. Pages of 24 (3 boxes of 8 each): the tail map ends
+  // after key 69, row 21 of its page.
+  CHECK(sm90_paged_box_rows(528, 128) == 16);    // 16 x 33
+  CHECK(sm90_paged_box_rows(7808, 128) == 128);  // 128 x 61
+  CHECK(sm90_paged_box_rows(7808, 80) == 16);
+  CHECK(sm90_paged_box_rows(24, 176) == 8);
+  call.buffers.kv_pages = {table, 5, 24, 9};
+  call.buffers.k_strides = call.buffers.v_strides = layout_strides(Layout::blhd, 2, 24, 64);
+  CHECK(tma_limitation(call.shape, call.buffers).empty());
+  const auto odd = sm90_tensor_maps(call.shape, call.buffers, config);
+  CHECK(odd[1].dims[1] == 24);
+  CHECK(odd[1].box[1] == 8u);
+  CHECK(sm90_paged_tail_maps(odd, call.shape, call.buffers)[1].dims[1] == 22);
+  // Pages of a size that is not a multiple of 8 rows: the sm90 kernel's boxes would not be whole
+  // swizzle atoms.
+  for (const int size : {4, 12, 100}) {
+    call.buffers.kv_pages = {table, 5, size, 9};
+    CHECK(tma_limitation(call.shape, call.buffers) ==
+          fmt::format("pages of {} rows: its boxes of keys and values need pages of a multiple "
+                      "of 8 rows",
+                      size));
+  }
 }
 
 TEST_CASE("a dimension of extent 1 gets a packed stride whatever the call's", "[runtime][tma]") {

@@ -261,11 +261,14 @@ std::vector<KernelCase> paged_kv_cases() {
   ragged_tiles.unmapped_tail_pages = 2;
   KernelCase& tokens = make("kv_idx <= q_idx + kv_len - q_len", shape(1, 4, 2, 4, 70), 64, 1);
   tokens.layout = Layout::blhd;
-  KernelCase& split = make("true", shape(1, 4, 1, 1, 700), 128, 16);
+  // Pages of any size: of 100 rows (some 64-key tiles cross a page's end: a lookup per row
+  // there, one per tile elsewhere), of 24 (smaller than a tile), of 80 (larger; most tiles
+  // cross).
+  KernelCase& split = make("true", shape(1, 4, 1, 1, 700), 128, 100);
   split.split_kv = 3;
-  KernelCase& prefill = make("q_idx >= kv_idx", shape(1, 2, 2, 200, 200), 64, 32);
+  KernelCase& prefill = make("q_idx >= kv_idx", shape(1, 2, 2, 200, 200), 64, 24);
   prefill.dtype = DType::fp16;
-  KernelCase& chunk = make("kv_idx <= q_idx + kv_len - q_len", shape(1, 2, 1, 64, 320), 128, 128);
+  KernelCase& chunk = make("kv_idx <= q_idx + kv_len - q_len", shape(1, 2, 1, 64, 320), 128, 80);
   chunk.layout = Layout::blhd;
   return cases;
 }
@@ -343,10 +346,12 @@ std::vector<KernelCase> sm90_paged_kv_cases() {
   make("kv_idx <= q_idx + kv_len - q_len", shape(2, 2, 1, 130, 333), 64, 16);
   KernelCase& large = make("true", shape(1, 2, 2, 100, 300), 128, 256);
   large.layout = Layout::blhd;
-  KernelCase& ragged = make("kv_idx < len[b]", shape(3, 2, 2, 70, 200), 64, 8);
+  // Pages of 24 rows: boxes of 8 (3 a page); rows 168.. unmapped, past every length.
+  KernelCase& ragged = make("kv_idx < len[b]", shape(3, 2, 2, 70, 200), 64, 24);
   ragged.tensors = {TensorInput{"len:int32[1]", {150, 100, 37}, {}, {3, 1}}};
-  ragged.unmapped_tail_pages = 5;
-  KernelCase& wide = make("true", shape(1, 2, 2, 64, 250), 256, 32);
+  ragged.unmapped_tail_pages = 2;
+  // Pages of 48 rows under 80-key tiles: boxes of 16, a tile's boxes in two or three pages.
+  KernelCase& wide = make("true", shape(1, 2, 2, 64, 250), 256, 48);
   wide.dtype = DType::fp16;
   KernelCase& three = make("true", shape(1, 2, 1, 200, 180), 64, 64);  // 192-row blocks
   three.layout = Layout::blhd;

@@ -72,17 +72,18 @@ inline constexpr int kGqaDecodingGroups[] = {4, 8, 2, 1, 16, 4, 4, 4, 8, 4, 4, 1
 // Keys and values in a paged cache (KernelCase::page_size: the pools shuffled, unused pages NaN):
 // decoding steps in pages of 16 ([B, L, H, D], GQA packed), of 16 and of 64 with the last pages
 // of each sequence unmapped (-1) behind per-sequence lengths, of 1 (a table entry per key) for a
-// speculative step, split in 3 slices in pages of 16; prefill, causal in pages of 32 (fp16), and
-// a chunk of 64 queries at the end of a 320-key cache in pages of 128.
+// speculative step, split in 3 slices in pages of 100 (not a multiple of 8: some key tiles cross a
+// page's end); prefill, causal in pages of 24 (fp16), and a chunk of 64 queries at the end of a
+// 320-key cache in pages of 80.
 std::vector<KernelCase> paged_kv_cases();
 
 // Prefills over paged caches for the sm90 kernel (boxes of min(page, the largest power of two
 // dividing block_n) rows, each a TMA load from one page): a chunk's causal mask (the queries at
 // the end of the keys) in pages of 16 (8 boxes a key tile; the last page part-filled, its other
 // rows NaN: the tail maps must cut them), pages of 256 (a key tile inside a page, at an offset in
-// it), pages of 8 (the smallest) with -1 entries behind per-sequence lengths, and head dim 256 in
-// pages of 32 (80-key tiles straddle pages, in boxes of 16); unmasked head dim 64 (192-row blocks,
-// a producer of 32 registers) in pages of 64.
+// it), pages of 24 (boxes of 8, the smallest; not a power of two) with -1 entries behind
+// per-sequence lengths, and head dim 256 in pages of 48 (80-key tiles straddle pages, in boxes of
+// 16); unmasked head dim 64 (192-row blocks, a producer of 32 registers) in pages of 64.
 std::vector<KernelCase> sm90_paged_kv_cases();
 
 // Variable-length sequences (KernelCase::sequences; the sm80 family's kernel with the tables):

@@ -90,11 +90,11 @@ TEST_CASE("calls with sequence tables are checked before anything is read", "[se
   const std::vector<std::int32_t> table(4, 0);
   paged.kv_pages = {table.data(), 1, 512, 1};
   refused(paged, "kv_seq_starts with a page table");
-  // Dense keys are read as one page of 2^30 rows per sequence (kDensePageShift).
+  // Dense keys are read as one page of 2^30 rows per sequence (kDensePageRows).
   AttentionBuffers huge = good;
-  huge.sequences.kv_total = 1 << kDensePageShift;
+  huge.sequences.kv_total = kDensePageRows;
   refused(huge, "fewer than 2^30 key rows");
-  huge.sequences.kv_total = (1 << kDensePageShift) - 1;
+  huge.sequences.kv_total = (kDensePageRows)-1;
   CHECK_NOTHROW(validate_problem(prepared.shape, huge));
   CHECK_NOTHROW(validate_problem(prepared.shape, good));
 }

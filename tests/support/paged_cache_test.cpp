@@ -99,8 +99,15 @@ TEST_CASE("paged calls are checked: page size, table width, pool", "[paged]") {
   };
   CHECK(message_of(buffers).empty());
   AttentionBuffers bad = buffers;
-  bad.kv_pages.page_size = 24;
-  CHECK_THAT(message_of(bad), Catch::Contains("power of two"));
+  for (const int size : {0, -16}) {
+    bad.kv_pages.page_size = size;
+    CHECK_THAT(message_of(bad), Catch::Contains("kv_page_size must be positive"));
+  }
+  // Pages of any size: 24 rows (3 of them hold kv_len 40), 40, 1000.
+  for (const int size : {24, 40, 1000}) {
+    bad.kv_pages.page_size = size;
+    CHECK(message_of(bad).empty());
+  }
   bad = buffers;
   bad.kv_pages.table_width = 2;
   CHECK_THAT(message_of(bad), Catch::Contains("too narrow"));

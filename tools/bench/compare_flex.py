@@ -318,7 +318,7 @@ def parse_args(argv):
                              "entry's tiles, and with them its residency and the split)")
     decode.add_argument("--paged", action="append", type=int, metavar="PAGE_SIZE",
                         help="also an 'attnjit paged=N' row: the same keys and values in a paged "
-                             "cache of pages of N rows (a power of two), shuffled in their pools "
+                             "cache of pages of N rows (any count), shuffled in their pools "
                              "(repeatable; e.g. 16, vLLM's default, and 128, a key tile)")
     decode.add_argument("--decode-rows", action="append", metavar="LABEL",
                         help="measure only the rows of this label, its spaces written as '-' "

@@ -254,7 +254,7 @@ void add_inspect_command(CLI::App& app) {
       "--paged", options->paged,
       "the kernel of the variant's calls over a paged key/value cache and with "
       "variable-length sequences: on sm_90a the sm90 kernel's, which prefills and packed "
-      "sequences run (decoding steps without packed queries and pages under 8 rows "
+      "sequences run (decoding steps without packed queries and pages not a multiple of 8 rows "
       "run the sm80 family's: ATTNJIT_KERNEL_FAMILY=sm80 shows it)");
   add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
