@@ -640,8 +640,11 @@ struct AttentionForwardSm90 {
                 "a paged key tile of whole swizzle atoms");
   static_assert(!kPagedKv || BLOCK_N / kSm90MinPagedBoxRows <= 32, "a page per lane");
 
+  // Note: written as a shift, so that ptxas divides by it with one: a power of two it cannot see
+  // (a page size's lowest bit) took an integer division each (about twenty instructions with an
+  // I2F and a MUFU.RCP), three in the producer.
   ATTNJIT_DEVICE int paged_box_rows() const {
-    return sm90_paged_box_rows(params.base.kv_page.size, BLOCK_N);
+    return 1 << (__ffs(sm90_paged_box_rows(params.base.kv_page.size, BLOCK_N)) - 1);
   }
 
   // The page of box `lane` of key tile `tile`; -1 (a box of zeros) past the tile's boxes and for
