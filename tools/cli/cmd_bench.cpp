@@ -129,7 +129,7 @@ void upload_key_counts(KeyCounts& counts) {
 
 struct InputSet {
   testkit::DeviceBuffer q, k, v, out;
-  testkit::DeviceBuffer page_table;  // a paged run's [batch, kv_len / page_size] int32
+  testkit::DeviceBuffer page_table;  // a paged run's [batch, pages_per_sequence] int32
 };
 
 // `args` reading and writing `set`'s buffers (and, for a paged run, reading through its table).
@@ -143,9 +143,10 @@ attnjit_forward_args on_inputs(attnjit_forward_args args, InputSet& set) {
   return args;
 }
 
-// A paged run's cache: K and V of [batch, kv_len, heads, head_dim] (BLHD) are pools of
-// batch * kv_len / page_size pages of [page_size, heads, head_dim] (vLLM's NHD pages), handed to
-// the sequences in a shuffled order, as a serving program's pools hold them after a while.
+// A paged run's cache: K and V of [batch, pages_per_sequence * page_size, heads, head_dim] (BLHD:
+// kv_len rows a sequence, padded to whole pages) are pools of batch * pages_per_sequence pages of
+// [page_size, heads, head_dim] (vLLM's NHD pages), handed to the sequences in a shuffled order,
+// as a serving program's pools hold them after a while.
 struct PagedLayout {
   int page_size = 0;  // 0: dense
   int pages_per_sequence = 0;
@@ -159,13 +160,8 @@ PagedLayout paged_layout(const BenchOptions& options, int batch, int kv_len) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--page-size must be positive (rows a page); got {}",
          size);
   }
-  if (kv_len % size != 0) {
-    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
-         "--seq-len {} is not a multiple of --page-size {}: the keys fill whole pages of the "
-         "pools",
-         kv_len, size);
-  }
-  return {size, kv_len / size, batch * (kv_len / size)};
+  const int pages_per_sequence = (kv_len + size - 1) / size;  // the last one part-filled
+  return {size, pages_per_sequence, batch * pages_per_sequence};
 }
 
 // Each set's page table: a permutation of the pools' pages, row b the pages of sequence b.
@@ -363,8 +359,11 @@ void run_bench(const BenchOptions& options) {
            element_bytes;
   };
   const std::size_t q_bytes = tensor_bytes(shape.num_heads_q, shape.q_len);
-  std::vector<InputSet> sets = make_input_sets(
-      q_bytes, tensor_bytes(shape.num_heads_kv, shape.kv_len), dtype, device.l2_bytes);
+  // Note: a paged run's pools hold whole pages, the last of each sequence part-filled.
+  const int kv_rows =
+      paged.page_size > 0 ? paged.pages_per_sequence * paged.page_size : shape.kv_len;
+  std::vector<InputSet> sets =
+      make_input_sets(q_bytes, tensor_bytes(shape.num_heads_kv, kv_rows), dtype, device.l2_bytes);
   if (paged.page_size > 0) attach_page_tables(sets, paged);
   if (varlen) {
     const std::size_t bytes = sequences.starts.size() * sizeof(std::int32_t);
@@ -552,9 +551,10 @@ void add_bench_command(CLI::App& app) {
                    "bhld ([B, H, L, D], the default) or blhd ([B, L, H, D])")
       ->check(CLI::IsMember({"bhld", "blhd"}));
   bench->add_option("--page-size", options->page_size,
-                    "Read the keys and values from a paged cache of pages of this many rows (a "
-                    "divisor of --seq-len; pools of [pages, page_size, heads, head_dim] in a "
-                    "shuffled order, layout blhd)");
+                    "Read the keys and values from a paged cache of pages of this many rows (any "
+                    "count; pools of [pages, page_size, heads, head_dim] in a shuffled order, "
+                    "each sequence's last page part-filled where the size does not divide "
+                    "--seq-len; layout blhd)");
   bench
       ->add_option("--seq-lens", options->seq_lens,
                    "Variable-length prefills: each sequence's length (queries and keys), "
