@@ -128,9 +128,10 @@ inline KernelCase random_decoding_case(std::uint64_t seed, long long max_work = 
     c.tensors.push_back(lengths);
   }
   // Last again: a third of the steps read their keys and values from a paged cache (the paged
-  // kernel), in pages of one key to more than a key tile.
+  // kernel), in pages of one key to more than a key tile, powers of two or not (12; 100, where
+  // some key tiles cross a page's end).
   if (gen.pick(3) == 0) {
-    static const int page_sizes[] = {1, 16, 16, 32, 64, 128, 256};
+    static const int page_sizes[] = {1, 16, 12, 32, 64, 100, 256};
     c.page_size = page_sizes[gen.pick(7)];
   }
   // Last again: a quarter of the steps give each sequence a key count of its own (kv_seq_lens;

@@ -97,10 +97,11 @@ inline KernelCase random_expression_case(std::uint64_t seed, int max_len, int ma
   // (explicit strides; the padding is poisoned, so a read or a write there shows).
   c.row_padding = generator.pick(4) == 0 ? 8 : 0;
   // Last again: a quarter read their keys and values from a paged cache (the pools shuffled, the
-  // rows no sequence holds NaN): on the sm90 family in boxes of pages of 8 rows and more, pages
-  // of 4 on the sm80 family's paged kernel.
+  // rows no sequence holds NaN): on the sm90 family in boxes of pages of a multiple of 8 rows
+  // (24: boxes of 8), pages of 4 and 100 on the sm80 family's paged kernel (100: some key tiles
+  // cross a page's end).
   if (generator.pick(4) == 0) {
-    static const int page_sizes[] = {4, 8, 16, 32, 64, 128, 256};
+    static const int page_sizes[] = {4, 8, 16, 24, 64, 100, 256};
     c.page_size = page_sizes[generator.pick(7)];
   }
   // Last again: an eighth have variable-length sequences (on a kernel with the tables: the sm90
