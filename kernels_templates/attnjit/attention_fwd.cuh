@@ -644,8 +644,8 @@ struct AttentionForward {
     // Note: a paged call's pools start at page 0; its sequence is its row of the page table. The
     // kernel with sequence tables serves dense calls too (variable-length sequences without a
     // page table), as one page of the batch entry's rows (load_paged_kv_async's DENSE_PAGE: the
-    // host passes a null table and pages of kDensePageRows rows): page b of the batch stride, or with
-    // packed keys (a batch stride of 0) the sequence's first row.
+    // host passes a null table and pages of kDensePageRows rows): page b of the batch stride, or
+    // with packed keys (a batch stride of 0) the sequence's first row.
     const long long kv_batch = kPagedKv ? 0 : b;
     const long long kv_row0 = sequence.kv_row0;
     const unsigned short* k_base = static_cast<const unsigned short*>(params.k) +

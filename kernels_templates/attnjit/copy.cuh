@@ -273,10 +273,13 @@ ATTNJIT_DEVICE void load_paged_kv_async(unsigned k_tile, unsigned v_tile,
     return;
   }
   int page[Plan::kRowSlots];
+  int in_page[Plan::kRowSlots];  // each row's row in its page, from the lookup's quotient
 #pragma unroll
   for (int slot = 0; slot < Plan::kRowSlots; ++slot) {
     const int r = row0 + Plan::slot_row(thread, slot);
-    page[slot] = r < num_rows ? pages[page_rows.quotient(r)] : -1;
+    const int q = page_rows.quotient(r);
+    page[slot] = r < num_rows ? pages[q] : -1;
+    in_page[slot] = r - q * page_rows.size;
   }
   const unsigned dst0 = Plan::dst_base(thread);
   // Note: a row's sources are formed once and serve all of its chunks (the iterations of its
@@ -285,7 +288,7 @@ ATTNJIT_DEVICE void load_paged_kv_async(unsigned k_tile, unsigned v_tile,
   for (int slot = 0; slot < Plan::kRowSlots; ++slot) {
     const int r = row0 + Plan::slot_row(thread, slot);
     const bool valid = static_cast<unsigned>(page[slot]) < static_cast<unsigned>(num_pages);
-    const long long row = page_rows.remainder(r);
+    const long long row = in_page[slot];
     const unsigned short* k_row = valid ? k_base + page[slot] * k_stride[0] + row * k_stride[2]
                                         : k_base;
     const unsigned short* v_row = valid ? v_base + page[slot] * v_stride[0] + row * v_stride[2]
