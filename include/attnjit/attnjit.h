@@ -147,15 +147,17 @@ ATTNJIT_API attnjit_status attnjit_variant_create(attnjit_variant** out, attnjit
                                                   const attnjit_variant_desc* desc);
 /* Compiles (or finds in the cache) every kernel a forward call of the variant may run on the
  * runtime's device, and loads each into the calling thread's current CUDA context (the primary
- * context if none): on an H100 the Hopper kernel, the sm80 kernel that decoding steps run on and,
- * for some masks, the short-rows kernel, compiled two at a time. After it no call compiles or
+ * context if none): on an H100 the Hopper kernel, the sm80 kernel that decoding steps run on, the
+ * Hopper kernel that splits the keys of calls of too few query tiles and, for some masks, the
+ * short-rows kernel, compiled several at a time. After it no call compiles or
  * loads anything in that context, so a CUDA graph capture may begin at once. Optional: without
  * it, each call compiles and loads what it runs the first time it needs it. No-op on the CPU. */
 ATTNJIT_API attnjit_status attnjit_variant_prepare(attnjit_variant* variant);
 /* The same for the kernels of calls with a paged key/value cache (attnjit_forward_args'
  * kv_page_table) or variable-length sequences (q_seq_starts ...), which attnjit_variant_prepare
  * leaves alone: the sm80 family's (decoding steps, pages under 8 rows, every variable-length call;
- * every GPU) and, on an H100, the Hopper kernel's (paged prefills). A serving program calls both
+ * every GPU) and, on an H100, the Hopper kernels' (paged prefills, split where their query tiles
+ * cannot fill the GPU). A serving program calls both
  * before it captures such calls into a graph. No-op on the CPU. */
 ATTNJIT_API attnjit_status attnjit_variant_prepare_paged(attnjit_variant* variant);
 ATTNJIT_API void attnjit_variant_destroy(attnjit_variant* variant);
@@ -266,10 +268,11 @@ typedef enum attnjit_kernel_origin {
 #define ATTNJIT_INSPECT_PTX 4u       /* compile (or load) the PTX */
 #define ATTNJIT_INSPECT_ALL 7u
 
-/* 2 adds paged_kv; a struct of version 1 is still accepted. */
-#define ATTNJIT_INSPECT_OPTIONS_VERSION 2
+/* 2 adds paged_kv, 3 split_kv; structs of versions 1 and 2 are still accepted. */
+#define ATTNJIT_INSPECT_OPTIONS_VERSION 3
 typedef struct attnjit_inspect_options {
-  int version;      /* ATTNJIT_INSPECT_OPTIONS_VERSION, or 1 (without paged_kv) */
+  int version;      /* ATTNJIT_INSPECT_OPTIONS_VERSION, or 1 (without paged_kv), 2 (without
+                       split_kv) */
   const char* arch; /* "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"; NULL: the runtime's GPU
                        (a compute capability 9.0 device is sm_90a), else sm_90 */
   unsigned parts;   /* ATTNJIT_INSPECT_* bits; attnjit_inspect_options_init sets ALL */
@@ -277,6 +280,9 @@ typedef struct attnjit_inspect_options {
                        instead of the one its dense calls run: on sm_90a the sm90 kernel's,
                        which prefills run (ATTNJIT_KERNEL_FAMILY=sm80: the sm80 family's, which
                        decoding steps and pages under 8 rows run on every arch) */
+  int split_kv;     /* 1: the sm90 kernel that splits the keys of calls of too few query tiles
+                       to fill the GPU (with paged_kv: of such paged calls); sm_90a only, for a
+                       variant the sm90 kernel serves (else ATTNJIT_ERROR_INVALID_ARGUMENT) */
 } attnjit_inspect_options;
 
 /* Allocated by attnjit_variant_inspect, freed by attnjit_variant_info_destroy; every string in
@@ -350,7 +356,8 @@ typedef struct attnjit_variant_info {
   /* The module's other entries, with has_resources: the tensor-summary kernel
    * ("attnjit_tensor_summary", in every module; launched before the forward kernel when the mask
    * reads tensors) and the split-KV merge ("attnjit_split_combine"; has_merge_entry is 1 where
-   * the module has one, the sm80 kernel's, else 0 and its fields 0). */
+   * the module has one, the sm80 kernel's and the sm90 split kernel's, else 0 and its fields
+   * 0). */
   int summary_registers, summary_stack_frame_bytes, summary_spill_store_bytes,
       summary_spill_load_bytes;
   int has_merge_entry;
@@ -361,6 +368,7 @@ typedef struct attnjit_variant_info {
    * bytes. All 0 when the default tiles serve. */
   int wide_block_m, wide_block_n, wide_spill_bytes;
   int paged_kv; /* 1: this is the kernel of paged calls (attnjit_inspect_options.paged_kv) */
+  int split_kv; /* 1: this is the sm90 split kernel (attnjit_inspect_options.split_kv) */
 } attnjit_variant_info;
 
 ATTNJIT_API void attnjit_inspect_options_init(attnjit_inspect_options* options);
@@ -589,7 +597,8 @@ ATTNJIT_API attnjit_status attnjit_variant_tile_map(unsigned char* map, size_t c
 
 /* What attnjit_forward would launch for a call, and why, without launching it: which of the
  * variant's kernels runs it (its own; on sm_90a the sm80 kernel for a call TMA cannot load or
- * for a decoding step, or the short-rows kernel for short rows), the launched entry's tiles and
+ * for a decoding step, the split kernel for a call of too few query tiles to fill the GPU, or
+ * the short-rows kernel for short rows), the launched entry's tiles and
  * grid, split-KV and packed GQA, the tensor-summary launches. The kernel engineer's answer to
  * "which kernel did this call run": forward makes the same choice for the same call (the
  * short-rows rule remembers it). Filled by attnjit_variant_launch_plan; strings are static. */
@@ -599,8 +608,8 @@ typedef struct attnjit_launch_plan {
   attnjit_backend backend;   /* CUDA or CPU; on the CPU only kernel and reason are set */
   const char* kernel_family; /* "sm80" or "sm90"; "" on the CPU */
   const char* kernel;        /* "standard" (the variant's kernel for the arch), "tma_fallback",
-                                "decoding", "short_rows", "paged_kv", "varlen"; "reference"
-                                on the CPU */
+                                "decoding", "split_kv", "short_rows", "paged_kv", "varlen";
+                                "reference" on the CPU */
   const char* entry;         /* the launched entry point: "attnjit_fwd", "attnjit_fwd_decode" */
   char reason[256];          /* why, in words, always NUL-terminated; a longer one is cut at
                                 252 characters and ends in "...": attnjit_variant_launch_reason

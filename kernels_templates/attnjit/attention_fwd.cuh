@@ -167,9 +167,10 @@ struct ForwardLayout {
 #if ATTNJIT_KERNEL_CODE
 
 // DECODING: the decoding features (split-KV, packed GQA: FwdParams) are read from the parameters.
-// The sm80 kernel has them; the sm90 kernel, which reuses this block state and row math, does not
-// (decoding calls run on the sm80 kernel), and without them its three-consumer schedules stay
-// inside their 160 registers.
+// The sm80 kernel has them; the sm90 kernel, which reuses this block state and row math, has them
+// only in its split-KV kernel (kSm90FeatureSplitKv: uniform slices, never packed; decoding steps
+// run on the sm80 kernel), so that its standard three-consumer schedules stay inside their 160
+// registers.
 // SKIP_IDLE_WARPS: a warp whose rows are all past the block's last query skips the math (the
 // decoding entry, whose blocks are mostly such warps). Not in the 128-row kernels: the branch
 // cost ptxas 17-19 registers there (D=128, sm_80: 203 -> 220 noop, 215 -> 234 causal) for a
@@ -219,8 +220,10 @@ struct AttentionForward {
                     NUM_WARPS <= kMaxForwardWarps - kSequenceWords,
                 "the sequence's words lie past the warps' words of the tile window");
   // Whether a split decoding call's slices may be balanced over its sequences' key counts
-  // (FwdParams::split_slots): only a kernel with sequence tables has per-sequence counts.
-  static constexpr bool kBalancedSplits = DECODING && kSequenceTables;
+  // (FwdParams::split_slots): only a kernel with sequence tables has per-sequence counts, and
+  // only the sm80 kernel, whose tile window holds the balanced slice's words (the sm90 kernel
+  // gives SEQUENCE_WORDS_AT and has no tile window; its host never balances: balance_split).
+  static constexpr bool kBalancedSplits = DECODING && kSequenceTables && SEQUENCE_WORDS_AT < 0;
   static_assert(!kBalancedSplits || NUM_WARPS <= kMaxForwardWarps - kBalancedSplitWords,
                 "the balanced split's words lie past the warps' words of the tile window");
   // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and

@@ -99,9 +99,13 @@ struct AttentionForwardSm90 {
   static constexpr int kSequenceWordsAt =
       sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent, kPInSmem) - 16;
   static_assert(4 * kSequenceWords <= 16, "the sequence's words fit the last 16 bytes");
+  // Split-KV (kSm90FeatureSplitKv): the row math's split features, plain blocks only (a block's
+  // slice is its grid index's: RowMath::slot_of_block).
+  static constexpr bool kSplitKv = (FEATURES & kSm90FeatureSplitKv) != 0u;
+  static_assert(!kSplitKv || !kPersistent, "split-KV: plain blocks");
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
   using RowMath = AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps,
-                                   NUM_STAGES, false, false, kSequenceWordsAt>;
+                                   NUM_STAGES, /*DECODING=*/kSplitKv, false, kSequenceWordsAt>;
   static_assert(RowMath::kMTiles == 1, "one m16 tile per consumer warp: the wgmma layout");
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 chunks of S
   static constexpr int kDTiles = HEAD_DIM / 8;   // n8 chunks of O
@@ -533,8 +537,9 @@ struct AttentionForwardSm90 {
     const bool k_before_q = kPersistent && item > 0;
     if (!k_before_q) load_q(leader, item);
     KeptTiles kept;
+    slice_kept_span(kept, lane);
     int tile_class = kTileEmpty;
-    int tile = kept.next(math, 0, lane, tile_class);
+    int tile = kept.next(math, math.kv_tile_begin, lane, tile_class);
     if constexpr (kTimeline) {
       if (leader) stamp(kStampFirstKIssued);
     }
@@ -563,6 +568,27 @@ struct AttentionForwardSm90 {
     }
     if constexpr (kTimeline) {
       if (leader) finish_producer_timeline(tiles);
+    }
+  }
+
+  // Split-KV with a mask, in each warp that classifies tiles (the producer's; the consumers'
+  // without the tile handoff): the block's slice of its query tile's kept span, as the sm80
+  // kernel's slice_kept_span (kept_span_slice: from the first kept tile on, so that a band at
+  // the end of a long cache is shared by every slice), in place of assign_work's slice of all
+  // tiles. Every warp finds the same first tile (classification is deterministic). `kept` keeps
+  // the window that holds it, which the walk then starts in; its bits past the slice's end are
+  // tiles at or past num_kv_tiles, which every caller takes for none. Warp-uniform.
+  ATTNJIT_DEVICE void slice_kept_span(KeptTiles& kept, int lane) {
+    if constexpr (kSplitKv && VARIANT::kHasMask) {
+      math.kv_tile_begin = 0;
+      math.num_kv_tiles = (math.seq_kv_len() + BLOCK_N - 1) / BLOCK_N;
+      int first_class = kTileEmpty;
+      const int first = kept.next(math, 0, lane, first_class);
+      int split = 0, slices = 1;
+      math.slice_of_block(split, slices);
+      const KeySlice slice = kept_span_slice(first, math.num_kv_tiles, split, slices);
+      math.kv_tile_begin = slice.begin;
+      math.num_kv_tiles = slice.end;
     }
   }
 
@@ -804,9 +830,17 @@ struct AttentionForwardSm90 {
       if (consumer == 0 && thread == 0) stamp(kStampQReady);
     }
     KeptTiles kept;
+    if constexpr (kSplitKv && VARIANT::kHasMask) {
+      if constexpr (kHandoff) {
+        // Note: the producer's slice arrives tile by tile; every tile of the row is below this.
+        math.num_kv_tiles = (math.seq_kv_len() + BLOCK_N - 1) / BLOCK_N;
+      } else {
+        slice_kept_span(kept, lane);
+      }
+    }
     const GemmTurns turns(consumer);
     int tile_class = kTileEmpty;
-    const int first = next_tile(kept, -1, lane, tile_class, ring);
+    const int first = next_tile(kept, math.kv_tile_begin - 1, lane, tile_class, ring);
     // Note: the opening arrival and the closing wait below pair up even when the item keeps no
     // tile (no turn between them), so they need no condition: a flag kept live across the tile
     // loop for them was the one value the D=128 document kernel with the overlap spilled.

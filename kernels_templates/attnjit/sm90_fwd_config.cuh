@@ -48,6 +48,12 @@ constexpr unsigned kSm90FeatureFoldM192 = 256u;
 constexpr unsigned kSm90FeatureTwoBlocksPerSm = 512u;
 // Phase stamps into the host's per-block timeline records (sm90_timeline.cuh; plain blocks).
 constexpr unsigned kSm90FeatureTimeline = 1024u;
+// Split-KV (plain blocks): the row math's split features (AttentionForward's DECODING), so that a
+// call of too few query tiles to fill the GPU (a prefill chunk over a long cache, a few heads per
+// GPU) cuts each query tile's keys into slices, one block each, merged by the module's
+// attnjit_split_combine (split_combine.cuh). A kernel of its own: the split features cost the
+// consumers registers that the standard kernels keep.
+constexpr unsigned kSm90FeatureSplitKv = 2048u;
 
 // TMA with the 128-byte swizzle writes 1024-byte swizzle atoms, and wgmma descriptors address
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so

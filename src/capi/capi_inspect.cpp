@@ -81,36 +81,68 @@ void fill_resources(attnjit_variant_info& info, const attnjit::KernelBinary& cub
   info.origin = attnjit::capi::to_c_origin(cubin.origin);
 }
 
-// The kernel of the variant's paged prefills (codegen::Schedule::paged_kv) on `arch`, compiled or
-// loaded: the sm90 kernel's on sm_90a where it serves the variant, else the sm80 kernel's (which
-// decoding steps over paged caches run on every arch).
-attnjit::KernelBinary paged_binary(attnjit_variant& variant, const std::string& arch, bool ptx) {
+// The kernel of `schedule` (not the standard one) on `arch`, compiled or loaded: for paged_kv the
+// kernel of the variant's paged prefills, the sm90 kernel's on sm_90a where it serves the
+// variant, else the sm80 kernel's (which decoding steps over paged caches run on every arch);
+// for split_kv and paged_split_kv the sm90 split kernel.
+attnjit::KernelBinary schedule_binary(attnjit_variant& variant, const std::string& arch, bool ptx,
+                                      attnjit::codegen::Schedule schedule) {
+  const bool split = schedule == attnjit::codegen::Schedule::split_kv ||
+                     schedule == attnjit::codegen::Schedule::paged_split_kv;
   return *attnjit::acquire_variant(variant.impl.spec(), attnjit::parse_variant(variant.impl.spec()),
                                    arch, variant.runtime.cache(), ptx,
-                                   attnjit::codegen::FamilyRequest::environment,
-                                   attnjit::codegen::Schedule::paged_kv)
+                                   split ? attnjit::codegen::FamilyRequest::sm90
+                                         : attnjit::codegen::FamilyRequest::environment,
+                                   schedule)
               .binary;
 }
 
+// The split kernel is the sm90 kernel's: Error(invalid_argument) where that does not serve the
+// variant on `arch`.
+void require_split_kernel(const attnjit::VariantSpec& spec, const attnjit::ParsedVariant& parsed,
+                          const std::string& arch) {
+  const attnjit::codegen::KernelFamily family = attnjit::codegen::choose_kernel_family(
+      attnjit::arch_target(arch), spec.dtype, spec.head_dim, parsed.mask, parsed.score,
+      attnjit::codegen::FamilyRequest::environment);
+  if (family != attnjit::codegen::KernelFamily::sm90) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "split_kv: the split kernel is the sm90 kernel's, which does not serve "
+                         "this variant on {} (it gets the sm80 kernel, which splits in its own "
+                         "module)",
+                         arch);
+  }
+  if (attnjit::codegen::schedule_tuning_requested() &&
+      attnjit::codegen::kernel_tuning_from_environment().sm90_persistent.value_or(false)) {
+    attnjit::throw_error(attnjit::Status::invalid_argument,
+                         "split_kv: the split kernel has plain blocks; ATTNJIT_TUNE asks for "
+                         "persistent ones");
+  }
+}
+
 std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned parts,
-                                          const std::string& arch, bool paged) {
+                                          const std::string& arch, bool paged, bool split) {
   const attnjit::VariantSpec& spec = variant.impl.spec();
   attnjit::KernelCache& cache = variant.runtime.cache();
   auto result = std::make_unique<InspectedVariant>();
   attnjit_variant_info& info = *result;
   result->arch = arch;
+  const attnjit::ParsedVariant parsed = attnjit::parse_variant(spec);
+  if (split) require_split_kernel(spec, parsed, arch);
+  using attnjit::codegen::Schedule;
+  const Schedule schedule = split   ? (paged ? Schedule::paged_split_kv : Schedule::split_kv)
+                            : paged ? Schedule::paged_kv
+                                    : Schedule::standard;
   // Note: the source a call is served from, which for an sm90 kernel of wide default tiles
-  // takes that kernel's compile (or cache entry) to know (served_variant_source); with `paged`,
-  // the paged kernel's (paged_binary).
-  const attnjit::ServedVariantSource served = attnjit::served_variant_source(
-      spec, arch, cache,
-      paged ? attnjit::codegen::Schedule::paged_kv : attnjit::codegen::Schedule::standard);
+  // takes that kernel's compile (or cache entry) to know (served_variant_source); with `paged`
+  // or `split`, that schedule's kernel's (schedule_binary).
+  const attnjit::ServedVariantSource served =
+      attnjit::served_variant_source(spec, arch, cache, schedule);
   info.paged_kv = paged ? 1 : 0;
+  info.split_kv = split ? 1 : 0;
   const attnjit::codegen::GeneratedKernel& generated = served.generated;
   info.wide_block_m = served.wide_block_m;
   info.wide_block_n = served.wide_block_n;
   info.wide_spill_bytes = served.wide_spill_bytes;
-  const attnjit::ParsedVariant parsed = attnjit::parse_variant(spec);
   result->canonical_mask = parsed.mask.canonical();
   info.mask_reads_tensors = parsed.mask.reads_tensors() ? 1 : 0;
   const attnjit::codegen::KernelConfig& config = generated.config;
@@ -127,7 +159,7 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
   info.sm90_poly_exp2 = config.poly_exp2;
   info.sm90_fold_m192 = config.fold_m192 ? 1 : 0;
   info.sm90_watchdog_ms = config.watchdog_ms;
-  if (!paged && !attnjit::codegen::schedule_tuning_requested() &&
+  if (!paged && !split && !attnjit::codegen::schedule_tuning_requested() &&
       attnjit::codegen::has_short_rows_schedule(config, spec.head_dim, parsed.mask)) {
     info.has_short_rows_kernel = 1;
     info.short_rows_max_tiles = attnjit::kShortRowMaxTiles;
@@ -142,19 +174,20 @@ std::unique_ptr<InspectedVariant> inspect(attnjit_variant& variant, unsigned par
     info.decode_dynamic_smem_bytes = decode.smem_bytes;
     info.decode_blocks_per_sm = decode.blocks_per_sm;
   }
-  // The merge is the sm80 kernel's (variant_source.cpp): split calls run there on every arch.
-  info.has_merge_entry = config.family == attnjit::codegen::KernelFamily::sm80 ? 1 : 0;
+  // The merge is in the sm80 kernel's module and the sm90 split kernel's (variant_source.cpp).
+  info.has_merge_entry = attnjit::codegen::has_split_combine(config) ? 1 : 0;
   if ((parts & ATTNJIT_INSPECT_SOURCE) != 0) result->source = generated.source;
   if ((parts & ATTNJIT_INSPECT_RESOURCES) != 0) {
     fill_resources(info,
-                   paged ? paged_binary(variant, arch, /*ptx=*/false)
-                         : attnjit::compile_variant(spec, arch, cache),
+                   schedule != Schedule::standard
+                       ? schedule_binary(variant, arch, /*ptx=*/false, schedule)
+                       : attnjit::compile_variant(spec, arch, cache),
                    attnjit::nvrtc::arch_sm(arch));
   }
   if ((parts & ATTNJIT_INSPECT_PTX) != 0) {
-    const attnjit::KernelBinary ptx = paged ? paged_binary(variant, arch, /*ptx=*/true)
-                                            : attnjit::compile_variant(spec, arch, cache,
-                                                                       /*ptx=*/true);
+    const attnjit::KernelBinary ptx =
+        schedule != Schedule::standard ? schedule_binary(variant, arch, /*ptx=*/true, schedule)
+                                       : attnjit::compile_variant(spec, arch, cache, /*ptx=*/true);
     result->ptx.emplace(ptx.image.data(), ptx.image.size());
   }
   // After the compiles, so that `cached` says whether the cubin is on disk now.
@@ -201,17 +234,19 @@ attnjit_status attnjit_variant_inspect(attnjit_variant_info** out, attnjit_varia
     attnjit_inspect_options defaults;
     attnjit_inspect_options_init(&defaults);
     const attnjit_inspect_options& o = options != nullptr ? *options : defaults;
-    // Note: version 1 (before paged_kv) is read without it.
-    if (o.version != 1) {
+    // Note: version 1 (before paged_kv) is read without it, 2 without split_kv.
+    if (o.version != 1 && o.version != 2) {
       require_version(o.version, ATTNJIT_INSPECT_OPTIONS_VERSION, "attnjit_inspect_options");
     }
     const bool paged = o.version >= 2 && o.paged_kv != 0;
+    const bool split = o.version >= 3 && o.split_kv != 0;
     if ((o.parts & ~ATTNJIT_INSPECT_ALL) != 0) {
       attnjit::throw_error(attnjit::Status::invalid_argument,
                            "attnjit_inspect_options.parts has unknown bits {:#x}",
                            o.parts & ~ATTNJIT_INSPECT_ALL);
     }
-    *out = inspect(*variant, o.parts, resolve_arch(o.arch, variant->runtime), paged).release();
+    *out =
+        inspect(*variant, o.parts, resolve_arch(o.arch, variant->runtime), paged, split).release();
   });
 }
 

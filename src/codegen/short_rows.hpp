@@ -15,9 +15,10 @@
 namespace attnjit::codegen {
 
 // Which kernel of a variant a request is for: the one its configuration gives (ATTNJIT_TUNE's
-// overrides applied), the short-rows one, or the one of its paged calls (a paged key/value cache:
-// the sm80 kernel reading keys and values through the page table, generate_paged_kernel_source).
-enum class Schedule { standard, short_rows, paged_kv };
+// overrides applied), the short-rows one, the one of its paged calls (a paged key/value cache:
+// the kernel reading keys and values through the page table, generate_paged_kernel_source), or
+// the sm90 kernel of its split calls, dense or paged (generate_split_kernel_source).
+enum class Schedule { standard, short_rows, paged_kv, split_kv, paged_split_kv };
 
 // The short-rows kernel's tiles: two blocks of two consumer warpgroups per SM (consumers of 104
 // registers, 64-key stages, no overlap) with the tile handoff, the measured configuration; on

@@ -2,11 +2,12 @@
 // slots (hook bodies from lower_expr, flags, template arguments). Free text is never spliced.
 #include "codegen/variant_source.hpp"
 
-#include <string>
-
 #include <fmt/format.h>
 
+#include <string>
+
 #include "attnjit/fwd_config.cuh"
+#include "attnjit/sm90_fwd_config.cuh"
 #include "codegen/lower_expr.hpp"
 #include "codegen/lower_hooks.hpp"
 #include "common/error.hpp"
@@ -59,9 +60,31 @@ void sequence_tables_tiles(int head_dim, const KernelTuning& tuning, KernelConfi
   }
 }
 
+// The split kernel's configuration (generate_split_kernel_source).
+KernelConfig split_config_for(const expr::Expression& mask, const expr::Expression& score,
+                              DType dtype, int head_dim, Target target,
+                              const KernelTuning& tuning) {
+  KernelConfig config =
+      config_for(mask, score, dtype, head_dim, target, FamilyRequest::sm90, &tuning);
+  if (config.family != KernelFamily::sm90 || config.persistent) {
+    throw_error(Status::internal,
+                "the sm90 split kernel needs the sm90 kernel in plain blocks; this variant on "
+                "sm_{}{} gets the {} kernel{}",
+                target.sm, target.arch_specific ? "a" : "", kernel_family_name(config.family),
+                config.persistent ? " in persistent blocks" : "");
+  }
+  if (config.block_m == kSm90WideBlockM) {
+    KernelTuning narrower = tuning;
+    narrower.sm90_block_m = kSm90BlockM;
+    config = config_for(mask, score, dtype, head_dim, target, FamilyRequest::sm90, &narrower);
+  }
+  config.split_kv = true;
+  return config;
+}
+
 GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& score, DType dtype,
                          int head_dim, Target target, FamilyRequest family,
-                         const KernelTuning* tuning, bool paged_kv = false) {
+                         const KernelTuning* tuning, bool paged_kv = false, bool split_kv = false) {
   if (dtype != DType::bf16 && dtype != DType::fp16) {
     throw_error(Status::unsupported, "query, key and value must be bfloat16 or float16; got {}",
                 dtype_name(dtype));
@@ -71,7 +94,10 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
                 "attention kernels need compute capability 8.0 or newer; got sm_{}", target.sm);
   }
   GeneratedKernel kernel;
-  kernel.config = config_for(mask, score, dtype, head_dim, target, family, tuning);
+  kernel.config =
+      split_kv ? split_config_for(mask, score, dtype, head_dim, target,
+                                  tuning != nullptr ? *tuning : kernel_tuning_from_environment())
+               : config_for(mask, score, dtype, head_dim, target, family, tuning);
   kernel.config.paged_kv = paged_kv;
   if (paged_kv && kernel.config.family == KernelFamily::sm80) {
     sequence_tables_tiles(head_dim, tuning != nullptr ? *tuning : kernel_tuning_from_environment(),
@@ -101,9 +127,10 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   }
   if (sm90) {
     s += fmt::format(
-        "// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}{}{}{}{}\n",
+        "// sm90 schedule: intra-warpgroup overlap {}, persistent {}{}{}{}{}{}{}{}{}\n",
         config.overlap ? "on" : "off", config.persistent ? "on" : "off",
-        config.p_in_smem ? ", P in shared memory" : "", config.tile_handoff ? ", tile handoff" : "",
+        config.split_kv ? ", split keys" : "", config.p_in_smem ? ", P in shared memory" : "",
+        config.tile_handoff ? ", tile handoff" : "",
         config.poly_exp2 > 0
             ? fmt::format(", {} of 8 exponentials on the FMA pipe", config.poly_exp2)
             : "",
@@ -124,7 +151,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   s += sm90 ? "#include \"attnjit/attention_fwd_sm90.cuh\"\n" : "#include \"attnjit/attention_fwd.cuh\"\n";
   s += "#include \"attnjit/expr_ops.cuh\"\n";
   s += "#include \"attnjit/tensor_summary.cuh\"\n";
-  if (!sm90) s += "#include \"attnjit/split_combine.cuh\"\n";
+  if (has_split_combine(config)) s += "#include \"attnjit/split_combine.cuh\"\n";
   s += "\n";
 
   s += "struct AttnjitVariant {\n";
@@ -165,6 +192,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
     if (config.fold_m192) features += " | attnjit::kSm90FeatureFoldM192";
     if (config.blocks_per_sm == 2) features += " | attnjit::kSm90FeatureTwoBlocksPerSm";
     if (config.timeline) features += " | attnjit::kSm90FeatureTimeline";
+    if (config.split_kv) features += " | attnjit::kSm90FeatureSplitKv";
     s += fmt::format(
         "  attnjit::attention_forward_sm90<AttnjitVariant, {}, {}, {}, {}, {}, {}>(params);\n",
         elem_type(dtype), head_dim, config.block_m, config.block_n, config.num_stages, features);
@@ -192,7 +220,7 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
                      elem_type(dtype), head_dim, config.decode_block_n, config.decode_stages);
     s += "}\n";
   }
-  if (!sm90) {
+  if (has_split_combine(config)) {
     s += fmt::format(
         "\nextern \"C\" __global__ void __launch_bounds__(attnjit::kCombineThreads)\n"
         "{}(const attnjit::SplitCombineParams params) {{\n",
@@ -233,6 +261,20 @@ GeneratedKernel generate_paged_kernel_source(const expr::Expression& mask,
                                              int head_dim, Target target, FamilyRequest family,
                                              const KernelTuning& tuning) {
   return generate(mask, score, dtype, head_dim, target, family, &tuning, /*paged_kv=*/true);
+}
+
+GeneratedKernel generate_split_kernel_source(const expr::Expression& mask,
+                                             const expr::Expression& score, DType dtype,
+                                             int head_dim, Target target, bool paged_kv,
+                                             const KernelTuning& tuning) {
+  return generate(mask, score, dtype, head_dim, target, FamilyRequest::sm90, &tuning, paged_kv,
+                  /*split_kv=*/true);
+}
+
+KernelConfig split_kernel_config(const expr::Expression& mask, const expr::Expression& score,
+                                 DType dtype, int head_dim, Target target,
+                                 const KernelTuning& tuning) {
+  return split_config_for(mask, score, dtype, head_dim, target, tuning);
 }
 
 }  // namespace attnjit::codegen

@@ -49,6 +49,10 @@ struct KernelConfig {
   // the kernel of a variant's paged calls, Schedule::paged_kv). Such a kernel also reads the
   // sequence tables of variable-length calls (FwdParams::sequences; reads_sequence_tables).
   bool paged_kv = false;
+  // sm90 kernel only, plain blocks: the kernel of calls whose keys are split (FwdParams::
+  // num_splits, kSm90FeatureSplitKv; generate_split_kernel_source): its module also has the
+  // split-KV merge (kSplitCombineEntry).
+  bool split_kv = false;
   // sm80 kernel with the decoding features only: the tiles of the module's decoding entry
   // (kDecodeEntry: kDecodeBlockM rows, kDecodeWarps warps; decode_config). 0: no such entry.
   int decode_block_n = 0;
@@ -107,9 +111,13 @@ constexpr const char* kForwardEntry = "attnjit_fwd";
 // kDecodeBlockM); sm80-family modules with the decoding features.
 constexpr const char* kDecodeEntry = "attnjit_fwd_decode";
 constexpr const char* kSummaryEntry = "attnjit_tensor_summary";
-// The split-KV merge (split_combine.cuh); sm80-family modules only, since split-KV calls run on
-// the sm80 kernel on every arch.
+// The split-KV merge (split_combine.cuh): in sm80-family modules and in the sm90 family's split
+// kernels (KernelConfig::split_kv).
 constexpr const char* kSplitCombineEntry = "attnjit_split_combine";
+// Whether a module of `config` has kSplitCombineEntry.
+inline bool has_split_combine(const KernelConfig& config) {
+  return config.family == KernelFamily::sm80 || config.split_kv;
+}
 
 struct GeneratedKernel {
   std::string source;  // deterministic: same inputs, same text
@@ -135,5 +143,19 @@ GeneratedKernel generate_paged_kernel_source(const expr::Expression& mask,
                                              const expr::Expression& score, DType dtype,
                                              int head_dim, Target target, FamilyRequest family,
                                              const KernelTuning& tuning);
+// The sm90 kernel of a variant's split calls (KernelConfig::split_kv): a prefill whose query
+// tiles are too few to fill the GPU, its keys cut into slices merged by the module's
+// kSplitCombineEntry. Its standard kernel's configuration with `tuning`'s overrides (paged_kv: its
+// paged kernel's), in 128-row blocks where that one has 192 (three consumers' 160 registers hold
+// no split features), plain blocks. Error(internal) where the sm90 kernel does not serve the
+// variant on `target`, or `tuning` makes its blocks persistent.
+GeneratedKernel generate_split_kernel_source(const expr::Expression& mask,
+                                             const expr::Expression& score, DType dtype,
+                                             int head_dim, Target target, bool paged_kv,
+                                             const KernelTuning& tuning);
+// The configuration of generate_split_kernel_source's dense kernel, without its source.
+KernelConfig split_kernel_config(const expr::Expression& mask, const expr::Expression& score,
+                                 DType dtype, int head_dim, Target target,
+                                 const KernelTuning& tuning);
 
 }  // namespace attnjit::codegen

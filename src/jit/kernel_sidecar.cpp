@@ -51,7 +51,8 @@ bool operator==(const codegen::KernelConfig& a, const codegen::KernelConfig& b) 
          a.watchdog_ms == b.watchdog_ms && a.timeline == b.timeline &&
          a.decode_block_n == b.decode_block_n && a.decode_stages == b.decode_stages &&
          a.decode_blocks_per_sm == b.decode_blocks_per_sm &&
-         a.decode_smem_bytes == b.decode_smem_bytes && a.paged_kv == b.paged_kv;
+         a.decode_smem_bytes == b.decode_smem_bytes && a.paged_kv == b.paged_kv &&
+         a.split_kv == b.split_kv;
 }
 
 }  // namespace
@@ -69,6 +70,7 @@ nlohmann::json to_json(const codegen::KernelConfig& config) {
   if (config.poly_exp2 > 0) json["poly_exp2"] = config.poly_exp2;
   if (config.fold_m192) json["fold_m192"] = true;
   if (config.paged_kv) json["paged_kv"] = true;
+  if (config.split_kv) json["split_kv"] = true;
   // Note: the sm90 kernel's only (the sm80 kernel's count is in its source, hence its key).
   if (config.family == codegen::KernelFamily::sm90 && config.blocks_per_sm > 1) {
     json["blocks_per_sm"] = config.blocks_per_sm;
@@ -117,6 +119,7 @@ codegen::KernelConfig config_from_json(const nlohmann::json& json) {
   config.poly_exp2 = json.contains("poly_exp2") ? int_field(json, "poly_exp2", 0) : 0;
   config.fold_m192 = bool_field(json, "fold_m192");
   config.paged_kv = bool_field(json, "paged_kv");
+  config.split_kv = bool_field(json, "split_kv");
   if (config.family == codegen::KernelFamily::sm90) {
     config.blocks_per_sm = json.contains("blocks_per_sm") ? int_field(json, "blocks_per_sm", 1) : 1;
   }

@@ -51,6 +51,15 @@ PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
                                                      /*ptx=*/false, codegen::FamilyRequest::sm80);
       if (fallback.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
       require_stored(fallback, job, cache, outcome);
+      // The split kernel too (calls of too few query tiles to fill the GPU), unless a schedule
+      // tuning names the one kernel that serves every call.
+      if (!outcome.failed && !codegen::schedule_tuning_requested()) {
+        const VariantKernel split =
+            acquire_variant(spec, parsed, job.arch, cache, /*ptx=*/false,
+                            codegen::FamilyRequest::sm90, codegen::Schedule::split_kv);
+        if (split.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
+        require_stored(split, job, cache, outcome);
+      }
       if (!outcome.failed && !codegen::schedule_tuning_requested() &&
           codegen::has_short_rows_schedule(kernel.binary->config, spec.head_dim, parsed.mask)) {
         const VariantKernel short_rows =
@@ -76,6 +85,13 @@ PrewarmOutcome run_job(const PrewarmJob& job, KernelCache& cache) {
                                                     family, codegen::Schedule::paged_kv);
         if (paged.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
         require_stored(paged, job, cache, outcome);
+      }
+      if (!outcome.failed && families.size() > 1 && !codegen::schedule_tuning_requested()) {
+        const VariantKernel split =
+            acquire_variant(spec, parsed, job.arch, cache, /*ptx=*/false,
+                            codegen::FamilyRequest::sm90, codegen::Schedule::paged_split_kv);
+        if (split.origin == KernelOrigin::compiled) outcome.origin = KernelOrigin::compiled;
+        require_stored(split, job, cache, outcome);
       }
     }
   } catch (const Error& e) {

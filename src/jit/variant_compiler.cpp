@@ -59,6 +59,8 @@ std::string request_id(const VariantSpec& spec, const std::string& arch, bool pt
   id += '/';
   if (schedule == codegen::Schedule::short_rows) id += "short-rows/";
   if (schedule == codegen::Schedule::paged_kv) id += "paged-kv/";
+  if (schedule == codegen::Schedule::split_kv) id += "split-kv/";
+  if (schedule == codegen::Schedule::paged_split_kv) id += "paged-split-kv/";
   if (const char* tuning = std::getenv("ATTNJIT_TUNE"); tuning != nullptr) id += tuning;
   return id;
 }
@@ -148,8 +150,16 @@ ServedSource choose_source(const VariantSpec& spec, const ParsedVariant& parsed,
   // Note: the paged kernel of a family is its standard kernel reading through the page table,
   // chosen the same way (the base tiles where the wide ones spill), so that a prefill over a
   // paged cache runs what a dense one does.
-  const bool paged = schedule == codegen::Schedule::paged_kv;
+  // The split kernels likewise: the standard (or paged) kernel's tiles with the split features.
+  const bool paged =
+      schedule == codegen::Schedule::paged_kv || schedule == codegen::Schedule::paged_split_kv;
+  const bool split =
+      schedule == codegen::Schedule::split_kv || schedule == codegen::Schedule::paged_split_kv;
   const auto generate = [&](const codegen::KernelTuning& with) {
+    if (split) {
+      return codegen::generate_split_kernel_source(parsed.mask, parsed.score, spec.dtype,
+                                                   spec.head_dim, arch_target(arch), paged, with);
+    }
     return paged ? codegen::generate_paged_kernel_source(parsed.mask, parsed.score, spec.dtype,
                                                          spec.head_dim, arch_target(arch), family,
                                                          with)

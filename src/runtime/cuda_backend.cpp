@@ -507,10 +507,10 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
           config.block_m, config.block_n, config.num_stages, config.overlap ? "on" : "off",
           config.tile_handoff ? "on" : "off", config.blocks_per_sm));
     }
-    return;
+  } else {
+    void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
+    launch(plan.entry, entry, grid, stream, launch_params, overlap_forward);
   }
-  void* launch_params[] = {&params};  // one by-value struct argument: kernelParams[0] = &params
-  launch(plan.entry, entry, grid, stream, launch_params, overlap_forward);
   if (split.num_splits > 1) {
     void* combine_params[] = {&combine};
     launch(codegen::kSplitCombineEntry, loaded.combine, split.combine, stream, combine_params,

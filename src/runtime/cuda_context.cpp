@@ -331,7 +331,7 @@ const LoadedKernel& load_kernel(const ContextRef& context, const DeviceInfo& dev
     check_parameter_layout(key, loaded->forward, kForwardParams);
   }
   if (loaded->summary != nullptr) check_parameter_layout(key, loaded->summary, kSummaryParams);
-  if (config.family == codegen::KernelFamily::sm80) {
+  if (codegen::has_split_combine(config)) {
     ATTNJIT_CU(cuModuleGetFunction, &loaded->combine, module, codegen::kSplitCombineEntry);
     check_parameter_layout(key, loaded->combine, kCombineParams);
   }

@@ -80,12 +80,14 @@ std::optional<int> split_kv_from_environment() {
   return count;
 }
 
+bool splits_keys(const codegen::KernelConfig& config, int head_dim) {
+  if (config.family == codegen::KernelFamily::sm90) return config.split_kv;
+  return !config.persistent && has_decoding_features(head_dim);
+}
+
 int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& config,
                       int multiprocessors, std::optional<int> forced) {
-  if (config.family != codegen::KernelFamily::sm80 || config.persistent ||
-      !has_decoding_features(shape.head_dim)) {
-    return 1;
-  }
+  if (!splits_keys(config, shape.head_dim)) return 1;
   const long long blocks = static_cast<long long>(ceil_div(shape.q_len, config.block_m)) *
                            shape.batch * shape.num_heads_q;
   const int kv_tiles = ceil_div(shape.kv_len, config.block_n);
@@ -96,7 +98,9 @@ int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& 
   const long long sms = std::max(multiprocessors, 1);
   const long long slots = sms * std::max(config.blocks_per_sm, 1);
   if (5 * blocks >= 4 * slots) return 1;  // at least 80% of one wave already
-  const int most = std::min(limit, kv_tiles / kMinSplitTiles);
+  const int min_tiles =
+      config.family == codegen::KernelFamily::sm90 ? kSm90MinSplitTiles : kMinSplitTiles;
+  const int most = std::min(limit, kv_tiles / min_tiles);
   if (most < 2) return 1;
   // As many slices as give each SM kSplitBlocksPerSm blocks (fewer where fewer are resident).
   const long long target = sms * std::min(std::max(config.blocks_per_sm, 1), kSplitBlocksPerSm);
@@ -228,8 +232,10 @@ bool balance_split(const AttentionShape& shape, const AttentionBuffers& buffers,
                    const codegen::KernelConfig& config, int block_n, const expr::Expression& mask,
                    const VariantArgs& args) {
   const SequenceTables& tables = buffers.sequences;
-  if (!codegen::reads_sequence_tables(config) || tables.q_starts != nullptr ||
-      (tables.kv_lens == nullptr && tables.kv_starts == nullptr)) {
+  // Note: the sm90 split kernel has no words for a balanced slice (attention_fwd.cuh,
+  // kBalancedSplits): its slices are uniform.
+  if (config.family != codegen::KernelFamily::sm80 || !codegen::reads_sequence_tables(config) ||
+      tables.q_starts != nullptr || (tables.kv_lens == nullptr && tables.kv_starts == nullptr)) {
     return false;
   }
   const long long tiles = ceil_div(shape.kv_len, block_n);

@@ -52,12 +52,20 @@ constexpr int kSplitBlocksPerSm = 2;
 // for anything else.
 std::optional<int> split_kv_from_environment();
 
-// How many slices the call's keys get on a GPU of `multiprocessors` SMs: 1 unless the kernel is
-// of the sm80 family (not persistent) with has_decoding_features(head_dim), and the unsplit grid
-// fills under 80% of one wave of resident blocks. Then as many slices as give every SM
-// kSplitBlocksPerSm of the call's blocks (or its residency, if lower), within kMaxSplits,
-// kMinSplitTiles tiles per slice and the grid's y limit. `forced` (split_kv_from_environment)
-// replaces the heuristic.
+// The sm90 split kernel's slices keep at least this many key tiles: a block of that kernel
+// spends about 6-9 us outside its tiles (the H200's timeline fit, docs/PERFORMANCE.md) against
+// 1.3-1.8 us a tile, so slices of 2 tiles would mostly pay that cost again.
+constexpr int kSm90MinSplitTiles = 4;
+
+// Whether a kernel of `config` can split a call's keys: the sm80 family's (not persistent) with
+// has_decoding_features(head_dim), and the sm90 family's split kernel (KernelConfig::split_kv).
+bool splits_keys(const codegen::KernelConfig& config, int head_dim);
+
+// How many slices the call's keys get on a GPU of `multiprocessors` SMs: 1 unless the kernel
+// splits_keys and the unsplit grid fills under 80% of one wave of resident blocks. Then as many
+// slices as give every SM kSplitBlocksPerSm of the call's blocks (or its residency, if lower),
+// within kMaxSplits, kMinSplitTiles tiles per slice (kSm90MinSplitTiles on the sm90 kernel) and
+// the grid's y limit. `forced` (split_kv_from_environment) replaces the heuristic.
 int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& config,
                       int multiprocessors, std::optional<int> forced = std::nullopt);
 
@@ -122,8 +130,9 @@ SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& c
 bool balance_split_from_environment();
 
 // Whether a split call over `buffers` balances its slices over its sequences' key counts
-// (FwdParams::split_slots): with per-sequence key counts (kv_seq_lens, kv_seq_starts), on a
-// module `config` whose kernels read sequence tables, when the device's sums (batch * (key tiles
+// (FwdParams::split_slots): with per-sequence key counts (kv_seq_lens, kv_seq_starts), on an
+// sm80-family module `config` whose kernels read sequence tables, when the device's sums (batch *
+// (key tiles
 // + 1), tiles of the launched entry's `block_n` keys) fit an int, and when a sequence's kept keys
 // grow with its count: so for a variant without a mask, or whose mask keeps some key of the first
 // key tile for the call's queries at the longest count (a causal mask over a cache: its kept span

@@ -103,7 +103,7 @@ KernelChoice Variant::choose_kernel(const AttentionShape& shape, const Attention
     choice = {sm80_kernel(), KernelRole::tma_fallback,
               explain ? fmt::format("the sm90 kernel cannot load this call with TMA ({})", why)
                       : std::string()};
-  } else if (decoding_on_sm80(shape)) {
+  } else if (const SmallGrid route = small_grid_route(shape); route == SmallGrid::sm80_decoding) {
     // Note: a decoding call (a few query rows, many keys) is bound by reading K and V; the
     // sm80 kernel's decoding entry, with the keys split and a GQA group's heads packed into
     // one small block, keeps every SM reading, where the sm90 kernel would run a handful of
@@ -112,6 +112,14 @@ KernelChoice Variant::choose_kernel(const AttentionShape& shape, const Attention
     choice = {sm80_kernel(), KernelRole::decoding,
               explain ? std::string("a decoding call: the sm80 kernel splits its keys or packs "
                                     "its query heads")
+                      : std::string()};
+  } else if (route == SmallGrid::sm90_split) {
+    // Note: a prefill of too few query tiles to fill the GPU (a chunk over a long cache, a few
+    // heads per GPU) is still bound by the tensor cores: the sm90 kernel splits its keys.
+    log().debug("small grid: the sm90 split kernel for {}", runtime_.device_arch());
+    choice = {split_kernel(/*paged=*/false), KernelRole::split_kv,
+              explain ? std::string("too few query tiles to fill the GPU: the sm90 kernel splits "
+                                    "the keys")
                       : std::string()};
   } else if (codegen::has_short_rows_schedule(choice.binary->config, spec_.head_dim,
                                               parsed_.mask)) {
@@ -163,7 +171,7 @@ std::string Variant::sm90_paged_barred(const AttentionShape& shape,
   }
   // Note: packed queries never take the decoding entry (its blocks are one sequence's rows), so
   // only a call of one padded query tensor counts as a decoding step here.
-  if (!packs_queries(buffers) && decoding_on_sm80(shape)) {
+  if (!packs_queries(buffers) && small_grid_route(shape) == SmallGrid::sm80_decoding) {
     return "a decoding step, which the sm80 kernel splits or packs";
   }
   if (has_sequence_tables(buffers) &&
@@ -183,13 +191,18 @@ KernelChoice Variant::choose_paged_kernel(const AttentionShape& shape,
     log().debug("paged call: not on the sm90 kernel ({}); the sm80 kernel for {}", barred, arch);
   }
   const bool tables = has_sequence_tables(buffers);
+  // Note: packed queries are never split (plan_forward_launch).
+  const bool split =
+      on_sm90 && !packs_queries(buffers) && small_grid_route(shape) == SmallGrid::sm90_split;
   KernelChoice choice{
-      paged_kernel(on_sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80),
+      split ? split_kernel(/*paged=*/true)
+            : paged_kernel(on_sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80),
       tables ? KernelRole::varlen : KernelRole::paged_kv,
       {}};
   if (!explain) return choice;
   const std::string kernel =
-      fmt::format("the {} kernel for {}{}", on_sm90 ? "sm90" : "sm80", arch,
+      fmt::format("the {} kernel{} for {}{}", on_sm90 ? "sm90" : "sm80",
+                  split ? " that splits keys (too few query tiles to fill the GPU)" : "", arch,
                   barred.empty() ? "" : fmt::format(" (not the sm90 kernel: {})", barred));
   if (tables) {
     choice.why = fmt::format("variable-length sequences ({}{}): {} with the sequence tables{}",
@@ -239,25 +252,67 @@ codegen::KernelConfig Variant::sm80_config() {
   return *sm80_config_;
 }
 
-bool Variant::decoding_on_sm80(const AttentionShape& shape) {
+Variant::SmallGrid Variant::small_grid_route(const AttentionShape& shape) {
   // Note: the SM count of the runtime's device (the one its arch is of), not a driver query.
+  const int sms = runtime_.device_multiprocessors();
   const DecodingPlan plan =
-      plan_decoding(shape, sm80_config(), hooks_use_heads_, runtime_.device_multiprocessors(),
-                    launch_choices_);
-  return plan.decode_entry || plan.group > 1 || plan.num_splits > 1;
+      plan_decoding(shape, sm80_config(), hooks_use_heads_, sms, launch_choices_);
+  if (plan.decode_entry || plan.group > 1) return SmallGrid::sm80_decoding;
+  if (sm90_split_barred() == nullptr &&
+      choose_num_splits(shape, sm90_split_config(), sms, launch_choices_.split_kv) > 1) {
+    return SmallGrid::sm90_split;
+  }
+  return plan.num_splits > 1 ? SmallGrid::sm80_decoding : SmallGrid::none;
+}
+
+const char* Variant::sm90_split_barred() {
+  // Note: read once, like the standard kernel's tuning (kernel()), which a call may not have
+  // asked for yet (a paged call).
+  std::call_once(split_tuned_once_,
+                 [this] { split_tuned_ = codegen::schedule_tuning_requested(); });
+  return split_tuned_ ? "ATTNJIT_TUNE sets the schedule" : nullptr;
+}
+
+codegen::KernelConfig Variant::sm90_split_config() {
+  std::lock_guard lock(config_mutex_);
+  if (!sm90_split_config_) {
+    sm90_split_config_ = codegen::split_kernel_config(
+        parsed_.mask, parsed_.score, spec_.dtype, spec_.head_dim,
+        arch_target(runtime_.device_arch()), codegen::kernel_tuning_from_environment());
+  }
+  return *sm90_split_config_;
+}
+
+std::shared_ptr<const KernelBinary> Variant::split_kernel(bool paged) {
+  std::lock_guard lock(split_mutex_);
+  std::shared_ptr<const KernelBinary>& kernel = paged ? paged_split_kernel_ : split_kernel_;
+  if (!kernel) {
+    kernel =
+        acquire_variant(spec_, parsed_, runtime_.device_arch(), runtime_.cache(), /*ptx=*/false,
+                        codegen::FamilyRequest::sm90,
+                        paged ? codegen::Schedule::paged_split_kv : codegen::Schedule::split_kv)
+            .binary;
+  }
+  return kernel;
 }
 
 void Variant::prepare() {
   if (runtime_.backend() != Backend::cuda) return;
   // Note: where the variant's kernel will be the sm90 kernel, the sm80 kernel compiles beside
   // it (two NVRTC runs at once on a machine with the cores: about a second each, cold).
+  // So does the split kernel (calls of too few query tiles to fill the GPU).
   const bool sm90 = served_by_sm90();
   std::future<std::shared_ptr<const KernelBinary>> sm80;
+  std::future<std::shared_ptr<const KernelBinary>> split;
   if (sm90) sm80 = std::async(std::launch::async, [this] { return sm80_kernel(); });
-  // Note: the future is waited for before an exception leaves (its destructor waits).
+  if (sm90 && sm90_split_barred() == nullptr) {
+    split = std::async(std::launch::async, [this] { return split_kernel(/*paged=*/false); });
+  }
+  // Note: the futures are waited for before an exception leaves (their destructors wait).
   const std::shared_ptr<const KernelBinary> standard = kernel();
   std::vector<std::shared_ptr<const KernelBinary>> kernels{standard};
   if (sm80.valid()) kernels.push_back(sm80.get());
+  if (split.valid()) kernels.push_back(split.get());
   if (standard->config.family == codegen::KernelFamily::sm90 &&
       codegen::has_short_rows_schedule(standard->config, spec_.head_dim, parsed_.mask) &&
       short_rows_barred() == nullptr) {
@@ -271,7 +326,10 @@ void Variant::prepare() {
 void Variant::prepare_paged() {
   if (runtime_.backend() != Backend::cuda) return;
   cuda::load(*paged_kernel(codegen::FamilyRequest::sm80));
-  if (served_by_sm90()) cuda::load(*paged_kernel(codegen::FamilyRequest::sm90));
+  if (served_by_sm90()) {
+    cuda::load(*paged_kernel(codegen::FamilyRequest::sm90));
+    if (sm90_split_barred() == nullptr) cuda::load(*split_kernel(/*paged=*/true));
+  }
 }
 
 VariantArgs Variant::pack_args(const ForwardCall& call) const {
@@ -369,6 +427,8 @@ const char* kernel_role_name(KernelRole role) {
     case KernelRole::standard: return "standard";
     case KernelRole::tma_fallback: return "tma_fallback";
     case KernelRole::decoding: return "decoding";
+    case KernelRole::split_kv:
+      return "split_kv";
     case KernelRole::short_rows: return "short_rows";
     case KernelRole::paged_kv:
       return "paged_kv";

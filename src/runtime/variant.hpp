@@ -40,6 +40,7 @@ enum class KernelRole {
   standard,      // the variant's kernel for the device's arch (ATTNJIT_TUNE applied)
   tma_fallback,  // an sm90 variant's call that TMA cannot load: the sm80 kernel
   decoding,      // an sm90 variant's decoding call: the sm80 kernel, which splits and packs
+  split_kv,      // an sm90 variant's call of too few query tiles: the sm90 split kernel
   short_rows,    // the short-rows kernel (codegen/short_rows.hpp)
   paged_kv,      // a call with a paged key/value cache: a kernel with the page table
   varlen,        // variable-length sequences: a kernel of paged calls, with the sequence tables
@@ -73,11 +74,13 @@ class Variant {
   // Every kernel a call may run on the runtime's device, compiled (or found in the cache) and
   // loaded into the current context, so that no call after it compiles or loads (a CUDA graph
   // capture may start at once): the variant's kernel and, where that is the sm90 kernel, the
-  // sm80 kernel that decoding steps and strides TMA cannot load run on, and the short-rows kernel
-  // where the variant has one. No-op on the CPU backend.
+  // sm80 kernel that decoding steps and strides TMA cannot load run on, the sm90 split kernel
+  // (unless a schedule tuning bars it), and the short-rows kernel where the variant has one.
+  // No-op on the CPU backend.
   void prepare();
   // The same for the kernels of calls with a paged key/value cache (AttentionBuffers::kv_pages)
-  // or variable-length sequences (AttentionBuffers::sequences), which prepare() leaves alone:
+  // or variable-length sequences (AttentionBuffers::sequences; on sm_90a also their split kernel),
+  // which prepare() leaves alone:
   // only serving programs need them. No-op on the CPU backend.
   void prepare_paged();
   void forward(const ForwardCall& call);
@@ -111,9 +114,20 @@ class Variant {
                                    bool explain);
   // That kernel's configuration, without compiling it (what decides a call's split-KV).
   codegen::KernelConfig sm80_config();
-  // Whether a call of an sm90-family variant runs on the sm80 kernel because that kernel packs
-  // its GQA group or splits its keys (a decoding step; runtime/forward_plan.hpp).
-  bool decoding_on_sm80(const AttentionShape& shape);
+  // How a call of an sm90-family variant whose query tiles may not fill the GPU runs: on the
+  // sm80 kernel where that kernel's decoding entry takes it or packs its GQA group (a decoding
+  // step; runtime/forward_plan.hpp), else on the sm90 split kernel where that splits its keys,
+  // else on the sm80 kernel where only that one splits them (the split kernel barred), else as
+  // any call.
+  enum class SmallGrid { none, sm80_decoding, sm90_split };
+  SmallGrid small_grid_route(const AttentionShape& shape);
+  // The sm90 kernel of split calls (codegen::Schedule::split_kv; paged: paged_split_kv).
+  std::shared_ptr<const KernelBinary> split_kernel(bool paged);
+  // Why calls may not run on the sm90 split kernel (ATTNJIT_TUNE sets the schedule: the tuned
+  // kernel serves every call), or null when they may.
+  const char* sm90_split_barred();
+  // The sm90 split kernel's configuration, without compiling it (what decides a call's split).
+  codegen::KernelConfig sm90_split_config();
   // The short-rows kernel (codegen/short_rows.hpp). A call runs on it only where the standard
   // kernel has one, neither ATTNJIT_SHORT_ROWS=off nor ATTNJIT_TUNE (a tuning of the schedule
   // names the kernel that serves every call; the watchdog alone goes into both) says otherwise,
@@ -146,10 +160,16 @@ class Variant {
   std::mutex paged_mutex_;
   std::shared_ptr<const KernelBinary> paged_kernel_;       // the sm80 family's
   std::shared_ptr<const KernelBinary> sm90_paged_kernel_;  // the sm90 family's
+  std::mutex split_mutex_;
+  std::shared_ptr<const KernelBinary> split_kernel_;        // dense calls
+  std::shared_ptr<const KernelBinary> paged_split_kernel_;  // paged and variable-length calls
   std::once_flag served_by_sm90_once_;
   bool served_by_sm90_ = false;
   std::mutex config_mutex_;
   std::optional<codegen::KernelConfig> sm80_config_;
+  std::optional<codegen::KernelConfig> sm90_split_config_;
+  std::once_flag split_tuned_once_;
+  bool split_tuned_ = false;  // ATTNJIT_TUNE changed the schedule (read once)
   std::mutex short_rows_mutex_;
   std::shared_ptr<const KernelBinary> short_rows_kernel_;
   // ATTNJIT_TUNE changed the schedule when the standard kernel was first asked for.

@@ -107,7 +107,6 @@ attnjit_variant* maskless_c_variant(attnjit_runtime* runtime, const KernelCase& 
 }
 
 attnjit_variant* c_variant(attnjit_runtime* runtime, const KernelCase& c) {
-  REQUIRE(c.tensors.empty());
   std::vector<std::string> names;
   std::vector<attnjit_param_decl> params;
   for (const std::string& decl : c.params) names.push_back(decl.substr(0, decl.find(':')));
@@ -115,12 +114,27 @@ attnjit_variant* c_variant(attnjit_runtime* runtime, const KernelCase& c) {
     const bool is_int = c.params[i].ends_with(":int");
     params.push_back({names[i].c_str(), is_int ? ATTNJIT_PARAM_INT : ATTNJIT_PARAM_FLOAT});
   }
+  // Tensors "NAME:int32[1]", "NAME:float32[2]".
+  std::vector<std::string> tensor_names;
+  std::vector<attnjit_tensor_decl> tensors;
+  for (const TensorInput& tensor : c.tensors) {
+    tensor_names.push_back(tensor.decl.substr(0, tensor.decl.find(':')));
+  }
+  for (std::size_t i = 0; i < c.tensors.size(); ++i) {
+    const std::string& decl = c.tensors[i].decl;
+    const bool is_int = decl.find(":int32[") != std::string::npos;
+    const int rank = decl.ends_with("[2]") ? 2 : 1;
+    tensors.push_back(
+        {tensor_names[i].c_str(), is_int ? ATTNJIT_TENSOR_INT32 : ATTNJIT_TENSOR_FLOAT32, rank});
+  }
   attnjit_variant_desc desc;
   attnjit_variant_desc_init(&desc);
   desc.mask = c.mask.c_str();
   desc.score = c.score.c_str();
   desc.params = params.data();
   desc.num_params = static_cast<int>(params.size());
+  desc.tensors = tensors.data();
+  desc.num_tensors = static_cast<int>(tensors.size());
   desc.dtype = c.dtype == DType::bf16 ? ATTNJIT_DTYPE_BF16 : ATTNJIT_DTYPE_FP16;
   desc.head_dim = c.head_dim;
   attnjit_variant* variant = nullptr;
@@ -198,6 +212,14 @@ DeviceCall::DeviceCall(const KernelCase& c) : prepared(c) {
   for (const std::int32_t bits : c.scalars) scalars.push_back({.i = bits});
   args.params = scalars.data();
   args.num_params = static_cast<int>(scalars.size());
+  for (const TensorInput& tensor : c.tensors) {
+    tensors.push_back(tensor.ints.empty()
+                          ? upload(tensor.floats.data(), tensor.floats.size() * sizeof(float))
+                          : upload(tensor.ints.data(), tensor.ints.size() * sizeof(std::int32_t)));
+    tensor_args.push_back({tensors.back()->get(), {tensor.dims[0], tensor.dims[1]}});
+  }
+  args.tensors = tensor_args.data();
+  args.num_tensors = static_cast<int>(tensor_args.size());
 }
 
 CaseResult DeviceCall::check() {

@@ -61,8 +61,8 @@ struct Sm90CudaRuntime {
 // A maskless variant for the case's dtype and head dim, through the C API.
 attnjit_variant* maskless_c_variant(attnjit_runtime* runtime, const KernelCase& c);
 
-// The case's variant (mask, score and scalar parameters "NAME:int|float"; no tensors), through
-// the C API.
+// The case's variant (mask, score, scalar parameters "NAME:int|float" and tensors
+// "NAME:int32|float32[RANK]"), through the C API.
 attnjit_variant* c_variant(attnjit_runtime* runtime, const KernelCase& c);
 
 // A case's inputs in the fake device's memory, and the attnjit_forward_args that pass them.
@@ -81,6 +81,8 @@ struct DeviceCall {
   // where it packs them).
   std::unique_ptr<cuda::DeviceBuffer> q_starts, kv_starts, kv_lens;
   std::vector<attnjit_scalar> scalars;
+  std::vector<std::unique_ptr<cuda::DeviceBuffer>> tensors;  // one per TensorInput
+  std::vector<attnjit_tensor_arg> tensor_args;
   attnjit_forward_args args;
 };
 

@@ -362,6 +362,114 @@ TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-r
   run_expecting(window, watched_short_rows);
 }
 
+// A call of too few query tiles to fill the GPU (a prefill chunk over a long cache, a few heads)
+// runs on the sm90 split kernel: its slices, then the merge, each emulated from that kernel's
+// module; the results are the reference's. The heuristic splits the chunk of one head (1 block
+// for the fake's 4 SMs, 9 key tiles: 2 slices of at least kSm90MinSplitTiles); forced counts
+// (ATTNJIT_SPLIT_KV) cut the others unevenly, a causal chunk at the end of its cache and a
+// window at the end of a long one from their first kept tile (the window's span is shorter than
+// the slices: some keep nothing), a document mask through its tensor summaries, soft-capping in
+// fp16 over GQA heads, a paged cache, two sequences' caches of their own lengths. A step the
+// decoding entry takes (32 rows or fewer) and ATTNJIT_SPLIT_KV=off keep their kernels.
+TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split kernel",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const Sm90CudaRuntime sm90("split-cache");
+  attnjit_runtime* runtime = sm90.runtime;
+
+  KernelCase chunk;
+  chunk.shape = shape(1, 1, 1, 64, 1100);
+  KernelCase causal;
+  causal.mask = "kv_idx <= q_idx + P";
+  causal.params = {"P:int"};
+  causal.scalars = {1300 - 130};
+  causal.head_dim = 128;
+  causal.shape = shape(1, 1, 1, 130, 1300);
+  causal.split_kv = 3;
+  KernelCase window;
+  window.mask = "kv_idx <= q_idx + P && kv_idx + 200 > q_idx + P";
+  window.params = {"P:int"};
+  window.scalars = {2000 - 40};
+  window.shape = shape(1, 2, 1, 40, 2000);
+  window.split_kv = 4;
+  window.layout = Layout::blhd;
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(1000, 3, true, 5)};
+  doc.shape = shape(1, 1, 1, 200, 1000);
+  doc.split_kv = 2;
+  KernelCase softcap;
+  softcap.score = "30.0 * tanh(score / 30.0)";
+  softcap.dtype = DType::fp16;
+  softcap.shape = shape(1, 2, 1, 50, 900);
+  softcap.split_kv = 4;
+  KernelCase paged = causal;
+  paged.head_dim = 64;
+  paged.page_size = 48;
+  paged.split_kv.reset();
+  // Two sequences' chunks over their own caches (kv_seq_lens) in pages of 48: uniform slices
+  // of the longer cache's tiles, the shorter one's kept span cut the same way.
+  KernelCase ragged;
+  ragged.mask = "kv_idx <= q_idx + kv_len - q_len";
+  ragged.shape = shape(2, 1, 1, 64, 1100);
+  ragged.page_size = 48;
+  ragged.sequences = SequenceOptions{{64, 64}, {1100, 500}, /*pack_queries=*/false};
+  const std::vector<KernelCase> cases = {chunk, causal, window, doc, softcap, paged, ragged};
+  for (const KernelCase& c : cases) {
+    INFO(c.name());
+    const PreparedCase prepared(c);
+    const bool tables = c.sequences.has_value();
+    const codegen::GeneratedKernel split = codegen::generate_split_kernel_source(
+        prepared.mask, prepared.score, c.dtype, c.head_dim, codegen::Target(90, true),
+        c.page_size > 0 || tables, codegen::KernelTuning{});
+    const simt::SimtModule module({split.source}, work_dir("split-module"));
+    device().use(&module, 0);
+    // Note: a variant reads ATTNJIT_SPLIT_KV when it is created.
+    const std::string forced = c.split_kv ? std::to_string(*c.split_kv) : std::string();
+    const test::ScopedEnv split_kv("ATTNJIT_SPLIT_KV", c.split_kv ? forced.c_str() : nullptr);
+    attnjit_variant* variant = c_variant(runtime, c);
+    {
+      DeviceCall call(c);
+      const attnjit_launch_plan plan = launch_plan(variant, call.args);
+      CHECK(std::string(plan.kernel_family) == "sm90");
+      CHECK(std::string(plan.kernel) ==
+            (tables ? "varlen" : c.page_size > 0 ? "paged_kv" : "split_kv"));
+      CHECK(plan.num_splits == (c.split_kv ? *c.split_kv : 2));
+      CHECK_THAT(plan.reason, Catch::Contains("split"));
+    }
+    const int before = device().launch_count();
+    const CaseResult result = run_variant_through_c_api(variant, c);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    const std::size_t summaries = c.tensors.empty() ? 0 : 2;
+    CHECK(device().launch_count() - before == static_cast<int>(summaries + 2));
+    const std::vector<std::string> launches = last_launches(2);
+    CHECK(launches.back().starts_with(codegen::kSplitCombineEntry));
+    CHECK(device().forward_grids().back().smem_bytes ==
+          static_cast<unsigned>(split.config.smem_bytes));
+    attnjit_variant_destroy(variant);
+    device().use(nullptr, 0);
+  }
+
+  // Not split: ATTNJIT_SPLIT_KV=off (the standard kernel), and a decoding step's 32 rows or
+  // fewer (the sm80 kernel's decoding entry).
+  KernelCase off = chunk;
+  off.split_kv = 1;
+  KernelCase step = chunk;
+  step.shape = shape(1, 1, 1, 32, 1100);
+  const std::pair<KernelCase, const char*> unsplit[] = {{off, "standard"}, {step, "decoding"}};
+  for (const auto& [c, kernel] : unsplit) {
+    INFO(c.name());
+    const test::ScopedEnv split_kv("ATTNJIT_SPLIT_KV", c.split_kv ? "off" : nullptr);
+    attnjit_variant* variant = c_variant(runtime, c);
+    DeviceCall call(c);
+    const attnjit_launch_plan plan = launch_plan(variant, call.args);
+    CHECK(std::string(plan.kernel) == kernel);
+    CHECK(plan.num_splits == (c.shape.q_len > 32 ? 1 : plan.num_splits));
+    attnjit_variant_destroy(variant);
+  }
+}
+
 // attnjit_variant_prepare readies every kernel a call may run, not only the variant's own: on
 // sm_90a the sm90 kernel, the sm80 kernel that decoding steps run on, and (a masked head-dim-64
 // variant) the short-rows kernel, each loaded into the context. The calls after it load no
@@ -379,20 +487,27 @@ TEST_CASE("fake device: a prepared variant's calls load no module", "[dispatch][
   decode.shape = shape(1, 2, 1, 1, 600);  // one query per head: packed and split, sm80 kernel
   KernelCase prefill = decode;
   prefill.shape = shape(1, 1, 1, 130, 130);  // 2 query tiles: the sm90 kernel, not short rows
+  KernelCase chunk = decode;
+  chunk.shape = shape(1, 1, 1, 64, 1100);  // 1 block for 4 SMs, 9 key tiles: the split kernel
   const auto source = [](const KernelCase& c, codegen::FamilyRequest request) {
     const PreparedCase prepared(c);
     return codegen::generate_kernel_source(prepared.mask, prepared.score, c.dtype, c.head_dim,
                                            codegen::Target(90, true), request)
         .source;
   };
+  const PreparedCase prepared_chunk(chunk);
   const simt::SimtModule module(
-      {source(decode, codegen::FamilyRequest::sm80), source(prefill, codegen::FamilyRequest::sm90)},
+      {source(decode, codegen::FamilyRequest::sm80), source(prefill, codegen::FamilyRequest::sm90),
+       codegen::generate_split_kernel_source(prepared_chunk.mask, prepared_chunk.score, chunk.dtype,
+                                             chunk.head_dim, codegen::Target(90, true),
+                                             /*paged_kv=*/false, {})
+           .source},
       work_dir("prepare-module"));
   attnjit_variant* variant = c_variant(runtime, decode);
   // Note: the emulator runs the module's kernel the case's launch is of (the sm80 one for the
-  // decoding step, the sm90 one for the prefill).
+  // decoding step, the sm90 one for the prefill, the split one for the chunk).
   const auto run = [&](const KernelCase& c) {
-    device().use(&module, &c == &decode ? 0 : 1);
+    device().use(&module, &c == &decode ? 0 : &c == &prefill ? 1 : 2);
     const CaseResult result = run_variant_through_c_api(variant, c);
     INFO(c.name() << ": " << result.describe() << "; emulator: " << device().error());
     CHECK(result.passed());
@@ -402,15 +517,17 @@ TEST_CASE("fake device: a prepared variant's calls load no module", "[dispatch][
   const int first = device().module_load_count();
   run(decode);
   CHECK(device().module_load_count() == first + 1);
-  // prepare loads the other two (the sm90 kernel and the short-rows kernel); then no call loads.
+  // prepare loads the other three (the sm90 kernel, its split kernel and the short-rows
+  // kernel); then no call loads.
   REQUIRE(attnjit_variant_prepare(variant) == ATTNJIT_OK);
-  CHECK(device().module_load_count() == first + 3);
+  CHECK(device().module_load_count() == first + 4);
   run(prefill);
+  run(chunk);
   run(decode);
-  CHECK(device().module_load_count() == first + 3);
+  CHECK(device().module_load_count() == first + 4);
   // A second prepare finds everything loaded.
   REQUIRE(attnjit_variant_prepare(variant) == ATTNJIT_OK);
-  CHECK(device().module_load_count() == first + 3);
+  CHECK(device().module_load_count() == first + 4);
 
   attnjit_variant_destroy(variant);
   device().use(nullptr, 0);

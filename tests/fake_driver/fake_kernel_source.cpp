@@ -113,7 +113,13 @@ std::string find_source(const unsigned char* image) {
                             ? attnjit::codegen::FamilyRequest::sm90
                             : attnjit::codegen::FamilyRequest::sm80;
     const int head_dim = variant["head_dim"].get<int>();
-    if (sidecar["config"].value("paged_kv", false)) {  // the kernel of a variant's paged calls
+    const bool paged = sidecar["config"].value("paged_kv", false);
+    if (sidecar["config"].value("split_kv", false)) {  // the sm90 kernel of split calls
+      return attnjit::codegen::generate_split_kernel_source(
+                 mask, score, dtype, head_dim, target, paged, recorded_tuning(sidecar["config"]))
+          .source;
+    }
+    if (paged) {  // the kernel of a variant's paged calls
       return attnjit::codegen::generate_paged_kernel_source(
                  mask, score, dtype, head_dim, target, family, recorded_tuning(sidecar["config"]))
           .source;

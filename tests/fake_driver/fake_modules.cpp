@@ -84,10 +84,12 @@ CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr* address, size_t* bytes, CUmodule
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
-  // Note: the split-KV merge is in sm80-family modules only, as codegen writes them.
+  // Note: the split-KV merge is in sm80-family modules and the sm90 split kernels' ones, as
+  // codegen writes them.
   const Module& found = *reinterpret_cast<Module*>(module);
   const bool combine = std::strcmp(name, "attnjit_split_combine") == 0 &&
-                       found.source.find("attnjit::Sm90FwdParams") == std::string::npos;
+                       (found.source.find("attnjit::Sm90FwdParams") == std::string::npos ||
+                        found.source.find("attnjit_split_combine(") != std::string::npos);
   // Note: the decoding entry where codegen wrote one (sm80 modules with the decoding features),
   // or in any module whose source is unknown (a test's own launcher runs it).
   const bool decode =

@@ -355,6 +355,43 @@ TEST_CASE("a prepared variant's calls are captured into a CUDA graph at once", "
   check_cases({step, with(prefill, DType::fp16, Layout::blhd, 128), paged});
 }
 
+// Prefills of too few query tiles to fill the GPU, through a runtime's Variant (which picks the
+// kernel per call): on sm_90a the sm90 split kernel, its slices from each query tile's first kept
+// key tile, then the merge (elsewhere, or with ATTNJIT_KERNEL_FAMILY=sm80, the sm80 kernel's
+// split). A chunk causal over a long cache (the heuristic's count), a window at the end of one
+// (forced slices, some of them empty), soft-capping in fp16 at head dim 64 over GQA heads, head
+// dim 256, and a chunk over a paged cache in pages of 24.
+namespace {
+std::vector<KernelCase> split_prefill_cases() {
+  KernelCase chunk = cache_step(shape(1, 4, 1, 300, 9000));
+  chunk.mask = "kv_idx <= q_idx + P && kv_idx % 13 != 5";
+  chunk.graph = KernelCase::Graph::after_prepare;
+  chunk.head_dim = 128;
+  KernelCase window = cache_step(shape(1, 2, 2, 100, 5000));
+  window.mask = "kv_idx <= q_idx + P && kv_idx + 700 > q_idx + P";
+  window.split_kv = 9;
+  window.graph = KernelCase::Graph::after_prepare;
+  KernelCase softcap;
+  softcap.score = "30.0 * tanh(score / 30.0)";
+  softcap.dtype = DType::fp16;
+  softcap.shape = shape(1, 8, 2, 64, 3000);
+  softcap.graph = KernelCase::Graph::after_prepare;
+  KernelCase wide = chunk;
+  wide.head_dim = 256;
+  wide.shape = shape(1, 2, 2, 200, 4000);
+  wide.scalars = {4000 - 200};
+  KernelCase paged = chunk;
+  paged.page_size = 24;
+  return {chunk, window, softcap, wide, paged};
+}
+}  // namespace
+
+// [large]: hardware sizes (the fake device's split chunks are the dispatch tests').
+TEST_CASE("prefills of too few query tiles split their keys and match the reference",
+          "[gpu][large]") {
+  check_cases(split_prefill_cases());
+}
+
 // The short-rows kernel (codegen/short_rows.hpp: two blocks per SM with the tile handoff, for
 // masked head-dim-64 calls whose rows keep few key tiles). run_case runs the kernel a variant's
 // configuration gives, so this asks for that one by its tuning (the same source, hence the same
@@ -426,6 +463,13 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   // Variable-length sequences: packed queries and keys with an empty sequence and one without
   // keys (the tables' loads, the block's early end, the counts in shared memory).
   check_cases({varlen_cases()[0]});
+  // A chunk of too few query tiles through a Variant: on sm_90a the sm90 split kernel (its
+  // partials' stores) and the merge from that kernel's module (2 blocks of 9 key tiles: split
+  // in 2 on the fake device's 4 SMs too).
+  KernelCase chunk = cache_step(shape(1, 1, 1, 130, 1200));
+  chunk.graph = KernelCase::Graph::after_prepare;
+  chunk.head_dim = 128;
+  check_cases({chunk});
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
                with(ring, DType::bf16, Layout::bhld, 128),

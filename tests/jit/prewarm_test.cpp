@@ -81,8 +81,39 @@ TEST_CASE("why_unwritable names a file in the way, and nothing for a writable di
   CHECK_THAT(why_unwritable(file / "sub"), Catch::Contains("is not a directory"));
 }
 
-TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 and short-rows kernels too",
-          "[prewarm]") {
+namespace {
+
+// What a cache root holds for `arch`: its cubins, and the family of each paged kernel among them.
+struct StoredKernels {
+  int cubins = 0;
+  std::multiset<std::string> paged_families;
+  int split = 0;        // sm90 split kernels, dense
+  int paged_split = 0;  // and paged
+};
+StoredKernels stored_kernels(const fs::path& root, const std::string& arch) {
+  StoredKernels stored;
+  for (const auto& entry : fs::recursive_directory_iterator(root / "v1" / arch)) {
+    if (entry.path().extension() == ".cubin") ++stored.cubins;
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream file(entry.path());
+    const nlohmann::json sidecar = nlohmann::json::parse(file, nullptr, false);
+    if (sidecar.is_discarded() || !sidecar.contains("config")) continue;
+    const bool paged = sidecar["config"].value("paged_kv", false);
+    const bool split = sidecar["config"].value("split_kv", false);
+    if (split) ++(paged ? stored.paged_split : stored.split);
+    if (paged && !split) {
+      stored.paged_families.insert(sidecar["config"].value("family", std::string("sm80")));
+    }
+  }
+  return stored;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "prewarm of a variant the sm90 kernel serves stores its sm80, split and short-rows "
+    "kernels too",
+    "[prewarm]") {
   const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
   test::TempDir dir;
   KernelCache cache{dir.path()};
@@ -101,10 +132,12 @@ TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 and short
     }
     return count;
   };
-  // sm_90a: the sm90 kernel, the sm80 kernel that decoding steps run on and the short-rows
-  // kernel (a masked head-dim-64 variant: codegen/short_rows.hpp); sm_80: one.
-  CHECK(cubins("sm_90a") == 3);
+  // sm_90a: the sm90 kernel, the sm80 kernel that decoding steps run on, the sm90 split kernel
+  // (calls of too few query tiles) and the short-rows kernel (a masked head-dim-64 variant:
+  // codegen/short_rows.hpp); sm_80: one.
+  CHECK(cubins("sm_90a") == 4);
   CHECK(cubins("sm_80") == 1);
+  CHECK(stored_kernels(dir.path(), "sm_90a").split == 1);
 
   // Both are found on disk the next time: nothing is compiled.
   KernelCache again{dir.path()};
@@ -114,26 +147,6 @@ TEST_CASE("prewarm of a variant the sm90 kernel serves stores its sm80 and short
 }
 
 namespace {
-
-// What a cache root holds for `arch`: its cubins, and the family of each paged kernel among them.
-struct StoredKernels {
-  int cubins = 0;
-  std::multiset<std::string> paged_families;
-};
-StoredKernels stored_kernels(const fs::path& root, const std::string& arch) {
-  StoredKernels stored;
-  for (const auto& entry : fs::recursive_directory_iterator(root / "v1" / arch)) {
-    if (entry.path().extension() == ".cubin") ++stored.cubins;
-    if (entry.path().extension() != ".json") continue;
-    std::ifstream file(entry.path());
-    const nlohmann::json sidecar = nlohmann::json::parse(file, nullptr, false);
-    if (sidecar.is_discarded() || !sidecar.contains("config")) continue;
-    if (sidecar["config"].value("paged_kv", false)) {
-      stored.paged_families.insert(sidecar["config"].value("family", std::string("sm80")));
-    }
-  }
-  return stored;
-}
 
 // Prewarms noop at head dim 64 (bf16) from a manifest that says its calls read paged caches,
 // for `arch` with ATTNJIT_KERNEL_FAMILY=`family`, into a fresh root; what it stored.
@@ -165,8 +178,11 @@ TEST_CASE("prewarm of a variant with paged_kv stores its paged kernel too", "[pr
 
 // On sm_90a, where the variant's kernel is the sm90 kernel, both paged kernels: the sm90
 // family's (prefills) and the sm80 family's (decoding steps, pages under 8 rows).
+// And the sm90 split kernels of dense and paged calls.
 TEST_CASE("prewarm of a variant with paged_kv for sm_90a stores both families' paged kernels",
           "[prewarm]") {
-  CHECK(prewarm_paged_noop("auto", "sm_90a").paged_families ==
-        std::multiset<std::string>{"sm80", "sm90"});
+  const StoredKernels stored = prewarm_paged_noop("auto", "sm_90a");
+  CHECK(stored.paged_families == std::multiset<std::string>{"sm80", "sm90"});
+  CHECK(stored.split == 1);
+  CHECK(stored.paged_split == 1);
 }

@@ -122,18 +122,27 @@ void check_head_dim(int head_dim, const codegen::KernelTuning& tuning = {},
 // and setmaxnreg with the configuration's split (block_m 128: 240 registers for the consumers, 24
 // for the producer; 192: 160 and 32), ptxas never serialises its wgmma, and its resources are
 // printed. Null when the sm90 kernel does not implement the variant. `paged`: the kernel of
-// paged calls, whose producer reads the page table (a shuffle hands each box its page).
+// paged calls, whose producer reads the page table (a shuffle hands each box its page). `split`:
+// the kernel of split calls (generate_split_kernel_source), whose module has the merge too.
 std::optional<attnjit::ResourceUsage> compile_sm90_kernel(
     const attnjit::test::StandardVariant& variant, attnjit::DType dtype, int head_dim,
-    const codegen::KernelTuning& tuning, bool paged = false) {
-  const auto kernel = paged ? codegen::generate_paged_kernel_source(
-                                  variant.mask, variant.score, dtype, head_dim,
-                                  codegen::Target(90, true), codegen::FamilyRequest::sm90, tuning)
-                            : codegen::generate_kernel_source(variant.mask, variant.score, dtype,
-                                                              head_dim, codegen::Target(90, true),
-                                                              codegen::FamilyRequest::sm90, tuning);
+    const codegen::KernelTuning& tuning, bool paged = false, bool split = false) {
+  const codegen::Target target(90, true);
+  if (split &&
+      codegen::choose_kernel_family(target, dtype, head_dim, variant.mask, variant.score,
+                                    codegen::FamilyRequest::sm90) != codegen::KernelFamily::sm90) {
+    return std::nullopt;
+  }
+  const auto kernel =
+      split   ? codegen::generate_split_kernel_source(variant.mask, variant.score, dtype, head_dim,
+                                                      target, paged, tuning)
+      : paged ? codegen::generate_paged_kernel_source(variant.mask, variant.score, dtype, head_dim,
+                                                      target, codegen::FamilyRequest::sm90, tuning)
+              : codegen::generate_kernel_source(variant.mask, variant.score, dtype, head_dim,
+                                                target, codegen::FamilyRequest::sm90, tuning);
   if (kernel.config.family != codegen::KernelFamily::sm90) return std::nullopt;
   CHECK(kernel.config.paged_kv == paged);
+  CHECK(kernel.config.split_kv == split);
   const auto compiled = attnjit::nvrtc::compile_program(kernel.source, "sm_90a", false);
   INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim
                     << (kernel.config.persistent ? " persistent" : "") << " block_m "
@@ -142,6 +151,9 @@ std::optional<attnjit::ResourceUsage> compile_sm90_kernel(
   const auto found = compiled.resources.find(codegen::kForwardEntry);
   REQUIRE(found != compiled.resources.end());
   const auto& usage = found->second;
+  const auto merge = compiled.resources.find(codegen::kSplitCombineEntry);
+  CHECK((merge != compiled.resources.end()) == split);
+  if (merge != compiled.resources.end()) check_resources(merge->second, 255);
   // Note: ptxas allocates for the launch bound (65536 / threads / blocks per SM); setmaxnreg then
   // moves them within the block's pool, which must hold what the roles ask for, or the
   // consumers' setmaxnreg.inc would wait for registers that never come.
@@ -174,21 +186,23 @@ std::optional<attnjit::ResourceUsage> compile_sm90_kernel(
   CHECK(ptx.find(fmt::format("setmaxnreg.dec.sync.aligned.u32 {}", producer_registers)) !=
         std::string::npos);
   std::printf(
-      "%-15s %-9s hd %3d sm_90a sm90%s%s%s: %3d registers, %6d B dynamic smem (%d x %d, "
+      "%-15s %-9s hd %3d sm_90a sm90%s%s%s%s: %3d registers, %6d B dynamic smem (%d x %d, "
       "%d warps, %d stages), spills %d/%d, stack %d\n",
       variant.name.c_str(), std::string(attnjit::dtype_name(dtype)).c_str(), head_dim,
       kernel.config.overlap ? " overlap" : "", kernel.config.persistent ? " persistent" : "",
-      paged ? " paged" : "", usage.registers, kernel.config.smem_bytes, kernel.config.block_m,
-      kernel.config.block_n, kernel.config.num_warps, kernel.config.num_stages,
-      usage.spill_store_bytes, usage.spill_load_bytes, usage.stack_frame_bytes);
+      paged ? " paged" : "", split ? " split" : "", usage.registers, kernel.config.smem_bytes,
+      kernel.config.block_m, kernel.config.block_n, kernel.config.num_warps,
+      kernel.config.num_stages, usage.spill_store_bytes, usage.spill_load_bytes,
+      usage.stack_frame_bytes);
   return usage;
 }
 
 // As compile_sm90_kernel, and ptxas reports no spills and no stack frame. False when the sm90
 // kernel does not implement the variant.
 bool check_sm90_kernel(const attnjit::test::StandardVariant& variant, attnjit::DType dtype,
-                       int head_dim, const codegen::KernelTuning& tuning, bool paged = false) {
-  const auto usage = compile_sm90_kernel(variant, dtype, head_dim, tuning, paged);
+                       int head_dim, const codegen::KernelTuning& tuning, bool paged = false,
+                       bool split = false) {
+  const auto usage = compile_sm90_kernel(variant, dtype, head_dim, tuning, paged, split);
   if (usage) {
     INFO(variant.name << " " << attnjit::dtype_name(dtype) << " head_dim " << head_dim);
     check_resources(*usage, 255);
@@ -496,6 +510,37 @@ TEST_CASE("sm90 kernels with three consumer warpgroups and 64-key stages compile
       CHECK(check_sm90_kernel(variant, attnjit::DType::bf16, 64, tuning));
     }
   }
+}
+
+// The split kernels (calls of too few query tiles to fill the GPU): every standard variant at
+// each head dim, bf16 (fp16 is the same code with another conversion), and the paged split
+// kernels of the variants whose key walks differ (none skipped, a triangle, a tensor's
+// summaries) at head dim 128.
+void check_sm90_split_head_dim(int head_dim) {
+  const codegen::KernelTuning tuning = codegen::kernel_tuning_from_environment();
+  int checked = 0;
+  for (const auto& variant : attnjit::test::standard_variants()) {
+    checked += check_sm90_kernel(variant, attnjit::DType::bf16, head_dim, tuning,
+                                 /*paged=*/false, /*split=*/true)
+                   ? 1
+                   : 0;
+    if (head_dim == 128 &&
+        (variant.name == "noop" || variant.name == "causal" || variant.name == "document")) {
+      CHECK(check_sm90_kernel(variant, attnjit::DType::bf16, head_dim, tuning, /*paged=*/true,
+                              /*split=*/true));
+    }
+  }
+  CHECK(checked == static_cast<int>(attnjit::test::standard_variants().size()));
+}
+
+TEST_CASE("sm90 split kernels compile without spills, head dim 64", "[kernels][nvrtc][sm90]") {
+  check_sm90_split_head_dim(64);
+}
+TEST_CASE("sm90 split kernels compile without spills, head dim 128", "[kernels][nvrtc][sm90]") {
+  check_sm90_split_head_dim(128);
+}
+TEST_CASE("sm90 split kernels compile without spills, head dim 256", "[kernels][nvrtc][sm90]") {
+  check_sm90_split_head_dim(256);
 }
 
 TEST_CASE("sm90 kernels compile without spills and use wgmma and TMA, head dim 64",

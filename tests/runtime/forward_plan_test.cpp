@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attnjit/sm90_fwd_params.cuh"
+#include "codegen/variant_source.hpp"
 #include "support/scoped_env.hpp"
 
 using namespace attnjit;
@@ -266,12 +267,52 @@ TEST_CASE("split-KV: decoding calls split their keys, calls that fill the GPU do
   CHECK(plan_split({1, 8, 8, 4, 16384, 128}, decoding, 33, 0).num_splits == 32);
   // B=8: 64 blocks, 4 slices (256 blocks).
   CHECK(choose_num_splits({8, 8, 8, 4, 16384, 128}, decoding, 132) == 4);
-  // The sm90 kernel never splits (decoding calls run on the sm80 kernel instead), nor does the
+  // The sm90 kernel splits only in its split kernel (KernelConfig::split_kv), nor does the
   // head-dim-32 kernel (no decoding features: has_decoding_features).
+  CHECK_FALSE(splits_keys(codegen::sm90_kernel_config(128), 128));
   CHECK(choose_num_splits({1, 1, 1, 1, 65536, 128}, codegen::sm90_kernel_config(128), 132) == 1);
   const auto d32 = codegen::choose_kernel_config(90, DType::bf16, 32);
   CHECK(choose_num_splits({1, 1, 1, 1, 65536, 32}, d32, 132) == 1);
   CHECK(choose_num_splits({1, 1, 1, 1, 65536, 32}, d32, 132, 4) == 1);
+}
+
+// The sm90 split kernel (codegen::generate_split_kernel_source): calls of too few query tiles
+// for one wave, whatever their query count, in slices of at least kSm90MinSplitTiles key tiles.
+TEST_CASE("split-KV: the sm90 split kernel splits prefills of too few query tiles", "[runtime]") {
+  const expr::Expression causal = mask_of("q_idx >= kv_idx");
+  const expr::Expression noop = mask_of("true");
+  const expr::Expression score = expr::parse_expression(expr::ExprKind::score, "score", {});
+  const codegen::Target hopper(90, true);
+  const auto split = codegen::split_kernel_config(causal, score, DType::bf16, 128, hopper, {});
+  CHECK(split.family == codegen::KernelFamily::sm90);
+  CHECK(split.split_kv);
+  CHECK_FALSE(split.persistent);
+  CHECK(split.block_m == 128);
+  CHECK(split.block_n == 128);
+  CHECK(splits_keys(split, 128));
+  // The head-dim-64 variants without a mask have 192-row blocks: their split kernel has 128.
+  const auto wide = codegen::split_kernel_config(noop, score, DType::bf16, 64, hopper, {});
+  CHECK(codegen::sm90_kernel_config(64, {}, /*masked=*/false).block_m == 192);
+  CHECK(wide.block_m == 128);
+  // A 512-query chunk of 8 heads over 32K keys (tensor parallelism's share of a 64-head model):
+  // 32 blocks on 132 SMs; 4 slices give each SM a block (128).
+  CHECK(choose_num_splits({1, 8, 1, 512, 32768, 128}, split, 132) == 4);
+  // 16K queries fill the GPU.
+  CHECK(choose_num_splits({1, 8, 1, 16384, 32768, 128}, split, 132) == 1);
+  // A slice keeps at least kSm90MinSplitTiles tiles of 128 keys: 7 tiles do not split, 8 do.
+  static_assert(kSm90MinSplitTiles == 4);
+  CHECK(choose_num_splits({1, 1, 1, 128, 7 * 128, 128}, split, 132) == 1);
+  CHECK(choose_num_splits({1, 1, 1, 128, 8 * 128, 128}, split, 132) == 2);
+  // Forced counts are clamped to the key tiles only.
+  CHECK(choose_num_splits({1, 8, 1, 16384, 32768, 128}, split, 132, 3) == 3);
+  CHECK(choose_num_splits({1, 1, 1, 128, 3 * 128, 128}, split, 132, 8) == 3);
+  // The sm90 split kernel never balances its slices over per-sequence key counts.
+  codegen::KernelConfig paged = split;
+  paged.paged_kv = true;
+  AttentionBuffers buffers;
+  const std::int32_t lens = 0;
+  buffers.sequences.kv_lens = &lens;
+  CHECK_FALSE(balance_split({2, 8, 1, 128, 4096, 128}, buffers, paged, 128, noop, {}));
 }
 
 TEST_CASE("packed GQA: one query per sequence, a group of query heads per block", "[runtime]") {

@@ -23,19 +23,22 @@ struct InspectOptions {
   std::string entry = "forward";  // --emit sass: which entry point's listing
   std::string cache_dir;
   bool paged = false;  // the kernel of paged calls (a paged key/value cache)
+  bool split = false;  // the sm90 kernel of calls of too few query tiles (split keys)
 };
 
 // The module's entry point an --entry value names ("" for all of them: the whole cubin), or a
 // failure when this variant's module has no such entry on the arch: the decoding entry is the
-// sm80 kernel's at head dims 64 and up, the split-KV merge the sm80 kernel's; every module has
-// the forward entry and the tensor-summary kernel.
+// sm80 kernel's at head dims 64 and up, the split-KV merge the sm80 kernel's and the sm90 split
+// kernel's; every module has the forward entry and the tensor-summary kernel.
 std::string entry_function(const std::string& entry, const attnjit_variant_info& info) {
   if (entry == "all") return "";
   const bool sm80 = std::string_view(info.kernel_family) == "sm80";
-  // Note: on sm_90a decoding steps and split calls run on the sm80 kernel, a module of its own.
+  // Note: on sm_90a decoding steps run on the sm80 kernel, a module of its own, and longer split
+  // calls on the sm90 split kernel, another.
   const char* elsewhere = sm80 ? ""
-                               : "; decoding steps and split calls run on the sm80 kernel, which "
-                                 "ATTNJIT_KERNEL_FAMILY=sm80 inspects";
+                               : "; decoding steps run on the sm80 kernel, which "
+                                 "ATTNJIT_KERNEL_FAMILY=sm80 inspects, and split prefills on the "
+                                 "split kernel, which --split inspects";
   if (entry == "decode") {
     if (info.has_decode_entry == 0) {
       fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
@@ -46,7 +49,7 @@ std::string entry_function(const std::string& entry, const attnjit_variant_info&
     return "attnjit_fwd_decode";
   }
   if (entry == "merge") {
-    if (!sm80) {
+    if (info.has_merge_entry == 0) {
       fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
            "--entry merge: the {} kernel for {} has no split-KV merge{}", info.kernel_family,
            info.arch, elsewhere);
@@ -88,10 +91,12 @@ void print_resources(const attnjit_variant_info& info) {
   fmt::print("kernel        {} for {}\n", info.kernel, info.arch);
   // Note: on sm_90a the family depends on ATTNJIT_KERNEL_FAMILY and, for a call, on what it is
   // (a decoding step, a layout TMA cannot load), so say which one this report is about.
-  fmt::print("family        {}{}\n",
-             std::string_view(info.kernel_family) == "sm90" ? "sm90 (wgmma, TMA, warp-specialised)"
-                                                            : "sm80 (mma.sync, cp.async)",
-             info.paged_kv ? ", paged caches and variable-length sequences" : "");
+  fmt::print(
+      "family        {}{}\n",
+      std::string_view(info.kernel_family) == "sm90" ? "sm90 (wgmma, TMA, warp-specialised)"
+                                                     : "sm80 (mma.sync, cp.async)",
+      fmt::format("{}{}", info.paged_kv ? ", paged caches and variable-length sequences" : "",
+                  info.split_kv ? ", split keys (calls of too few query tiles)" : ""));
   fmt::print("registers     {}\n", info.registers);
   fmt::print("static smem   {} bytes\n", info.static_smem_bytes);
   fmt::print("dynamic smem  {} bytes\n", info.dynamic_smem_bytes);
@@ -212,6 +217,7 @@ void run_inspect(const InspectOptions& options) {
   inspect_options.arch = arch.c_str();
   inspect_options.parts = parts_for(options.emit);
   inspect_options.paged_kv = options.paged ? 1 : 0;
+  inspect_options.split_kv = options.split ? 1 : 0;
   attnjit_variant_info* raw_info = nullptr;
   c::check(attnjit_variant_inspect(&raw_info, variant.get(), &inspect_options));
   const c::VariantInfoPtr info(raw_info);
@@ -256,6 +262,11 @@ void add_inspect_command(CLI::App& app) {
       "variable-length sequences: on sm_90a the sm90 kernel's, which prefills and packed "
       "sequences run (decoding steps without packed queries and pages not a multiple of 8 rows "
       "run the sm80 family's: ATTNJIT_KERNEL_FAMILY=sm80 shows it)");
+  command->add_flag(
+      "--split", options->split,
+      "the sm90 kernel (sm_90a) that splits the keys of calls whose query tiles cannot fill the "
+      "GPU (a prefill chunk over a long cache), its module with the split-KV merge; with --paged "
+      "the one of such paged calls");
   add_cache_dir_option(*command, options->cache_dir);
   command->callback([options] { run_inspect(*options); });
 }
