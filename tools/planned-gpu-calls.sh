@@ -13,9 +13,10 @@
 #   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 70 s of timelines,
 #                                              # 100 s of ragged decoding steps, then budgets of
 #                                              # 330 s): the blocks' timelines, a ragged batch's
-#                                              # balanced slices, D=256 against Flex, decoding at
-#                                              # 64K keys, B=1 and 8, speculative steps packed
-#                                              # and not, decoding and prefills over paged caches
+#                                              # balanced slices, D=256 against Flex, a prefill
+#                                              # chunk split on the sm90 kernel, speculative
+#                                              # steps packed and not, decoding and prefills
+#                                              # over paged caches
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
 # Run the calls with run(carry=[".gpu-bundle"], timeout_s=430 and 445): the budgets leave each
@@ -55,6 +56,12 @@ D16='--decode-batch 1 --decode-batch 8 --head-dim 128 --length 16384 --variant n
 # one) against the same keys and values dense. Since the thirty-eighth session also pages of 24
 # (not a power of two: sixteen boxes of 8 rows a key tile).
 D17='--decode-q-len 4096 --decode-batch 2 --head-dim 128 --length 4096 --variant noop --variant causal --paged 16 --paged 24 --paged 128 --decode-rows attnjit --decode-rows attnjit-paged=16 --decode-rows attnjit-paged=24 --decode-rows attnjit-paged=128'
+# Planned in the thirty-ninth session: a prefill chunk of too few query tiles to fill the GPU (512
+# queries of 8 heads over one key/value head, a 64-head model's share under 8-way tensor
+# parallelism, over 32K keys: 32 blocks on 132 SMs) on the sm90 split kernel (attnjit), unsplit
+# (attnjit unsplit), and split on the sm80 kernel as before (attnjit tune=sm90_stages=2: a
+# schedule tuning bars the split kernel). Replaces D14 in call 2 (decoding at 64K, timed after).
+D18='--decode-q-len 512 --decode-batch 1 --decode-heads 8:1 --head-dim 128 --length 32768 --variant noop --variant causal --decode-tune sm90_stages=2 --decode-rows attnjit --decode-rows attnjit-unsplit --decode-rows attnjit-tune=sm90_stages=2 --decode-rows sdpa --decode-rows flex'
 
 # Planned in the thirty-sixth session: a ragged batch's decoding step (per-sequence key counts,
 # B=8 caches of 16K filled to 0.75, 0.25, 1.0, 0.5 twice) with its slices sized to each sequence
@@ -146,14 +153,15 @@ case "${1:-}" in
     mkdir -p "$2/speculative" "$2/paged"
     ragged_decode "$2"
     gpu_check 120 "$2/compare" compare "$C256"
-    gpu_check 70 "$2/decode" decode "$D14"
+    mkdir -p "$2/chunk"
+    gpu_check 70 "$2/chunk" decode "$D18"
     gpu_check 60 "$2/speculative" decode "$D15"
     gpu_check 40 "$2/paged" decode "$D16"
     mkdir -p "$2/paged-prefill"
     gpu_check 50 "$2/paged-prefill" decode "$D17" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nRAGGED=%s\n' \
-      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$RAGGED"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nRAGGED=%s\n' \
+      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$RAGGED"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac
