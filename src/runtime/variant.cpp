@@ -103,7 +103,8 @@ KernelChoice Variant::choose_kernel(const AttentionShape& shape, const Attention
     choice = {sm80_kernel(), KernelRole::tma_fallback,
               explain ? fmt::format("the sm90 kernel cannot load this call with TMA ({})", why)
                       : std::string()};
-  } else if (const SmallGrid route = small_grid_route(shape); route == SmallGrid::sm80_decoding) {
+  } else if (const SmallGrid route = small_grid_route(shape, /*paged=*/false);
+             route == SmallGrid::sm80_decoding) {
     // Note: a decoding call (a few query rows, many keys) is bound by reading K and V; the
     // sm80 kernel's decoding entry, with the keys split and a GQA group's heads packed into
     // one small block, keeps every SM reading, where the sm90 kernel would run a handful of
@@ -171,7 +172,8 @@ std::string Variant::sm90_paged_barred(const AttentionShape& shape,
   }
   // Note: packed queries never take the decoding entry (its blocks are one sequence's rows), so
   // only a call of one padded query tensor counts as a decoding step here.
-  if (!packs_queries(buffers) && small_grid_route(shape) == SmallGrid::sm80_decoding) {
+  if (!packs_queries(buffers) &&
+      small_grid_route(shape, /*paged=*/true) == SmallGrid::sm80_decoding) {
     return "a decoding step, which the sm80 kernel splits or packs";
   }
   if (has_sequence_tables(buffers) &&
@@ -192,8 +194,8 @@ KernelChoice Variant::choose_paged_kernel(const AttentionShape& shape,
   }
   const bool tables = has_sequence_tables(buffers);
   // Note: packed queries are never split (plan_forward_launch).
-  const bool split =
-      on_sm90 && !packs_queries(buffers) && small_grid_route(shape) == SmallGrid::sm90_split;
+  const bool split = on_sm90 && !packs_queries(buffers) &&
+                     small_grid_route(shape, /*paged=*/true) == SmallGrid::sm90_split;
   KernelChoice choice{
       split ? split_kernel(/*paged=*/true)
             : paged_kernel(on_sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80),
@@ -252,14 +254,15 @@ codegen::KernelConfig Variant::sm80_config() {
   return *sm80_config_;
 }
 
-Variant::SmallGrid Variant::small_grid_route(const AttentionShape& shape) {
+Variant::SmallGrid Variant::small_grid_route(const AttentionShape& shape, bool paged) {
   // Note: the SM count of the runtime's device (the one its arch is of), not a driver query.
   const int sms = runtime_.device_multiprocessors();
   const DecodingPlan plan =
       plan_decoding(shape, sm80_config(), hooks_use_heads_, sms, launch_choices_);
   if (plan.decode_entry || plan.group > 1) return SmallGrid::sm80_decoding;
   if (sm90_split_barred() == nullptr &&
-      choose_num_splits(shape, sm90_split_config(), sms, launch_choices_.split_kv) > 1) {
+      choose_num_splits(shape, sm90_split_config(), sms, launch_choices_.split_kv) > 1 &&
+      split_kernel_or_null(paged) != nullptr) {
     return SmallGrid::sm90_split;
   }
   return plan.num_splits > 1 ? SmallGrid::sm80_decoding : SmallGrid::none;
@@ -270,7 +273,9 @@ const char* Variant::sm90_split_barred() {
   // asked for yet (a paged call).
   std::call_once(split_tuned_once_,
                  [this] { split_tuned_ = codegen::schedule_tuning_requested(); });
-  return split_tuned_ ? "ATTNJIT_TUNE sets the schedule" : nullptr;
+  if (split_tuned_) return "ATTNJIT_TUNE sets the schedule";
+  if (split_failed_.load()) return "the split kernel could not be built (see the warning)";
+  return nullptr;
 }
 
 codegen::KernelConfig Variant::sm90_split_config() {
@@ -296,6 +301,23 @@ std::shared_ptr<const KernelBinary> Variant::split_kernel(bool paged) {
   return kernel;
 }
 
+std::shared_ptr<const KernelBinary> Variant::split_kernel_or_null(bool paged) {
+  try {
+    return split_kernel(paged);
+  } catch (const Error& e) {
+    // Note: the calls it would serve ran before it existed (split on the sm80 kernel, or
+    // unsplit) and still can; a failure to build or store it (a full disk, a bug) should not fail
+    // them.
+    if (!split_failed_.exchange(true)) {
+      log().warn(
+          "the sm90 split kernel is not available ({}); calls of too few query tiles run "
+          "split on the sm80 kernel or unsplit",
+          e.what());
+    }
+    return nullptr;
+  }
+}
+
 void Variant::prepare() {
   if (runtime_.backend() != Backend::cuda) return;
   // Note: where the variant's kernel will be the sm90 kernel, the sm80 kernel compiles beside
@@ -306,13 +328,16 @@ void Variant::prepare() {
   std::future<std::shared_ptr<const KernelBinary>> split;
   if (sm90) sm80 = std::async(std::launch::async, [this] { return sm80_kernel(); });
   if (sm90 && sm90_split_barred() == nullptr) {
-    split = std::async(std::launch::async, [this] { return split_kernel(/*paged=*/false); });
+    split =
+        std::async(std::launch::async, [this] { return split_kernel_or_null(/*paged=*/false); });
   }
   // Note: the futures are waited for before an exception leaves (their destructors wait).
   const std::shared_ptr<const KernelBinary> standard = kernel();
   std::vector<std::shared_ptr<const KernelBinary>> kernels{standard};
   if (sm80.valid()) kernels.push_back(sm80.get());
-  if (split.valid()) kernels.push_back(split.get());
+  if (split.valid()) {
+    if (auto binary = split.get()) kernels.push_back(std::move(binary));
+  }
   if (standard->config.family == codegen::KernelFamily::sm90 &&
       codegen::has_short_rows_schedule(standard->config, spec_.head_dim, parsed_.mask) &&
       short_rows_barred() == nullptr) {
@@ -328,7 +353,9 @@ void Variant::prepare_paged() {
   cuda::load(*paged_kernel(codegen::FamilyRequest::sm80));
   if (served_by_sm90()) {
     cuda::load(*paged_kernel(codegen::FamilyRequest::sm90));
-    if (sm90_split_barred() == nullptr) cuda::load(*split_kernel(/*paged=*/true));
+    if (sm90_split_barred() == nullptr) {
+      if (const auto binary = split_kernel_or_null(/*paged=*/true)) cuda::load(*binary);
+    }
   }
 }
 

@@ -116,15 +116,19 @@ class Variant {
   codegen::KernelConfig sm80_config();
   // How a call of an sm90-family variant whose query tiles may not fill the GPU runs: on the
   // sm80 kernel where that kernel's decoding entry takes it or packs its GQA group (a decoding
-  // step; runtime/forward_plan.hpp), else on the sm90 split kernel where that splits its keys,
+  // step; runtime/forward_plan.hpp), else on the sm90 split kernel (`paged`: of paged and
+  // variable-length calls) where that splits its keys and can be had (split_kernel_or_null),
   // else on the sm80 kernel where only that one splits them (the split kernel barred), else as
   // any call.
   enum class SmallGrid { none, sm80_decoding, sm90_split };
-  SmallGrid small_grid_route(const AttentionShape& shape);
+  SmallGrid small_grid_route(const AttentionShape& shape, bool paged);
   // The sm90 kernel of split calls (codegen::Schedule::split_kv; paged: paged_split_kv).
   std::shared_ptr<const KernelBinary> split_kernel(bool paged);
+  // split_kernel(paged), or null (with a warning, once) when it cannot be had; later calls then
+  // do not ask again (sm90_split_barred).
+  std::shared_ptr<const KernelBinary> split_kernel_or_null(bool paged);
   // Why calls may not run on the sm90 split kernel (ATTNJIT_TUNE sets the schedule: the tuned
-  // kernel serves every call), or null when they may.
+  // kernel serves every call; a split kernel could not be built), or null when they may.
   const char* sm90_split_barred();
   // The sm90 split kernel's configuration, without compiling it (what decides a call's split).
   codegen::KernelConfig sm90_split_config();
@@ -170,6 +174,7 @@ class Variant {
   std::optional<codegen::KernelConfig> sm90_split_config_;
   std::once_flag split_tuned_once_;
   bool split_tuned_ = false;  // ATTNJIT_TUNE changed the schedule (read once)
+  std::atomic<bool> split_failed_{false};  // split_kernel threw: calls run as before it
   std::mutex short_rows_mutex_;
   std::shared_ptr<const KernelBinary> short_rows_kernel_;
   // ATTNJIT_TUNE changed the schedule when the standard kernel was first asked for.

@@ -470,6 +470,58 @@ TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split ker
   }
 }
 
+// A split kernel that cannot be had (here: ATTNJIT_TUNE turns bad after the variant's other
+// kernels are ready, so only the split kernel's request reads it) leaves its calls where they ran
+// before it existed: split on the sm80 kernel, with one warning, and later calls do not ask again.
+TEST_CASE("fake device: a split kernel that cannot be built leaves its calls on the sm80 kernel",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const Sm90CudaRuntime sm90("split-fallback-cache");
+  attnjit_runtime* runtime = sm90.runtime;
+
+  KernelCase step;  // a mask no other test of the process has (head dim 128: no short rows)
+  step.mask = "kv_idx != 1099 - q_idx";
+  step.head_dim = 128;
+  step.shape = shape(1, 1, 1, 1, 1100);
+  KernelCase prefill = step;
+  prefill.shape = shape(1, 4, 1, 130, 130);  // 8 blocks for 4 SMs: unsplit
+  KernelCase chunk = step;
+  chunk.shape = shape(1, 1, 1, 64, 1100);  // 1 block: the split kernel, were it there
+  const PreparedCase prepared(step);
+  const auto source = [&](codegen::FamilyRequest family) {
+    return codegen::generate_kernel_source(prepared.mask, prepared.score, step.dtype, step.head_dim,
+                                           codegen::Target(90, true), family)
+        .source;
+  };
+  const simt::SimtModule module(
+      {source(codegen::FamilyRequest::sm80), source(codegen::FamilyRequest::sm90)},
+      work_dir("split-fallback-module"));
+  attnjit_variant* variant = c_variant(runtime, step);
+  const auto run = [&](const KernelCase& c, int kernel) {
+    device().use(&module, kernel);
+    const CaseResult result = run_variant_through_c_api(variant, c);
+    INFO(c.name() << ": " << result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+  };
+  run(step, 0);     // the sm80 kernel's decoding entry
+  run(prefill, 1);  // the sm90 kernel (the split kernel's rule read: no schedule tuning)
+  const test::ScopedEnv bad("ATTNJIT_TUNE", "sm90_blocks_per_sm=3");
+  const test::LogCapture log;
+  {
+    DeviceCall call(chunk);
+    const attnjit_launch_plan plan = launch_plan(variant, call.args);
+    CHECK(std::string(plan.kernel_family) == "sm80");
+    CHECK(std::string(plan.kernel) == "decoding");
+    CHECK(plan.num_splits > 1);
+  }
+  run(chunk, 0);
+  run(chunk, 0);
+  CHECK(log.count("the sm90 split kernel is not available") == 1);
+  CHECK(last_launches(2).back().starts_with(codegen::kSplitCombineEntry));
+  attnjit_variant_destroy(variant);
+  device().use(nullptr, 0);
+}
+
 // attnjit_variant_prepare readies every kernel a call may run, not only the variant's own: on
 // sm_90a the sm90 kernel, the sm80 kernel that decoding steps run on, and (a masked head-dim-64
 // variant) the short-rows kernel, each loaded into the context. The calls after it load no
