@@ -369,8 +369,8 @@ TEST_CASE("fake device: masked head-dim-64 calls with short rows run the short-r
 // (ATTNJIT_SPLIT_KV) cut the others unevenly, a causal chunk at the end of its cache and a
 // window at the end of a long one from their first kept tile (the window's span is shorter than
 // the slices: some keep nothing), a document mask through its tensor summaries, soft-capping in
-// fp16 over GQA heads, a paged cache, two sequences' caches of their own lengths. A step the
-// decoding entry takes (32 rows or fewer) and ATTNJIT_SPLIT_KV=off keep their kernels.
+// fp16 over GQA heads, a paged cache, two sequences' caches of their own lengths, head dim 256.
+// A step the decoding entry takes (32 rows or fewer) and ATTNJIT_SPLIT_KV=off keep their kernels.
 TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split kernel",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;
@@ -414,7 +414,13 @@ TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split ker
   ragged.shape = shape(2, 1, 1, 64, 1100);
   ragged.page_size = 48;
   ragged.sequences = SequenceOptions{{64, 64}, {1100, 500}, /*pack_queries=*/false};
-  const std::vector<KernelCase> cases = {chunk, causal, window, doc, softcap, paged, ragged};
+  // Head dim 256 (64-key tiles, four 64-column boxes a tile): 11 key tiles in 3 forced slices.
+  KernelCase wide;
+  wide.mask = "kv_idx % 5 != 2";
+  wide.head_dim = 256;
+  wide.shape = shape(1, 1, 1, 40, 700);
+  wide.split_kv = 3;
+  const std::vector<KernelCase> cases = {chunk, causal, window, doc, softcap, paged, ragged, wide};
   for (const KernelCase& c : cases) {
     INFO(c.name());
     const PreparedCase prepared(c);
