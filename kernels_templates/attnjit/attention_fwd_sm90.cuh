@@ -580,7 +580,6 @@ struct AttentionForwardSm90 {
   // tiles at or past num_kv_tiles, which every caller takes for none. Warp-uniform.
   ATTNJIT_DEVICE void slice_kept_span(KeptTiles& kept, int lane) {
     if constexpr (kSplitKv && VARIANT::kHasMask) {
-      math.kv_tile_begin = 0;
       math.num_kv_tiles = (math.seq_kv_len() + BLOCK_N - 1) / BLOCK_N;
       int first_class = kTileEmpty;
       const int first = kept.next(math, 0, lane, first_class);

@@ -60,10 +60,11 @@ void sequence_tables_tiles(int head_dim, const KernelTuning& tuning, KernelConfi
   }
 }
 
-// The split kernel's configuration (generate_split_kernel_source).
-KernelConfig split_config_for(const expr::Expression& mask, const expr::Expression& score,
-                              DType dtype, int head_dim, Target target,
-                              const KernelTuning& tuning) {
+}  // namespace
+
+KernelConfig split_kernel_config(const expr::Expression& mask, const expr::Expression& score,
+                                 DType dtype, int head_dim, Target target,
+                                 const KernelTuning& tuning) {
   KernelConfig config =
       config_for(mask, score, dtype, head_dim, target, FamilyRequest::sm90, &tuning);
   if (config.family != KernelFamily::sm90 || config.persistent) {
@@ -82,6 +83,8 @@ KernelConfig split_config_for(const expr::Expression& mask, const expr::Expressi
   return config;
 }
 
+namespace {
+
 GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& score, DType dtype,
                          int head_dim, Target target, FamilyRequest family,
                          const KernelTuning* tuning, bool paged_kv = false, bool split_kv = false) {
@@ -95,8 +98,8 @@ GeneratedKernel generate(const expr::Expression& mask, const expr::Expression& s
   }
   GeneratedKernel kernel;
   kernel.config =
-      split_kv ? split_config_for(mask, score, dtype, head_dim, target,
-                                  tuning != nullptr ? *tuning : kernel_tuning_from_environment())
+      split_kv ? split_kernel_config(mask, score, dtype, head_dim, target,
+                                     tuning != nullptr ? *tuning : kernel_tuning_from_environment())
                : config_for(mask, score, dtype, head_dim, target, family, tuning);
   kernel.config.paged_kv = paged_kv;
   if (paged_kv && kernel.config.family == KernelFamily::sm80) {
@@ -269,12 +272,6 @@ GeneratedKernel generate_split_kernel_source(const expr::Expression& mask,
                                              const KernelTuning& tuning) {
   return generate(mask, score, dtype, head_dim, target, FamilyRequest::sm90, &tuning, paged_kv,
                   /*split_kv=*/true);
-}
-
-KernelConfig split_kernel_config(const expr::Expression& mask, const expr::Expression& score,
-                                 DType dtype, int head_dim, Target target,
-                                 const KernelTuning& tuning) {
-  return split_config_for(mask, score, dtype, head_dim, target, tuning);
 }
 
 }  // namespace attnjit::codegen
