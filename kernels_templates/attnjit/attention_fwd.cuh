@@ -168,9 +168,8 @@ struct ForwardLayout {
 
 // DECODING: the decoding features (split-KV, packed GQA: FwdParams) are read from the parameters.
 // The sm80 kernel has them; the sm90 kernel, which reuses this block state and row math, has them
-// only in its split-KV kernel (kSm90FeatureSplitKv: uniform slices, never packed; decoding steps
-// run on the sm80 kernel), so that its standard three-consumer schedules stay inside their 160
-// registers.
+// only in its split-KV kernel (kSm90FeatureSplitKv: uniform slices; decoding steps run on the
+// sm80 kernel), so that its standard three-consumer schedules stay inside their 160 registers.
 // SKIP_IDLE_WARPS: a warp whose rows are all past the block's last query skips the math (the
 // decoding entry, whose blocks are mostly such warps). Not in the 128-row kernels: the branch
 // cost ptxas 17-19 registers there (D=128, sm_80: 203 -> 220 noop, 215 -> 234 causal) for a
@@ -178,9 +177,11 @@ struct ForwardLayout {
 // SEQUENCE_WORDS_AT: where a kernel with sequence tables keeps its block's sequence words, a byte
 // offset into the dynamic shared memory; -1: in this kernel's tile window (kSequenceWords). The
 // sm90 kernel, whose layout has no tile window, gives its own place.
+// PACKED_QUERIES: whether a packed GQA launch's rows may hold several queries of each query head
+// (kPackedQueries): the sm80 decoding entry's, and the sm90 split kernel's.
 template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
           int NUM_STAGES, bool DECODING = false, bool SKIP_IDLE_WARPS = false,
-          int SEQUENCE_WORDS_AT = -1>
+          int SEQUENCE_WORDS_AT = -1, bool PACKED_QUERIES = SKIP_IDLE_WARPS>
 struct AttentionForward {
   static_assert(HEAD_DIM == 32 || HEAD_DIM == 64 || HEAD_DIM == 96 || HEAD_DIM == 128 ||
                     HEAD_DIM == 256,
@@ -304,9 +305,10 @@ struct AttentionForward {
   // Note: read from the parameters at each use (an operand from the constant bank), not kept in
   // a register through the loop: the head-dim-32 causal kernel spilled at its 128 registers.
   ATTNJIT_DEVICE bool packed() const { return DECODING && params.pack_gqa > 1; }
-  // Whether packed steps may have several queries: only in the decoding entry (the host packs
-  // them only where it runs the step), so the forward entry keeps its one-query code.
-  static constexpr bool kPackedQueries = DECODING && SKIP_IDLE_WARPS;
+  // Whether packed steps may have several queries: only in the sm80 decoding entry and the sm90
+  // split kernel (the host packs them only where one of those runs the call), so the sm80
+  // forward entry keeps its one-query code.
+  static constexpr bool kPackedQueries = DECODING && PACKED_QUERIES;
   // Note: a packed step's rows are below kPackedRowLimit and its group at most 32
   // (gqa_pack_group): packed_row_query's exact range.
   ATTNJIT_DEVICE int hook_q(int q_idx) const {

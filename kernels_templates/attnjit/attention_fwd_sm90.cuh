@@ -104,8 +104,11 @@ struct AttentionForwardSm90 {
   static constexpr bool kSplitKv = (FEATURES & kSm90FeatureSplitKv) != 0u;
   static_assert(!kSplitKv || !kPersistent, "split-KV: plain blocks");
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
-  using RowMath = AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps,
-                                   NUM_STAGES, /*DECODING=*/kSplitKv, false, kSequenceWordsAt>;
+  // The split kernel also runs packed GQA calls of several queries (FwdParams::pack_gqa; Q's
+  // box in load_q).
+  using RowMath =
+      AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps, NUM_STAGES,
+                       /*DECODING=*/kSplitKv, false, kSequenceWordsAt, /*PACKED_QUERIES=*/kSplitKv>;
   static_assert(RowMath::kMTiles == 1, "one m16 tile per consumer warp: the wgmma layout");
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 chunks of S
   static constexpr int kDTiles = HEAD_DIM / 8;   // n8 chunks of O
@@ -599,11 +602,32 @@ struct AttentionForwardSm90 {
     }
     if (leader) {
       mbarrier_arrive_expect_tx(q_barrier(), kQBytes);
+      if constexpr (kSplitKv) {
+        if (math.packed()) {
+          load_packed_q();
+          return;
+        }
+      }
 #pragma unroll(kBoxUnroll)
       for (int box = 0; box < kBoxes; ++box) {
         tma_load_4d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box,
                     q_row0() + math.q0, math.h, q_batch());
       }
+    }
+  }
+
+  // A packed GQA launch's Q (split kernel): row r of the block is query r / g of query head
+  // r % g of the group (FwdParams::pack_gqa). The host's map is then 5-d, {head_dim, g, groups,
+  // q_len, batch} with the query heads' and the queries' strides, in boxes {64, g, 1,
+  // BLOCK_M / g, 1} (g divides BLOCK_M: gqa_pack_group), which land as BLOCK_M rows of 128 bytes
+  // in exactly that order, swizzled as a 4-d box's. The block's rows start at a query's first
+  // head (q0 is a multiple of BLOCK_M, so of g); queries past q_len are TMA's zeros.
+  ATTNJIT_DEVICE void load_packed_q() {
+    const int query0 = packed_row_query(math.q0, params.base.pack_gqa_inverse);
+#pragma unroll(kBoxUnroll)
+    for (int box = 0; box < kBoxes; ++box) {
+      tma_load_5d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box, 0, math.h,
+                  q_row0() + query0, q_batch());
     }
   }
 

@@ -3,7 +3,7 @@
 // (as a __grid_constant__ parameter or in global memory).
 //
 // Every attnjit tensor map has 16-bit elements, 4 dimensions {head_dim, len, heads, batch} (the
-// innermost first), box {64, BOX_ROWS, 1, 1}, CU_TENSOR_MAP_SWIZZLE_128B, no interleave and zero
+// innermost first; a packed GQA launch's Q has 5, tma_load_5d), box {64, BOX_ROWS, 1, 1}, CU_TENSOR_MAP_SWIZZLE_128B, no interleave and zero
 // fill out of range. One box therefore lands as a dense [BOX_ROWS][64] block of 128-byte rows with
 // the 16-byte chunk c of row r at chunk position c ^ (r & 7) (PTX ISA, "Tensor Access Modes:
 // Tiled mode" and "Tensor-copy swizzling modes": the 128B mode XORs address bits [4:6] with bits
@@ -41,6 +41,18 @@ ATTNJIT_DEVICE void tma_load_4d(const TensorMap* map, unsigned bar, unsigned sme
       "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(smem_dst),
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+// The same for a 5-d map (a packed GQA launch's Q: {head_dim, query heads of a group, groups,
+// queries, batch}; forward_plan.hpp, TensorMapRequest).
+ATTNJIT_DEVICE void tma_load_5d(const TensorMap* map, unsigned bar, unsigned smem_dst, int c0,
+                                int c1, int c2, int c3, int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(smem_dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+      "r"(c4)
       : "memory");
 }
 

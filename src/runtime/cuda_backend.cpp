@@ -375,9 +375,10 @@ void attach_summaries(CUstream stream, const LoadedKernel& loaded, const Summary
 }
 
 // The sm90 kernel's argument: the parameters plus the tensor maps, encoded by the driver.
+// `shape` and `buffers` are the call's own; `group` its packed GQA group (1: not packed).
 Sm90FwdParams make_sm90_params(const FwdParams& base, const AttentionShape& shape,
-                               const AttentionBuffers& buffers,
-                               const codegen::KernelConfig& config) {
+                               const AttentionBuffers& buffers, const codegen::KernelConfig& config,
+                               int group) {
   if (const std::string why = tma_limitation(shape, buffers); !why.empty()) {
     // Note: Variant::forward sends such calls to the sm80 kernel; reaching here is a bug.
     throw_error(Status::internal, "the sm90 kernel cannot load this call with TMA: {}", why);
@@ -387,7 +388,7 @@ Sm90FwdParams make_sm90_params(const FwdParams& base, const AttentionShape& shap
   Sm90FwdParams params{};
   params.base = base;
   encode_sm90_tensor_maps(
-      shape, buffers, config, params, [&](const TensorMapRequest& request, TensorMap& map) {
+      shape, buffers, config, group, params, [&](const TensorMapRequest& request, TensorMap& map) {
         driver::check(encode_tensor_map(d.cuTensorMapEncodeTiled, request, &map),
                       "cuTensorMapEncodeTiled");
         apply_small_tensor_map_workaround(map, d.driver_version, tensor_map_span_bytes(request));
@@ -493,7 +494,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
   static_assert(sizeof(FwdParams) <= 4096, "FwdParams must fit the 4 KB kernel-parameter limit");
   const LaunchGrid& grid = plan.grid;
   if (config.family == codegen::KernelFamily::sm90) {
-    Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config);
+    Sm90FwdParams sm90 = make_sm90_params(params, shape, buffers, config, plan.decoding.group);
     std::optional<Sm90Timeline> timeline;
     if (config.timeline) {
       timeline.emplace(grid, stream);

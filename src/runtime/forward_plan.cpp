@@ -155,14 +155,32 @@ DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelCon
 
 bool pack_gqa_from_environment() { return auto_or_off("ATTNJIT_PACK_GQA"); }
 
+namespace {
+
+// gqa_pack_group on the sm90 split kernel.
+int sm90_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config, int group) {
+  const long long rows = static_cast<long long>(group) * shape.q_len;
+  const long long packed_blocks = ceil_div(rows, static_cast<long long>(config.block_m));
+  const long long unpacked_blocks =
+      static_cast<long long>(group) * ceil_div(shape.q_len, config.block_m);
+  const bool packs = config.split_kv && shape.q_len > 1 && (group & (group - 1)) == 0 &&
+                     group <= kDecodeBlockM && config.block_m % group == 0 &&
+                     rows > kSm90MinPackedRows && rows <= kPackedRowLimit &&
+                     packed_blocks < unpacked_blocks;
+  return packs ? group : 1;
+}
+
+}  // namespace
+
 int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
                    bool hooks_use_heads, bool decode_entry) {
-  if (config.family != codegen::KernelFamily::sm80 || !has_decoding_features(shape.head_dim) ||
-      hooks_use_heads || shape.q_len < 1 || shape.num_heads_kv <= 0 ||
+  if (hooks_use_heads || shape.q_len < 1 || shape.num_heads_kv <= 0 ||
       shape.num_heads_q <= shape.num_heads_kv) {
     return 1;
   }
   const int group = shape.num_heads_q / shape.num_heads_kv;
+  if (config.family == codegen::KernelFamily::sm90) return sm90_pack_group(shape, config, group);
+  if (!has_decoding_features(shape.head_dim)) return 1;
   if (shape.q_len == 1) return group;
   // Note: a step the decoding entry would run unpacked (q_len <= kDecodeBlockM: one block per
   // query head) takes ceil(group * q_len / kDecodeBlockM) <= group blocks per key/value head
@@ -365,9 +383,36 @@ std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& 
   return {};
 }
 
+namespace {
+
+// A 4-d Q map {head_dim, q_len, heads, batch} as the packed GQA launch's 5-d one: the heads split
+// into {group, heads / group} (the group's query heads adjacent), so that a box of {64, group, 1,
+// block_m / group, 1} holds block_m packed rows, each query's group of heads in turn.
+void pack_query_map(int group, int block_m, TensorMapRequest& q) {
+  const auto g = static_cast<std::uint64_t>(group);
+  const std::uint64_t len = q.dims[1], heads = q.dims[2], batch = q.dims[3];
+  const std::uint64_t row_stride = q.strides[0], head_stride = q.strides[1];
+  const std::uint64_t batch_stride = q.strides[2];
+  q.rank = 5;
+  q.dims[1] = g;
+  q.dims[2] = heads / g;
+  q.dims[3] = len;
+  q.dims[4] = batch;
+  q.strides[0] = head_stride;
+  q.strides[1] = head_stride * g;
+  q.strides[2] = row_stride;
+  q.strides[3] = batch_stride;
+  q.box[1] = static_cast<std::uint32_t>(group);
+  q.box[2] = 1;
+  q.box[3] = static_cast<std::uint32_t>(block_m / group);
+  q.box[4] = 1;
+}
+
+}  // namespace
+
 std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
                                                  const AttentionBuffers& buffers,
-                                                 const codegen::KernelConfig& config) {
+                                                 const codegen::KernelConfig& config, int group) {
   const std::size_t element = dtype_size(buffers.q_dtype);
   const auto views = tensor_views(shape, buffers);
   std::array<TensorMapRequest, 3> maps;
@@ -398,6 +443,7 @@ std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
     map.box[2] = 1;
     map.box[3] = 1;
   }
+  if (group > 1) pack_query_map(group, config.block_m, maps[0]);
   return maps;
 }
 

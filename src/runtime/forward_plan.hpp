@@ -80,14 +80,24 @@ int choose_num_splits(const AttentionShape& shape, const codegen::KernelConfig& 
 // measurements). Error(invalid_argument) for anything else.
 bool pack_gqa_from_environment();
 
-// g when the call packs on a kernel of `config`, 1 otherwise: the sm80 family with
-// has_decoding_features(head_dim), g > 1, neither expression using h or num_heads
-// (`hooks_use_heads`), which would differ per row, and either one query or, where the decoding
-// entry runs the step (`decode_entry`, config.decode_block_n) and would run it unpacked (q_len
-// <= kDecodeBlockM), g <= kDecodeBlockM: the group's g * q_len rows in ceil(g * q_len / 32)
-// decoding blocks instead of g (only that entry maps a row to its query and head).
+// g when the call packs on a kernel of `config`, 1 otherwise: g > 1, neither expression using h
+// or num_heads (`hooks_use_heads`), which would differ per row, and
+// - the sm80 family with has_decoding_features(head_dim): either one query or, where the decoding
+//   entry runs the step (`decode_entry`, config.decode_block_n) and would run it unpacked (q_len
+//   <= kDecodeBlockM), g <= kDecodeBlockM: the group's g * q_len rows in ceil(g * q_len / 32)
+//   decoding blocks instead of g (the forward entry maps a row to its head, not its query);
+// - the sm90 split kernel (config.split_kv): several queries whose g * q_len rows are more than
+//   kSm90MinPackedRows, fewer 128-row blocks packed than unpacked (ceil(g * q_len / block_m) <
+//   g * ceil(q_len / block_m): a speculative step of 16-127 draft tokens, a short chunk), g a
+//   power of two up to 32 (a box's rows are whole queries: sm90_tensor_maps) and the rows below
+//   kPackedRowLimit (packed_rows.cuh).
 int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
                    bool hooks_use_heads, bool decode_entry = true);
+
+// A packed step of at most this many rows stays on the sm80 decoding entry (two of its 32-row
+// blocks): its keys are read at most twice there, and the sm90 split kernel's 128-row tile would
+// be half empty.
+constexpr int kSm90MinPackedRows = 2 * kDecodeBlockM;
 
 // The packed launch's view of the call: num_heads_kv heads of group * q_len rows, row r query
 // head r % group's query r / group (so the call's row (b, h, i) is row (h % group) + group * i of
@@ -219,12 +229,14 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
 
 // The sm90 kernel's tensor maps, as the arguments of cuTensorMapEncodeTiled (the encoding itself
 // is the driver's: runtime/tensor_map_encoding.hpp). One per input: Q, K, V.
+// A packed GQA launch's Q map has rank 5 (sm90_tensor_maps).
 struct TensorMapRequest {
   const void* address = nullptr;
   DType dtype = DType::bf16;
-  std::uint64_t dims[4] = {};     // head_dim, len, heads, batch (innermost first)
-  std::uint64_t strides[3] = {};  // bytes between rows, heads, batches
-  std::uint32_t box[4] = {};      // 64 columns, rows, 1, 1
+  std::uint32_t rank = 4;
+  std::uint64_t dims[5] = {};     // head_dim, len, heads, batch (innermost first)
+  std::uint64_t strides[4] = {};  // bytes between rows, heads, batches
+  std::uint32_t box[5] = {};      // 64 columns, rows, 1, 1
 };
 
 // Why TMA cannot load this call's Q, K or V, or empty when it can: TMA needs 16-byte aligned
@@ -235,9 +247,13 @@ std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& 
 
 // Q, K, V maps for the sm90 kernel of `config`; the call must have no tma_limitation. A paged
 // call's K and V maps are of its pools, in boxes of sm90_paged_box_rows rows (sm90_fwd_params.cuh).
+// `shape` and `buffers` are the call's own; a call launched packed (`group` > 1, gqa_pack_group)
+// has a 5-d Q map, {head_dim, group, num_heads_kv, q_len, batch} in boxes {64, group, 1, block_m
+// / group, 1}: a box is block_m packed rows, query-major (the split kernel's load_packed_q).
 std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
                                                  const AttentionBuffers& buffers,
-                                                 const codegen::KernelConfig& config);
+                                                 const codegen::KernelConfig& config,
+                                                 int group = 1);
 // A paged call's K and V tail maps (Sm90FwdParams::k_tail_map, v_tail_map): its K and V maps
 // (`maps`, sm90_tensor_maps') with pages cut after the row of key kv_len - 1.
 std::array<TensorMapRequest, 2> sm90_paged_tail_maps(const std::array<TensorMapRequest, 3>& maps,

@@ -23,26 +23,32 @@ static_assert(sizeof(TensorMap) == sizeof(CUtensorMap) && alignof(TensorMap) % 6
 // out-of-bounds fill value means zeros, which the kernel relies on past q_len and kv_len.
 template <typename Encode>
 CUresult encode_tensor_map(Encode encode, const TensorMapRequest& request, TensorMap* out) {
-  const cuuint64_t dims[4] = {request.dims[0], request.dims[1], request.dims[2], request.dims[3]};
-  const cuuint64_t strides[3] = {request.strides[0], request.strides[1], request.strides[2]};
-  const cuuint32_t box[4] = {request.box[0], request.box[1], request.box[2], request.box[3]};
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  cuuint64_t dims[5];
+  cuuint64_t strides[4];
+  cuuint32_t box[5];
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  for (std::uint32_t d = 0; d < 5; ++d) {
+    dims[d] = request.dims[d];
+    box[d] = request.box[d];
+    if (d < 4) strides[d] = request.strides[d];
+  }
   return encode(reinterpret_cast<CUtensorMap*>(out),
                 request.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                4, const_cast<void*>(request.address), dims, strides, box, element_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                request.rank, const_cast<void*>(request.address), dims, strides, box,
+                element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 // Every tensor map of a call's sm90 parameter block, each request handed with the map it fills to
 // `encode_one(request, map)`: Q, K and V, and a paged call's tail maps. The call must have no
 // tma_limitation.
+// `group`: the call's packed GQA group (sm90_tensor_maps).
 template <typename EncodeOne>
 void encode_sm90_tensor_maps(const AttentionShape& shape, const AttentionBuffers& buffers,
-                             const codegen::KernelConfig& config, Sm90FwdParams& params,
+                             const codegen::KernelConfig& config, int group, Sm90FwdParams& params,
                              EncodeOne encode_one) {
-  const auto maps = sm90_tensor_maps(shape, buffers, config);
+  const auto maps = sm90_tensor_maps(shape, buffers, config, group);
   encode_one(maps[0], params.q_map);
   encode_one(maps[1], params.k_map);
   encode_one(maps[2], params.v_map);
@@ -56,7 +62,7 @@ void encode_sm90_tensor_maps(const AttentionShape& shape, const AttentionBuffers
 // Bytes from the first element of the mapped tensor to the end of its last: what TMA may read.
 inline std::uint64_t tensor_map_span_bytes(const TensorMapRequest& request) {
   std::uint64_t span = request.dims[0] * 2;  // 16-bit elements, contiguous in dim 0
-  for (int i = 1; i < 4; ++i) {
+  for (std::uint32_t i = 1; i < request.rank; ++i) {
     if (request.dims[i] > 0) span += (request.dims[i] - 1) * request.strides[i - 1];
   }
   return span;

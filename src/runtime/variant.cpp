@@ -118,10 +118,17 @@ KernelChoice Variant::choose_kernel(const AttentionShape& shape, const Attention
     // Note: a prefill of too few query tiles to fill the GPU (a chunk over a long cache, a few
     // heads per GPU) is still bound by the tensor cores: the sm90 kernel splits its keys.
     log().debug("small grid: the sm90 split kernel for {}", runtime_.device_arch());
-    choice = {split_kernel(/*paged=*/false), KernelRole::split_kv,
-              explain ? std::string("too few query tiles to fill the GPU: the sm90 kernel splits "
-                                    "the keys")
-                      : std::string()};
+    choice = {split_kernel(/*paged=*/false), KernelRole::split_kv, {}};
+    if (explain) {
+      const int group = sm90_pack_group(shape);
+      choice.why = group > 1 ? fmt::format(
+                                   "a few queries of {} query heads per key/value head: "
+                                   "the sm90 split kernel packs a group's heads into its "
+                                   "rows",
+                                   group)
+                             : "too few query tiles to fill the GPU: the sm90 kernel splits the "
+                               "keys";
+    }
   } else if (codegen::has_short_rows_schedule(choice.binary->config, spec_.head_dim,
                                               parsed_.mask)) {
     if (const char* barred = short_rows_barred()) {
@@ -202,10 +209,12 @@ KernelChoice Variant::choose_paged_kernel(const AttentionShape& shape,
       tables ? KernelRole::varlen : KernelRole::paged_kv,
       {}};
   if (!explain) return choice;
-  const std::string kernel =
-      fmt::format("the {} kernel{} for {}{}", on_sm90 ? "sm90" : "sm80",
-                  split ? " that splits keys (too few query tiles to fill the GPU)" : "", arch,
-                  barred.empty() ? "" : fmt::format(" (not the sm90 kernel: {})", barred));
+  const std::string kernel = fmt::format(
+      "the {} kernel{} for {}{}", on_sm90 ? "sm90" : "sm80",
+      !split                       ? ""
+      : sm90_pack_group(shape) > 1 ? " that splits keys and packs a GQA group's query heads"
+                                   : " that splits keys (too few query tiles to fill the GPU)",
+      arch, barred.empty() ? "" : fmt::format(" (not the sm90 kernel: {})", barred));
   if (tables) {
     choice.why = fmt::format("variable-length sequences ({}{}): {} with the sequence tables{}",
                              packs_queries(buffers) ? "packed queries" : "per-sequence key counts",
@@ -257,6 +266,9 @@ codegen::KernelConfig Variant::sm80_config() {
 Variant::SmallGrid Variant::small_grid_route(const AttentionShape& shape, bool paged) {
   // Note: the SM count of the runtime's device (the one its arch is of), not a driver query.
   const int sms = runtime_.device_multiprocessors();
+  if (sm90_pack_group(shape) > 1 && split_kernel_or_null(paged) != nullptr) {
+    return SmallGrid::sm90_split;
+  }
   const DecodingPlan plan =
       plan_decoding(shape, sm80_config(), hooks_use_heads_, sms, launch_choices_);
   if (plan.decode_entry || plan.group > 1) return SmallGrid::sm80_decoding;
@@ -276,6 +288,11 @@ const char* Variant::sm90_split_barred() {
   if (split_tuned_) return "ATTNJIT_TUNE sets the schedule";
   if (split_failed_.load()) return "the split kernel could not be built (see the warning)";
   return nullptr;
+}
+
+int Variant::sm90_pack_group(const AttentionShape& shape) {
+  if (!launch_choices_.pack_gqa || sm90_split_barred() != nullptr) return 1;
+  return gqa_pack_group(shape, sm90_split_config(), hooks_use_heads_);
 }
 
 codegen::KernelConfig Variant::sm90_split_config() {

@@ -115,11 +115,11 @@ class Variant {
   // That kernel's configuration, without compiling it (what decides a call's split-KV).
   codegen::KernelConfig sm80_config();
   // How a call of an sm90-family variant whose query tiles may not fill the GPU runs: on the
-  // sm80 kernel where that kernel's decoding entry takes it or packs its GQA group (a decoding
-  // step; runtime/forward_plan.hpp), else on the sm90 split kernel (`paged`: of paged and
-  // variable-length calls) where that splits its keys and can be had (split_kernel_or_null),
-  // else on the sm80 kernel where only that one splits them (the split kernel barred), else as
-  // any call.
+  // sm90 split kernel (`paged`: of paged and variable-length calls) where that packs its GQA
+  // group (sm90_pack_group) and can be had (split_kernel_or_null); else on the sm80 kernel where
+  // that kernel's decoding entry takes it or packs its GQA group (a decoding step;
+  // runtime/forward_plan.hpp); else on the sm90 split kernel where that splits its keys; else on
+  // the sm80 kernel where only that one splits them (the split kernel barred); else as any call.
   enum class SmallGrid { none, sm80_decoding, sm90_split };
   SmallGrid small_grid_route(const AttentionShape& shape, bool paged);
   // The sm90 kernel of split calls (codegen::Schedule::split_kv; paged: paged_split_kv).
@@ -132,6 +132,9 @@ class Variant {
   const char* sm90_split_barred();
   // The sm90 split kernel's configuration, without compiling it (what decides a call's split).
   codegen::KernelConfig sm90_split_config();
+  // The GQA group the sm90 split kernel packs a call's query heads by (gqa_pack_group; several
+  // queries), or 1 where it would not (or may not: ATTNJIT_PACK_GQA=off, sm90_split_barred).
+  int sm90_pack_group(const AttentionShape& shape);
   // The short-rows kernel (codegen/short_rows.hpp). A call runs on it only where the standard
   // kernel has one, neither ATTNJIT_SHORT_ROWS=off nor ATTNJIT_TUNE (a tuning of the schedule
   // names the kernel that serves every call; the watchdog alone goes into both) says otherwise,

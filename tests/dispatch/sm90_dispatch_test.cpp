@@ -41,6 +41,42 @@ using namespace attnjit;
 using namespace attnjit::dispatch_test;
 using namespace attnjit::kernel_test;
 
+namespace {
+
+// Case `c` on the fake device with its sm90 split kernel (generated as the runtime generates it:
+// dense, or of paged calls) as the emulated module, and a variant of it created with c.split_kv
+// forced (a variant reads ATTNJIT_SPLIT_KV when it is created).
+class SplitKernelCase {
+ public:
+  SplitKernelCase(attnjit_runtime* runtime, const KernelCase& c, const char* module_dir)
+      : prepared_(c),
+        kernel_(codegen::generate_split_kernel_source(
+            prepared_.mask, prepared_.score, c.dtype, c.head_dim, codegen::Target(90, true),
+            c.page_size > 0 || c.sequences.has_value(), codegen::KernelTuning{})),
+        module_({kernel_.source}, work_dir(module_dir)) {
+    device().use(&module_, 0);
+    const std::string forced = c.split_kv ? std::to_string(*c.split_kv) : std::string();
+    const test::ScopedEnv split_kv("ATTNJIT_SPLIT_KV", c.split_kv ? forced.c_str() : nullptr);
+    variant = c_variant(runtime, c);
+  }
+  SplitKernelCase(const SplitKernelCase&) = delete;
+  SplitKernelCase& operator=(const SplitKernelCase&) = delete;
+  ~SplitKernelCase() {
+    attnjit_variant_destroy(variant);
+    device().use(nullptr, 0);
+  }
+
+  const codegen::GeneratedKernel& kernel() const { return kernel_; }
+  attnjit_variant* variant = nullptr;
+
+ private:
+  PreparedCase prepared_;
+  codegen::GeneratedKernel kernel_;
+  simt::SimtModule module_;
+};
+
+}  // namespace
+
 TEST_CASE("fake device: the sm90 kernel runs through the C API on sm_90a", "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;  // the sm_86 run of these cases
   const test::ScopedEnv family("ATTNJIT_KERNEL_FAMILY", "sm90");
@@ -423,17 +459,9 @@ TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split ker
   const std::vector<KernelCase> cases = {chunk, causal, window, doc, softcap, paged, ragged, wide};
   for (const KernelCase& c : cases) {
     INFO(c.name());
-    const PreparedCase prepared(c);
     const bool tables = c.sequences.has_value();
-    const codegen::GeneratedKernel split = codegen::generate_split_kernel_source(
-        prepared.mask, prepared.score, c.dtype, c.head_dim, codegen::Target(90, true),
-        c.page_size > 0 || tables, codegen::KernelTuning{});
-    const simt::SimtModule module({split.source}, work_dir("split-module"));
-    device().use(&module, 0);
-    // Note: a variant reads ATTNJIT_SPLIT_KV when it is created.
-    const std::string forced = c.split_kv ? std::to_string(*c.split_kv) : std::string();
-    const test::ScopedEnv split_kv("ATTNJIT_SPLIT_KV", c.split_kv ? forced.c_str() : nullptr);
-    attnjit_variant* variant = c_variant(runtime, c);
+    const SplitKernelCase split(runtime, c, "split-module");
+    attnjit_variant* variant = split.variant;
     {
       DeviceCall call(c);
       const attnjit_launch_plan plan = launch_plan(variant, call.args);
@@ -452,9 +480,7 @@ TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split ker
     const std::vector<std::string> launches = last_launches(2);
     CHECK(launches.back().starts_with(codegen::kSplitCombineEntry));
     CHECK(device().forward_grids().back().smem_bytes ==
-          static_cast<unsigned>(split.config.smem_bytes));
-    attnjit_variant_destroy(variant);
-    device().use(nullptr, 0);
+          static_cast<unsigned>(split.kernel().config.smem_bytes));
   }
 
   // Not split: ATTNJIT_SPLIT_KV=off (the standard kernel), and a decoding step's 32 rows or
@@ -472,6 +498,104 @@ TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split ker
     const attnjit_launch_plan plan = launch_plan(variant, call.args);
     CHECK(std::string(plan.kernel) == kernel);
     CHECK(plan.num_splits == (c.shape.q_len > 32 ? 1 : plan.num_splits));
+    attnjit_variant_destroy(variant);
+  }
+}
+
+// A few queries of a GQA group (a speculative step of 9-40 draft tokens, a short chunk) run on
+// the sm90 split kernel with the group's query heads packed into its 128-row blocks: row r is
+// query r / g of query head r % g, Q loaded through the 5-d map (a box of whole queries), the
+// hooks given the real query and q_len, the outputs, LSEs and partials stored at the call's own
+// rows. Groups of 4, 8 and 16; split by the heuristic, forced, or not at all (enough blocks: the
+// outputs written directly); a paged cache and two sequences' key counts. A step of 64 rows or
+// fewer stays on the decoding entry, a score of `h` and ATTNJIT_PACK_GQA=off stay unpacked.
+TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 split kernel",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const Sm90CudaRuntime sm90("packed-split-cache");
+  attnjit_runtime* runtime = sm90.runtime;
+
+  // 20 queries of 8 heads at the end of a cache of 1100: 160 rows in 2 blocks (8 unpacked).
+  KernelCase causal;
+  causal.mask = "kv_idx <= q_idx + kv_len - q_len";
+  causal.shape = shape(1, 8, 1, 20, 1100);
+  // 24 queries of 4 heads over documents (96 rows: one block), fp16, 3 forced slices.
+  KernelCase doc;
+  doc.mask = "doc[q_idx] == doc[kv_idx]";
+  doc.tensors = {document_ids(600, 3, true, 7)};
+  doc.shape = shape(1, 8, 2, 24, 600);
+  doc.dtype = DType::fp16;
+  doc.split_kv = 3;
+  doc.layout = Layout::blhd;
+  // 9 queries of 16 heads (144 rows, boxes of 8 queries), a score of the query and key, D=128.
+  KernelCase distance;
+  distance.mask = "kv_idx <= q_idx + kv_len - q_len";
+  distance.score = "score - 0.05 * abs(q_idx - kv_idx)";
+  distance.head_dim = 128;
+  distance.shape = shape(1, 16, 1, 9, 500);
+  distance.split_kv = 2;
+  // Enough blocks to fill the fake's 4 SMs: unsplit, the outputs stored directly.
+  KernelCase wide;
+  wide.mask = "kv_idx % 3 != 1";
+  wide.shape = shape(2, 8, 2, 40, 300);
+  KernelCase paged = causal;
+  paged.page_size = 48;
+  KernelCase ragged;
+  ragged.mask = "kv_idx <= q_idx + kv_len - q_len";
+  ragged.shape = shape(2, 8, 1, 12, 1100);
+  ragged.page_size = 48;
+  ragged.sequences = SequenceOptions{{12, 12}, {1100, 500}, /*pack_queries=*/false};
+  const std::vector<std::pair<KernelCase, int>> cases = {{causal, 8}, {doc, 4},   {distance, 16},
+                                                         {wide, 4},   {paged, 8}, {ragged, 8}};
+  for (const auto& [c, group] : cases) {
+    INFO(c.name());
+    const bool tables = c.sequences.has_value();
+    const SplitKernelCase split(runtime, c, "packed-split-module");
+    attnjit_variant* variant = split.variant;
+    int splits = 1;
+    {
+      DeviceCall call(c);
+      const attnjit_launch_plan plan = launch_plan(variant, call.args);
+      CHECK(std::string(plan.kernel_family) == "sm90");
+      CHECK(std::string(plan.kernel) == (tables            ? "varlen"
+                                         : c.page_size > 0 ? "paged_kv"
+                                                           : "split_kv"));
+      CHECK(plan.gqa_group == group);
+      CHECK_THAT(plan.reason, Catch::Contains("pack"));
+      if (c.split_kv) CHECK(plan.num_splits == *c.split_kv);
+      splits = plan.num_splits;
+    }
+    CHECK((&c == &cases[3].first ? splits == 1 : splits > 1));
+    const int before = device().launch_count();
+    const CaseResult result = run_variant_through_c_api(variant, c);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    const int summaries = c.tensors.empty() ? 0 : 2;
+    CHECK(device().launch_count() - before == summaries + (splits > 1 ? 2 : 1));
+    if (splits > 1) CHECK(last_launches(1).back().starts_with(codegen::kSplitCombineEntry));
+  }
+
+  // Not packed on the split kernel: 8 queries of 8 heads (64 rows: the decoding entry packs
+  // them); 40 queries (8 blocks of one head each fill the fake's 4 SMs: the short-rows kernel,
+  // as any such call) with a score of the head, and with ATTNJIT_PACK_GQA=off.
+  KernelCase step = causal;
+  step.shape = shape(1, 8, 1, 8, 1100);
+  KernelCase headed = causal;
+  headed.score = "score - 0.1 * h";
+  headed.shape = shape(1, 8, 1, 40, 1100);
+  KernelCase off = headed;
+  off.score.clear();
+  const std::tuple<KernelCase, const char*, int> unpacked[] = {
+      {step, "decoding", 8}, {headed, "short_rows", 1}, {off, "short_rows", 1}};
+  for (const auto& [c, kernel, group] : unpacked) {
+    INFO(c.name());
+    const test::ScopedEnv pack("ATTNJIT_PACK_GQA",
+                               &c == &std::get<0>(unpacked[2]) ? "off" : nullptr);
+    attnjit_variant* variant = c_variant(runtime, c);
+    DeviceCall call(c);
+    const attnjit_launch_plan plan = launch_plan(variant, call.args);
+    CHECK(std::string(plan.kernel) == kernel);
+    CHECK(plan.gqa_group == group);
     attnjit_variant_destroy(variant);
   }
 }

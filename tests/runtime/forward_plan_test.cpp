@@ -315,6 +315,62 @@ TEST_CASE("split-KV: the sm90 split kernel splits prefills of too few query tile
   CHECK_FALSE(balance_split({2, 8, 1, 128, 4096, 128}, buffers, paged, 128, noop, {}));
 }
 
+// The sm90 split kernel packs a GQA group's query heads into its 128-row blocks where a few
+// queries would fill them poorly, from 65 rows on (64 or fewer: the sm80 decoding entry's two
+// blocks), for groups that divide the block.
+TEST_CASE("packed GQA: a few queries of a group on the sm90 split kernel", "[runtime]") {
+  const expr::Expression causal = mask_of("q_idx >= kv_idx");
+  const expr::Expression score = expr::parse_expression(expr::ExprKind::score, "score", {});
+  const auto split =
+      codegen::split_kernel_config(causal, score, DType::bf16, 128, codegen::Target(90, true), {});
+  CHECK(gqa_pack_group({1, 32, 4, 16, 32768, 128}, split, false) == 8);    // 128 rows: 1 block
+  CHECK(gqa_pack_group({1, 32, 4, 40, 32768, 128}, split, false) == 8);    // 320: 3 blocks, not 8
+  CHECK(gqa_pack_group({1, 32, 4, 8, 32768, 128}, split, false) == 1);     // 64: the decoding entry
+  CHECK(gqa_pack_group({1, 32, 4, 9, 32768, 128}, split, false) == 8);     // 72
+  CHECK(gqa_pack_group({1, 32, 4, 127, 32768, 128}, split, false) == 1);   // 8 blocks either way
+  CHECK(gqa_pack_group({1, 32, 16, 60, 32768, 128}, split, false) == 2);   // 120 rows: 1, not 2
+  CHECK(gqa_pack_group({1, 32, 16, 100, 32768, 128}, split, false) == 1);  // 200: 2 either way
+  CHECK(gqa_pack_group({1, 28, 4, 16, 32768, 128}, split, false) == 1);    // 7 heads: not a divisor
+  CHECK(gqa_pack_group({1, 64, 1, 16, 32768, 128}, split, false) == 1);    // a group of 64
+  CHECK(gqa_pack_group({1, 32, 4, 16, 32768, 128}, split, true) == 1);     // h in an expression
+  CHECK(gqa_pack_group({1, 32, 4, 1, 32768, 128}, split, false) == 1);     // one query: sm80
+  CHECK(gqa_pack_group({1, 32, 4, 16, 32768, 128}, codegen::sm90_kernel_config(128), false) == 1);
+  // The packed launch: 4 heads of 8 * 40 rows in 3 blocks each, split to fill 132 SMs.
+  const DecodingPlan plan =
+      plan_decoding({1, 32, 4, 40, 32768, 128}, split, false, 132, LaunchChoices{});
+  CHECK(plan.group == 8);
+  CHECK_FALSE(plan.decode_entry);
+  CHECK(plan.num_splits > 1);
+  LaunchChoices off;
+  off.pack_gqa = false;
+  CHECK(plan_decoding({1, 32, 4, 40, 32768, 128}, split, false, 132, off).group == 1);
+}
+
+// A packed launch's Q map: {head_dim, group, groups, q_len, batch}, a box of whole queries.
+TEST_CASE("sm90 tensor maps: a packed GQA launch's Q map has rank 5", "[runtime][tma]") {
+  const auto config = codegen::sm90_kernel_config(64);
+  const Call blhd(Layout::blhd);  // [2, 100, 4, 64] queries over 2 key/value heads
+  const auto maps = sm90_tensor_maps(blhd.shape, blhd.buffers, config, 2);
+  const TensorMapRequest& q = maps[0];
+  CHECK(q.rank == 5);
+  CHECK(q.dims[0] == 64);
+  CHECK(q.dims[1] == 2);    // the group's query heads
+  CHECK(q.dims[2] == 2);    // groups
+  CHECK(q.dims[3] == 100);  // queries
+  CHECK(q.dims[4] == 2);
+  CHECK(q.strides[0] == 64 * 2);      // a query head
+  CHECK(q.strides[1] == 2 * 64 * 2);  // a group
+  CHECK(q.strides[2] == 4 * 64 * 2);  // a query
+  CHECK(q.strides[3] == 100 * 4 * 64 * 2);
+  CHECK(q.box[0] == 64);
+  CHECK(q.box[1] == 2);
+  CHECK(q.box[2] == 1);
+  CHECK(q.box[3] == static_cast<unsigned>(config.block_m / 2));
+  CHECK(q.box[4] == 1);
+  CHECK(maps[1].rank == 4);  // K and V as ever
+  CHECK(sm90_tensor_maps(blhd.shape, blhd.buffers, config)[0].rank == 4);
+}
+
 TEST_CASE("packed GQA: one query per sequence, a group of query heads per block", "[runtime]") {
   const auto sm80 = codegen::choose_kernel_config(90, DType::bf16, 128);
   const AttentionShape decode{2, 32, 8, 1, 4096, 128};

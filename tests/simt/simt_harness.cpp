@@ -40,7 +40,7 @@ Sm90FwdParams sm90_params(const FwdParams& base, const PreparedCase& prepared,
   }
   Sm90FwdParams params{};
   params.base = base;
-  encode_sm90_tensor_maps(prepared.shape, buffers, config, params,
+  encode_sm90_tensor_maps(prepared.shape, buffers, config, /*group=*/1, params,
                           [](const TensorMapRequest& request, TensorMap& map) {
                             encode_tensor_map(encode_fake, request, &map);
                           });
