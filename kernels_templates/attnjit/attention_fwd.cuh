@@ -315,6 +315,32 @@ struct AttentionForward {
     if (!packed()) return q_idx;
     return kPackedQueries ? packed_row_query(q_idx, params.pack_gqa_inverse) : 0;
   }
+  // The hooks' query of each row a thread holds (hook_q of q0 + Layout::acc_row), taken once per
+  // tile where packed rows make it a multiply, a shift and a select (kPackedQueries: the sm90
+  // split kernel, whose relative-bias score grew by 1584 instructions with it per element;
+  // sm_90a, head dim 128), and at each use elsewhere, where it is the row or a select.
+  struct HookRows {
+    int q[kPackedQueries ? kMTiles : 1][2];
+    ATTNJIT_DEVICE HookRows(const AttentionForward& kernel, int warp, int lane) {
+      if constexpr (kPackedQueries) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            q[mt][r] = kernel.hook_q(kernel.q0 + Layout::acc_row(warp, lane, mt, 2 * r));
+          }
+        }
+      }
+    }
+    // Element e of m-tile mt, whose row is q_idx.
+    ATTNJIT_DEVICE int at(const AttentionForward& kernel, int q_idx, int mt, int e) const {
+      if constexpr (kPackedQueries) {
+        return q[mt][e >> 1];
+      } else {
+        return kernel.hook_q(q_idx);
+      }
+    }
+  };
   // The block's sequence's query and key counts and its first packed query row: the call's, or
   // its own (kSequenceTables).
   ATTNJIT_DEVICE int seq_q_len() const {
@@ -956,6 +982,7 @@ struct AttentionForward {
       // Every element is kept: the score alone, without per-element keep predicates (which
       // made the compiler predicate the whole score and reload its constants per element).
       ColumnValues columns(*this, k0, lane);
+      const HookRows hook_rows(*this, warp, lane);
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
         const typename VARIANT::Col(&col_values)[2] = columns.at(*this, k0, lane, j);
@@ -963,12 +990,11 @@ struct AttentionForward {
         for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            acc_s[mt][j][e] =
-                VARIANT::score_core(score_constants, block_values, row_values[mt][e >> 1],
-                                    col_values[e & 1], params.args, acc_s[mt][j][e], b, h,
-                                    hook_q(q0 + Layout::acc_row(warp, lane, mt, e)),
-                                    k0 + Layout::acc_col(lane, j, e), hook_q_len(),
-                                    seq_kv_len(), params.num_heads_q);
+            acc_s[mt][j][e] = VARIANT::score_core(
+                score_constants, block_values, row_values[mt][e >> 1], col_values[e & 1],
+                params.args, acc_s[mt][j][e], b, h,
+                hook_rows.at(*this, q0 + Layout::acc_row(warp, lane, mt, e), mt, e),
+                k0 + Layout::acc_col(lane, j, e), hook_q_len(), seq_kv_len(), params.num_heads_q);
           }
         }
       }
@@ -1030,6 +1056,7 @@ struct AttentionForward {
       if (!fold_scale) multiply_scores(acc_s, unfolded_scale);
     }
     ColumnValues columns(*this, k0, lane);
+    const HookRows hook_rows(*this, warp, lane);
 #pragma unroll
     for (int j = 0; j < kNTiles; ++j) {
       const typename VARIANT::Col(&col_values)[2] = columns.at(*this, k0, lane, j);
@@ -1038,6 +1065,7 @@ struct AttentionForward {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int q_idx = q0 + Layout::acc_row(warp, lane, mt, e);
+          const int hook_q_idx = hook_rows.at(*this, q_idx, mt, e);
           const int kv_idx = k0 + Layout::acc_col(lane, j, e);
           const typename VARIANT::Row& row = row_values[mt][e >> 1];
           const typename VARIANT::Col& col = col_values[e & 1];
@@ -1046,11 +1074,11 @@ struct AttentionForward {
             keep = (!MASK_ROWS_PAST_END || q_idx < seq_q_len()) && kv_idx < seq_kv_len();
           }
           if constexpr (VARIANT::kHasMask && MASK_TEST == kMaskEvery) {
-            keep = keep & VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),
+            keep = keep & VARIANT::mask(block_values, row, col, params.args, b, h, hook_q_idx,
                                         kv_idx, hook_q_len(), seq_kv_len(), params.num_heads_q);
           } else if constexpr (VARIANT::kHasMask && MASK_TEST == kMaskIfPartial) {
             if (partial && keep) {
-              keep = VARIANT::mask(block_values, row, col, params.args, b, h, hook_q(q_idx),
+              keep = VARIANT::mask(block_values, row, col, params.args, b, h, hook_q_idx,
                                    kv_idx, hook_q_len(), seq_kv_len(), params.num_heads_q);
             }
           }
@@ -1070,7 +1098,7 @@ struct AttentionForward {
             float s = acc_s[mt][j][e];
             if (keep) {
               s = VARIANT::score_core(score_constants, block_values, row, col, params.args, s, b,
-                                      h, hook_q(q_idx), kv_idx, hook_q_len(), seq_kv_len(),
+                                      h, hook_q_idx, kv_idx, hook_q_len(), seq_kv_len(),
                                       params.num_heads_q);
             }
             acc_s[mt][j][e] = keep ? s * unfolded_scale : neg_infinity();
