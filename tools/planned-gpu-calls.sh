@@ -62,6 +62,12 @@ D17='--decode-q-len 4096 --decode-batch 2 --head-dim 128 --length 4096 --variant
 # (attnjit unsplit), and split on the sm80 kernel as before (attnjit tune=sm90_stages=2: a
 # schedule tuning bars the split kernel). Replaces D14 in call 2 (decoding at 64K, timed after).
 D18='--decode-q-len 512 --decode-batch 1 --decode-heads 8:1 --head-dim 128 --length 32768 --variant noop --variant causal --decode-tune sm90_stages=2 --decode-rows attnjit --decode-rows attnjit-unsplit --decode-rows attnjit-tune=sm90_stages=2 --decode-rows sdpa --decode-rows flex'
+# Planned in the fortieth session: a speculative tree's 24 tokens of 32 query heads over 4 (groups
+# of 8: 192 rows) over 32K keys, on the sm90 split kernel with the group's heads packed into its
+# 128-row blocks (attnjit), unpacked (ATTNJIT_PACK_GQA=off: 24-row blocks of one head on the sm80
+# decoding entry), and as before (tune=sm90_stages=2 bars the split kernel: the sm80 decoding
+# entry packs the group into six 32-row blocks).
+D19='--decode-q-len 24 --decode-batch 1 --decode-batch 8 --decode-heads 32:4 --head-dim 128 --length 32768 --variant noop --variant causal --decode-tune sm90_stages=2 --decode-rows attnjit --decode-rows attnjit-unpacked --decode-rows attnjit-tune=sm90_stages=2 --decode-rows sdpa --decode-rows flex'
 
 # Planned in the thirty-sixth session: a ragged batch's decoding step (per-sequence key counts,
 # B=8 caches of 16K filled to 0.75, 0.25, 1.0, 0.5 twice) with its slices sized to each sequence
@@ -155,13 +161,15 @@ case "${1:-}" in
     gpu_check 120 "$2/compare" compare "$C256"
     mkdir -p "$2/chunk"
     gpu_check 70 "$2/chunk" decode "$D18"
+    mkdir -p "$2/tree"
+    gpu_check 60 "$2/tree" decode "$D19"
     gpu_check 60 "$2/speculative" decode "$D15"
     gpu_check 40 "$2/paged" decode "$D16"
     mkdir -p "$2/paged-prefill"
     gpu_check 50 "$2/paged-prefill" decode "$D17" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nRAGGED=%s\n' \
-      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$RAGGED"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nD19=%s\nRAGGED=%s\n' \
+      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$D19" "$RAGGED"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

@@ -384,12 +384,35 @@ std::vector<KernelCase> split_prefill_cases() {
   paged.page_size = 24;
   return {chunk, window, softcap, wide, paged};
 }
+
+// A few queries of a GQA group (a speculative tree's 24 tokens of 32 query heads over 4, a
+// 40-token chunk of 4 heads a group in fp16 with soft-capping, 16 tokens of 16 heads a group
+// over a paged cache): on sm_90a the sm90 split kernel with the group's heads packed into its
+// rows (elsewhere the sm80 kernel, unpacked or on its decoding entry).
+std::vector<KernelCase> packed_split_cases() {
+  KernelCase tree = cache_step(shape(1, 32, 4, 24, 9000));
+  tree.mask = "kv_idx <= q_idx + P && kv_idx % 13 != 5";
+  tree.head_dim = 128;
+  tree.graph = KernelCase::Graph::after_prepare;
+  KernelCase softcap = cache_step(shape(2, 8, 2, 40, 3000));
+  softcap.score = "30.0 * tanh(score / 30.0)";
+  softcap.dtype = DType::fp16;
+  softcap.layout = Layout::blhd;
+  KernelCase paged = cache_step(shape(1, 16, 1, 16, 5000));
+  paged.page_size = 24;
+  paged.head_dim = 128;
+  return {tree, softcap, paged};
+}
 }  // namespace
 
 // [large]: hardware sizes (the fake device's split chunks are the dispatch tests').
 TEST_CASE("prefills of too few query tiles split their keys and match the reference",
           "[gpu][large]") {
   check_cases(split_prefill_cases());
+}
+
+TEST_CASE("a few queries of a GQA group run packed and match the reference", "[gpu][large]") {
+  check_cases(packed_split_cases());
 }
 
 // The short-rows kernel (codegen/short_rows.hpp: two blocks per SM with the tile handoff, for
@@ -469,7 +492,9 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   KernelCase chunk = cache_step(shape(1, 1, 1, 130, 1200));
   chunk.graph = KernelCase::Graph::after_prepare;
   chunk.head_dim = 128;
-  check_cases({chunk});
+  // 20 queries of 8 heads a group: the split kernel's packed rows (Q's 5-d box), 2 blocks.
+  KernelCase packed = cache_step(shape(1, 8, 1, 20, 1200));
+  check_cases({chunk, packed});
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
                with(ring, DType::bf16, Layout::bhld, 128),
