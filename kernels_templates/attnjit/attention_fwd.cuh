@@ -315,6 +315,24 @@ struct AttentionForward {
     if (!packed()) return q_idx;
     return kPackedQueries ? packed_row_query(q_idx, params.pack_gqa_inverse) : 0;
   }
+  // The launch rows a block takes: BLOCK_M, or a packed sm90 block's whole queries
+  // (FwdParams::pack_block_rows: a group that does not divide BLOCK_M leaves the last rows of
+  // the tile without a query).
+  ATTNJIT_DEVICE int block_rows() const {
+    if constexpr (kPackedQueries) {
+      if (params.pack_block_rows > 0) return params.pack_block_rows;
+    }
+    return BLOCK_M;
+  }
+  // Where the block's stored rows end: seq_q_len(), or with packed rows the block's own end
+  // (block_rows(): the rows past a packed sm90 block's whole queries are the next block's).
+  ATTNJIT_DEVICE int stored_rows_end() const {
+    if constexpr (kPackedQueries) {
+      return min(q0 + block_rows(), seq_q_len());
+    } else {
+      return seq_q_len();
+    }
+  }
   // The hooks' query of each row a thread holds (hook_q of q0 + Layout::acc_row), taken once per
   // tile where packed rows make it a multiply, a shift and a select (kPackedQueries: the sm90
   // split kernel, whose relative-bias score grew by 1584 instructions with it per element;
@@ -400,7 +418,8 @@ struct AttentionForward {
   // Under split-KV the slices of one query tile are consecutive items (after its query tiles:
   // item = ((bh * num_splits + split) * num_q_tiles + reversed q tile).
   ATTNJIT_DEVICE bool assign_work(long long linear) {
-    const int num_q_tiles = (params.q_len + BLOCK_M - 1) / BLOCK_M;
+    const int rows = block_rows();
+    const int num_q_tiles = (params.q_len + rows - 1) / rows;
     const int num_bh = params.batch * params.num_heads_q;
     const int num_splits = DECODING ? params.num_splits : 1;
     if (linear >= static_cast<long long>(num_q_tiles) * num_bh * num_splits) return false;
@@ -425,7 +444,7 @@ struct AttentionForward {
     b = bh / params.num_heads_q;
     h = bh % params.num_heads_q;
     h_kv = h / (params.num_heads_q / params.num_heads_kv);
-    q0 = q_tile_index * BLOCK_M;
+    q0 = q_tile_index * rows;
     if constexpr (kSequenceTables) {
       sequence = sequence_extent(params.sequences, b, params.q_len, params.kv_len);
       // Note: the block's threads all assign their work here, before any other use of the window.
@@ -438,7 +457,7 @@ struct AttentionForward {
       // Note: a shorter sequence's query tiles past its end have no rows: the block ends here.
       if (q0 >= sequence.q_len) return false;
     }
-    q_end = min(q0 + BLOCK_M, seq_q_len());
+    q_end = min(q0 + rows, seq_q_len());
     num_kv_tiles = (seq_kv_len() + BLOCK_N - 1) / BLOCK_N;
     if (num_splits > 1) {
       kv_tile_begin = min(split * slice_tiles, num_kv_tiles);
@@ -1231,7 +1250,7 @@ struct AttentionForward {
           acc_o[mt][j][2 * r + 1] *= inv;
         }
         const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
-        if (lse_out != nullptr && tig == 0 && q_idx < seq_q_len()) {
+        if (lse_out != nullptr && tig == 0 && q_idx < stored_rows_end()) {
           const float lse =
               masked_row ? neg_infinity() : (softmax[mt].row_max[r] + fast_log2(sum)) * kLn2;
           store_global_f32(lse_out + lse_row0 + call_row(q_idx), lse);
@@ -1267,7 +1286,7 @@ struct AttentionForward {
     for (int i = 0; i < Layout::kOutputPasses; ++i) {
       const int chunk = Layout::o_read_chunk(lane, i);
       const int q_idx = q0 + Layout::warp_row0(warp) + Layout::o_read_row(lane, i);
-      if (q_idx < seq_q_len()) {
+      if (q_idx < stored_rows_end()) {
         store_global_16(o_base + output_row_offset(q_idx) + chunk * 8,
                         load_shared_16(smem_warp + Layout::o_read(lane, i)));
       }
@@ -1329,7 +1348,7 @@ struct AttentionForward {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int q_idx = q0 + Layout::acc_row(warp, lane, mt, 2 * r);
-        if (q_idx >= seq_q_len()) continue;
+        if (q_idx >= stored_rows_end()) continue;
         float* out = params.o_partial + (first_row + call_row(q_idx)) * HEAD_DIM;
 #pragma unroll
         for (int j = 0; j < kDTiles; ++j) {

@@ -600,14 +600,14 @@ struct AttentionForwardSm90 {
       // The previous item's release (a fresh barrier's preceding phase counts as complete).
       mbarrier_wait(q_empty_barrier(), static_cast<unsigned>(item & 1) ^ 1u, "Q empty");
     }
+    if constexpr (kSplitKv) {
+      if (math.packed()) {
+        load_packed_q(leader);
+        return;
+      }
+    }
     if (leader) {
       mbarrier_arrive_expect_tx(q_barrier(), kQBytes);
-      if constexpr (kSplitKv) {
-        if (math.packed()) {
-          load_packed_q();
-          return;
-        }
-      }
 #pragma unroll(kBoxUnroll)
       for (int box = 0; box < kBoxes; ++box) {
         tma_load_4d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box,
@@ -616,18 +616,38 @@ struct AttentionForwardSm90 {
     }
   }
 
-  // A packed GQA launch's Q (split kernel): row r of the block is query r / g of query head
-  // r % g of the group (FwdParams::pack_gqa). The host's map is then 5-d, {head_dim, g, groups,
-  // q_len, batch} with the query heads' and the queries' strides, in boxes {64, g, 1,
-  // BLOCK_M / g, 1} (g divides BLOCK_M: gqa_pack_group), which land as BLOCK_M rows of 128 bytes
-  // in exactly that order, swizzled as a 4-d box's. The block's rows start at a query's first
-  // head (q0 is a multiple of BLOCK_M, so of g); queries past q_len are TMA's zeros.
-  ATTNJIT_DEVICE void load_packed_q() {
-    const int query0 = packed_row_query(math.q0, params.base.pack_gqa_inverse);
+  // A packed GQA launch's Q (split kernel), by the producer warp: row r of the block is query
+  // r / g of query head r % g of the group (FwdParams::pack_gqa). The host's map is then 5-d,
+  // {head_dim, g, groups, q_len, batch} with the query heads' and the queries' strides, in boxes
+  // {64, g, 1, BLOCK_M / g, 1}: pack_block_rows = g * (BLOCK_M / g) rows of 128 bytes in exactly
+  // that order, swizzled as a 4-d box's (the swizzle acts on shared addresses). A block's rows
+  // start at a query's first head (q0 is a multiple of pack_block_rows); queries past q_len are
+  // TMA's zeros. The rows past pack_block_rows (a group that does not divide BLOCK_M: 2 of 128
+  // for groups of 7) hold no query: they are written with zeros here, so that the wgmma never
+  // reads words no one wrote (their results are never stored).
+  ATTNJIT_DEVICE void load_packed_q(int leader) {
+    const int rows = params.base.pack_block_rows;
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const int unused_words = (BLOCK_M - rows) * 32;  // 128-byte rows of 32 words
 #pragma unroll(kBoxUnroll)
     for (int box = 0; box < kBoxes; ++box) {
-      tma_load_5d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box, 0, math.h,
-                  q_row0() + query0, q_batch());
+      unsigned char* unused = tiles + box * kQBoxBytes + rows * 128;
+      for (int word = lane; word < unused_words; word += 32) {
+        store_shared_32(unused + 4 * word, 0u);
+      }
+    }
+    // The zeros (generic proxy) before the consumers' wgmma (async proxy): each writer's fence,
+    // then the leader's arrival, which the consumers' wait for Q acquires.
+    fence_proxy_async_shared();
+    __syncwarp();
+    if (leader) {
+      mbarrier_arrive_expect_tx(q_barrier(), static_cast<unsigned>(kBoxes * rows * 128));
+      const int query0 = packed_row_query(math.q0, params.base.pack_gqa_inverse);
+#pragma unroll(kBoxUnroll)
+      for (int box = 0; box < kBoxes; ++box) {
+        tma_load_5d(&params.q_map, q_barrier(), q_smem + box * kQBoxBytes, 64 * box, 0, math.h,
+                    q_row0() + query0, q_batch());
+      }
     }
   }
 

@@ -56,10 +56,13 @@ struct FwdParams {
   // and pack_q_stride, pack_o_stride the queries' (with one query, rows are heads: row r at
   // r * q_stride[2]). The mask and score, which may not use h or num_heads then, see the real
   // query: q_idx r / pack_gqa of q_len pack_q_len. lse and the split-KV partials keep the call's
-  // own row order (batch, query head, query). Only the decoding entry takes pack_q_len > 1
-  // (gqa_pack_group). 1: not packed.
+  // own row order (batch, query head, query). Only the decoding entry and the sm90 split kernel
+  // take pack_q_len > 1 (gqa_pack_group). 1: not packed.
   int pack_gqa;
   int pack_q_len;
+  // A packed sm90 block's rows: whole queries, pack_gqa * (BLOCK_M / pack_gqa), its Q box
+  // (load_packed_q); 0: BLOCK_M (the decoding entry's blocks run on across queries).
+  int pack_block_rows;
   unsigned pack_gqa_inverse;  // packed_row_inverse(pack_gqa): row / pack_gqa as a multiply
   long long pack_q_stride;
   long long pack_o_stride;

@@ -447,7 +447,7 @@ void forward(const KernelBinary& kernel, const expr::Expression& mask, const Var
                           expr::summary_requests(mask), args, device.multiprocessors, choices);
   const SplitPlan& split = plan.split;
   FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
-  attach_packing(plan.decoding.group, shape, buffers, params);
+  attach_packing(plan.decoding, shape, buffers, params);
   if (split.num_splits > 1 && loaded.combine == nullptr) {
     throw_error(Status::internal, "a split-KV call needs the {} entry, which the kernel module "
                 "lacks", codegen::kSplitCombineEntry);

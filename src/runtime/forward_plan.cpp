@@ -144,6 +144,12 @@ DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelCon
                       config.decode_block_n > 0 &&
                       (launch_shape.q_len <= kDecodeBlockM || packed_queries);
   plan.config = plan.decode_entry ? codegen::decode_config(config) : config;
+  if (plan.group > 1 && config.family == codegen::KernelFamily::sm90) {
+    // Note: a packed sm90 block takes whole queries (its Q box: sm90_tensor_maps), and the
+    // launch's tiles (grid, slices, summaries) are of those rows.
+    plan.block_rows = plan.group * (config.block_m / plan.group);
+    plan.config.block_m = plan.block_rows;
+  }
   // Note: the count plan_split launches (re-balanced so that no slice is empty).
   plan.num_splits =
       plan_split(launch_shape, plan.config,
@@ -159,14 +165,14 @@ namespace {
 
 // gqa_pack_group on the sm90 split kernel.
 int sm90_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config, int group) {
+  if (!config.split_kv || shape.q_len < 2 || group > kDecodeBlockM) return 1;
   const long long rows = static_cast<long long>(group) * shape.q_len;
-  const long long packed_blocks = ceil_div(rows, static_cast<long long>(config.block_m));
+  const int queries_per_block = config.block_m / group;  // a block's rows are whole queries
+  const long long packed_blocks = ceil_div(shape.q_len, queries_per_block);
   const long long unpacked_blocks =
       static_cast<long long>(group) * ceil_div(shape.q_len, config.block_m);
-  const bool packs = config.split_kv && shape.q_len > 1 && (group & (group - 1)) == 0 &&
-                     group <= kDecodeBlockM && config.block_m % group == 0 &&
-                     rows > kSm90MinPackedRows && rows <= kPackedRowLimit &&
-                     packed_blocks < unpacked_blocks;
+  const bool packs =
+      rows > kSm90MinPackedRows && rows <= kPackedRowLimit && packed_blocks < unpacked_blocks;
   return packs ? group : 1;
 }
 
@@ -202,9 +208,11 @@ void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers) {
   }
 }
 
-void attach_packing(int group, const AttentionShape& shape, const AttentionBuffers& buffers,
-                    FwdParams& params) {
+void attach_packing(const DecodingPlan& plan, const AttentionShape& shape,
+                    const AttentionBuffers& buffers, FwdParams& params) {
+  const int group = plan.group;
   params.pack_gqa = std::max(group, 1);
+  params.pack_block_rows = plan.block_rows;
   params.pack_q_len = group > 1 ? shape.q_len : 1;
   params.pack_gqa_inverse = packed_row_inverse(params.pack_gqa);
   params.pack_q_stride = buffers.q_strides.row;
@@ -333,6 +341,7 @@ FwdParams make_forward_params(const AttentionShape& shape, const AttentionBuffer
   params.num_splits = 1;  // attach_split sets a split call's slices
   params.pack_gqa = 1;    // attach_packing sets a packed call's group
   params.pack_q_len = 1;
+  params.pack_block_rows = 0;
   params.pack_gqa_inverse = packed_row_inverse(1);
   if (is_paged(buffers)) {
     const KvPages& pages = buffers.kv_pages;
@@ -387,7 +396,7 @@ namespace {
 
 // A 4-d Q map {head_dim, q_len, heads, batch} as the packed GQA launch's 5-d one: the heads split
 // into {group, heads / group} (the group's query heads adjacent), so that a box of {64, group, 1,
-// block_m / group, 1} holds block_m packed rows, each query's group of heads in turn.
+// block_m / group, 1} holds block_m / group whole queries, each query's group of heads in turn.
 void pack_query_map(int group, int block_m, TensorMapRequest& q) {
   const auto g = static_cast<std::uint64_t>(group);
   const std::uint64_t len = q.dims[1], heads = q.dims[2], batch = q.dims[3];

@@ -87,10 +87,10 @@ bool pack_gqa_from_environment();
 //   <= kDecodeBlockM), g <= kDecodeBlockM: the group's g * q_len rows in ceil(g * q_len / 32)
 //   decoding blocks instead of g (the forward entry maps a row to its head, not its query);
 // - the sm90 split kernel (config.split_kv): several queries whose g * q_len rows are more than
-//   kSm90MinPackedRows, fewer 128-row blocks packed than unpacked (ceil(g * q_len / block_m) <
-//   g * ceil(q_len / block_m): a speculative step of 16-127 draft tokens, a short chunk), g a
-//   power of two up to 32 (a box's rows are whole queries: sm90_tensor_maps) and the rows below
-//   kPackedRowLimit (packed_rows.cuh).
+//   kSm90MinPackedRows, fewer blocks packed than unpacked (ceil(q_len / (block_m / g)) <
+//   g * ceil(q_len / block_m): a speculative step of 16-127 draft tokens, a short chunk; a
+//   block's rows are block_m / g whole queries, its Q box: sm90_tensor_maps), g up to 32 and the
+//   rows below kPackedRowLimit (packed_rows.cuh).
 int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,
                    bool hooks_use_heads, bool decode_entry = true);
 
@@ -106,10 +106,11 @@ constexpr int kSm90MinPackedRows = 2 * kDecodeBlockM;
 // strides, and the kernel stores lse and the split-KV partials in the call's own row order.
 void pack_gqa(int group, AttentionShape& shape, AttentionBuffers& buffers);
 
+struct DecodingPlan;
 // The packing fields of `params` for a call of `shape` and `buffers` (the call's own, not the
-// packed view) launched with `group` (1: not packed).
-void attach_packing(int group, const AttentionShape& shape, const AttentionBuffers& buffers,
-                    FwdParams& params);
+// packed view) launched as `plan` says (its group: 1, not packed).
+void attach_packing(const DecodingPlan& plan, const AttentionShape& shape,
+                    const AttentionBuffers& buffers, FwdParams& params);
 
 // A split call's slices and where their partials live in the call's scratch (after the tensor
 // summaries, at `offset` bytes): slots * q_len LSEs, then slots * q_len * head_dim outputs
@@ -217,6 +218,9 @@ struct DecodingPlan {
   int group = 1;                 // gqa_pack_group's (1: not packed)
   bool decode_entry = false;
   codegen::KernelConfig config;  // the launched entry's: decode_config(config) or config
+  // A packed sm90 launch's rows per block, group * (block_m / group): whole queries (also
+  // config.block_m, the launch's tiles; FwdParams::pack_block_rows). 0 otherwise.
+  int block_rows = 0;
   int num_splits = 1;            // the slices launched (choose_num_splits, then plan_split)
 };
 DecodingPlan plan_decoding(const AttentionShape& shape, const codegen::KernelConfig& config,
@@ -249,7 +253,8 @@ std::string tma_limitation(const AttentionShape& shape, const AttentionBuffers& 
 // call's K and V maps are of its pools, in boxes of sm90_paged_box_rows rows (sm90_fwd_params.cuh).
 // `shape` and `buffers` are the call's own; a call launched packed (`group` > 1, gqa_pack_group)
 // has a 5-d Q map, {head_dim, group, num_heads_kv, q_len, batch} in boxes {64, group, 1, block_m
-// / group, 1}: a box is block_m packed rows, query-major (the split kernel's load_packed_q).
+// / group, 1}: a box is block_m / group whole queries, group * (block_m / group) packed rows,
+// query-major (the split kernel's load_packed_q).
 std::array<TensorMapRequest, 3> sm90_tensor_maps(const AttentionShape& shape,
                                                  const AttentionBuffers& buffers,
                                                  const codegen::KernelConfig& config,

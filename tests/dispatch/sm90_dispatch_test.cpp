@@ -506,8 +506,9 @@ TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split ker
 // the sm90 split kernel with the group's query heads packed into its 128-row blocks: row r is
 // query r / g of query head r % g, Q loaded through the 5-d map (a box of whole queries), the
 // hooks given the real query and q_len, the outputs, LSEs and partials stored at the call's own
-// rows. Groups of 4, 8 and 16; split by the heuristic, forced, or not at all (enough blocks: the
-// outputs written directly); a paged cache and two sequences' key counts. A step of 64 rows or
+// rows. Groups of 4, 8, 16 and 7 (blocks of whole queries: 126 rows); split by the heuristic,
+// forced, or not at all (enough blocks: the outputs written directly); a paged cache and two
+// sequences' key counts. A step of 64 rows or
 // fewer stays on the decoding entry, a score of `h` and ATTNJIT_PACK_GQA=off stay unpacked.
 TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 split kernel",
           "[dispatch][sm90]") {
@@ -545,9 +546,20 @@ TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 spli
   ragged.shape = shape(2, 8, 1, 12, 1100);
   ragged.page_size = 48;
   ragged.sequences = SequenceOptions{{12, 12}, {1100, 500}, /*pack_queries=*/false};
-  const std::vector<std::pair<KernelCase, int>> cases = {{causal, 8}, {doc, 4},   {distance, 16},
-                                                         {wide, 4},   {paged, 8}, {ragged, 8}};
-  for (const auto& [c, group] : cases) {
+  // Groups of 7 (Qwen2.5's 28 query heads over 4): blocks of 18 whole queries, 126 rows (the
+  // tile's last two zeros); 20 queries of 2 groups in 4 blocks, unsplit on the fake's 4 SMs.
+  KernelCase seven = causal;
+  seven.shape = shape(1, 14, 2, 20, 1100);
+  seven.dtype = DType::fp16;
+  struct Packed {
+    KernelCase c;
+    int group;
+    bool split;
+  };
+  const std::vector<Packed> cases = {{causal, 8, true}, {doc, 4, true},   {distance, 16, true},
+                                     {wide, 4, false},  {paged, 8, true}, {ragged, 8, true},
+                                     {seven, 7, false}};
+  for (const auto& [c, group, split_expected] : cases) {
     INFO(c.name());
     const bool tables = c.sequences.has_value();
     const SplitKernelCase split(runtime, c, "packed-split-module");
@@ -565,7 +577,7 @@ TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 spli
       if (c.split_kv) CHECK(plan.num_splits == *c.split_kv);
       splits = plan.num_splits;
     }
-    CHECK((&c == &cases[3].first ? splits == 1 : splits > 1));
+    CHECK((splits > 1) == split_expected);
     const int before = device().launch_count();
     const CaseResult result = run_variant_through_c_api(variant, c);
     INFO(result.describe() << "; emulator: " << device().error());

@@ -330,7 +330,10 @@ TEST_CASE("packed GQA: a few queries of a group on the sm90 split kernel", "[run
   CHECK(gqa_pack_group({1, 32, 4, 127, 32768, 128}, split, false) == 1);   // 8 blocks either way
   CHECK(gqa_pack_group({1, 32, 16, 60, 32768, 128}, split, false) == 2);   // 120 rows: 1, not 2
   CHECK(gqa_pack_group({1, 32, 16, 100, 32768, 128}, split, false) == 1);  // 200: 2 either way
-  CHECK(gqa_pack_group({1, 28, 4, 16, 32768, 128}, split, false) == 1);    // 7 heads: not a divisor
+  // 7 heads (Qwen2.5's 28 over 4): blocks of 18 whole queries, 126 rows; 16 queries in 1.
+  CHECK(gqa_pack_group({1, 28, 4, 16, 32768, 128}, split, false) == 7);
+  CHECK(gqa_pack_group({1, 28, 4, 19, 32768, 128}, split, false) == 7);    // 2 blocks, not 7
+  CHECK(gqa_pack_group({1, 33, 1, 16, 32768, 128}, split, false) == 1);    // a group of 33
   CHECK(gqa_pack_group({1, 64, 1, 16, 32768, 128}, split, false) == 1);    // a group of 64
   CHECK(gqa_pack_group({1, 32, 4, 16, 32768, 128}, split, true) == 1);     // h in an expression
   CHECK(gqa_pack_group({1, 32, 4, 1, 32768, 128}, split, false) == 1);     // one query: sm80
@@ -341,9 +344,25 @@ TEST_CASE("packed GQA: a few queries of a group on the sm90 split kernel", "[run
   CHECK(plan.group == 8);
   CHECK_FALSE(plan.decode_entry);
   CHECK(plan.num_splits > 1);
+  CHECK(plan.block_rows == 128);
+  CHECK(plan.config.block_m == 128);
   LaunchChoices off;
   off.pack_gqa = false;
   CHECK(plan_decoding({1, 32, 4, 40, 32768, 128}, split, false, 132, off).group == 1);
+  // Groups of 7: 126-row blocks (18 queries), the launch's tiles too; 40 queries in 3.
+  const AttentionShape qwen{1, 28, 4, 40, 32768, 128};
+  const DecodingPlan seven = plan_decoding(qwen, split, false, 132, LaunchChoices{});
+  CHECK(seven.group == 7);
+  CHECK(seven.block_rows == 126);
+  CHECK(seven.config.block_m == 126);
+  AttentionShape packed_view = qwen;
+  AttentionBuffers no_buffers;
+  pack_gqa(7, packed_view, no_buffers);
+  CHECK(forward_grid(packed_view, seven.config, 132, seven.num_splits).grid_x == 3u);
+  FwdParams params{};
+  attach_packing(seven, qwen, no_buffers, params);
+  CHECK(params.pack_block_rows == 126);
+  CHECK(params.pack_q_len == 40);
 }
 
 // A packed launch's Q map: {head_dim, group, groups, q_len, batch}, a box of whole queries.
@@ -367,6 +386,15 @@ TEST_CASE("sm90 tensor maps: a packed GQA launch's Q map has rank 5", "[runtime]
   CHECK(q.box[2] == 1);
   CHECK(q.box[3] == static_cast<unsigned>(config.block_m / 2));
   CHECK(q.box[4] == 1);
+  // A group of 3 (over 1 key/value head): boxes of whole queries, 126 of the 128 rows.
+  Call three(Layout::blhd);
+  three.shape.num_heads_q = 3;
+  three.shape.num_heads_kv = 1;
+  three.buffers.q_strides = layout_strides(Layout::blhd, 3, 100, 64);
+  const TensorMapRequest q3 = sm90_tensor_maps(three.shape, three.buffers, config, 3)[0];
+  CHECK(q3.dims[1] == 3);
+  CHECK(q3.dims[2] == 1);
+  CHECK(q3.box[1] * q3.box[3] == 3u * (static_cast<unsigned>(config.block_m) / 3u));
   CHECK(maps[1].rank == 4);  // K and V as ever
   CHECK(sm90_tensor_maps(blhd.shape, blhd.buffers, config)[0].rank == 4);
 }
@@ -415,10 +443,13 @@ TEST_CASE("packed GQA: one query per sequence, a group of query heads per block"
                                                                  132));
   // The kernel's packing fields: the group and the call's own query strides.
   FwdParams params{};
-  attach_packing(4, decode, buffers, params);
+  DecodingPlan packed;
+  packed.group = 4;
+  attach_packing(packed, decode, buffers, params);
   CHECK(params.pack_gqa == 4);
   CHECK(params.pack_q_len == 1);
-  attach_packing(1, decode, buffers, params);
+  CHECK(params.pack_block_rows == 0);  // the sm80 kernel's blocks run on across queries
+  attach_packing(DecodingPlan{}, decode, buffers, params);
   CHECK(params.pack_gqa == 1);
 }
 
@@ -453,7 +484,9 @@ TEST_CASE("packed GQA: a speculative step's rows are its queries of each query h
   CHECK(view.q_strides.head == 4 * buffers.q_strides.head);
   CHECK(view.out_strides.row == buffers.out_strides.head);
   FwdParams params{};
-  attach_packing(4, step, buffers, params);
+  DecodingPlan packed;
+  packed.group = 4;
+  attach_packing(packed, step, buffers, params);
   CHECK(params.pack_gqa == 4);
   CHECK(params.pack_q_len == 3);
   CHECK(params.pack_gqa_inverse == packed_row_inverse(4));

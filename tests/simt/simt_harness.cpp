@@ -127,7 +127,7 @@ void run_emulated(const SimtModule& module, int kernel, const codegen::KernelCon
     attach_summary(launch, scratch.data(), args);
   }
   FwdParams params = make_forward_params(plan.shape, plan.buffers, args);
-  attach_packing(plan.decoding.group, prepared.shape, buffers, params);
+  attach_packing(plan.decoding, prepared.shape, buffers, params);
   const LaunchGrid& grid = plan.grid;
   const bool overlap_forward = overlap && !plan.summaries.launches.empty();
   if (config.family == codegen::KernelFamily::sm90) {
