@@ -387,7 +387,7 @@ std::vector<KernelCase> split_prefill_cases() {
 
 // A few queries of a GQA group (a speculative tree's 24 tokens of 32 query heads over 4, a
 // 40-token chunk of 4 heads a group in fp16 with soft-capping, 16 tokens of 16 heads a group
-// over a paged cache): on sm_90a the sm90 split kernel with the group's heads packed into its
+// over a paged cache, 24 tokens of groups of 7 in 126-row blocks): on sm_90a the sm90 split kernel with the group's heads packed into its
 // rows (elsewhere the sm80 kernel, unpacked or on its decoding entry).
 std::vector<KernelCase> packed_split_cases() {
   KernelCase tree = cache_step(shape(1, 32, 4, 24, 9000));
@@ -401,7 +401,10 @@ std::vector<KernelCase> packed_split_cases() {
   KernelCase paged = cache_step(shape(1, 16, 1, 16, 5000));
   paged.page_size = 24;
   paged.head_dim = 128;
-  return {tree, softcap, paged};
+  // Groups of 7 (Qwen2.5's 28 query heads over 4): blocks of 18 whole queries, 126 rows.
+  KernelCase seven = cache_step(shape(2, 28, 4, 24, 6000));
+  seven.head_dim = 128;
+  return {tree, softcap, paged, seven};
 }
 }  // namespace
 
