@@ -165,7 +165,11 @@ namespace {
 
 // gqa_pack_group on the sm90 split kernel.
 int sm90_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config, int group) {
-  if (!config.split_kv || shape.q_len < 2 || group > kDecodeBlockM) return 1;
+  // Note: a few queries, fewer than a block's rows: a longer prefill's tiles are full anyway.
+  if (!config.split_kv || shape.q_len < 2 || shape.q_len >= config.block_m ||
+      group > kDecodeBlockM) {
+    return 1;
+  }
   const long long rows = static_cast<long long>(group) * shape.q_len;
   const int queries_per_block = config.block_m / group;  // a block's rows are whole queries
   const long long packed_blocks = ceil_div(shape.q_len, queries_per_block);

@@ -86,7 +86,8 @@ bool pack_gqa_from_environment();
 //   entry runs the step (`decode_entry`, config.decode_block_n) and would run it unpacked (q_len
 //   <= kDecodeBlockM), g <= kDecodeBlockM: the group's g * q_len rows in ceil(g * q_len / 32)
 //   decoding blocks instead of g (the forward entry maps a row to its head, not its query);
-// - the sm90 split kernel (config.split_kv): several queries whose g * q_len rows are more than
+// - the sm90 split kernel (config.split_kv): several queries, fewer than block_m (a longer
+//   prefill's tiles are full anyway), whose g * q_len rows are more than
 //   kSm90MinPackedRows, fewer blocks packed than unpacked (ceil(q_len / (block_m / g)) <
 //   g * ceil(q_len / block_m): a speculative step of 16-127 draft tokens, a short chunk; a
 //   block's rows are block_m / g whole queries, its Q box: sm90_tensor_maps), g up to 32 and the

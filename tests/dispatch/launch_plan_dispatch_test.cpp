@@ -99,19 +99,33 @@ TEST_CASE("fake device: a call's launch plan names the kernel that runs it and w
                               Contains("4 query heads packed into each block's rows") &&
                               Contains(fmt::format("split in {} slices", plan.num_splits)));
 
-  // A speculative step of 20 queries of the same heads: 80 packed rows, three 32-row blocks per
+  // A speculative step of 16 queries of the same heads: 64 packed rows, two 32-row blocks per
   // key/value head on the decoding entry.
   KernelCase draft = decode;
   draft.mask = "kv_idx <= q_idx + kv_len - q_len";
-  draft.shape = shape(1, 8, 2, 20, 2048);
+  draft.shape = shape(1, 8, 2, 16, 2048);
   plan = plan_of(draft);
   CHECK(std::string(plan.entry) == codegen::kDecodeEntry);
   CHECK(plan.gqa_group == 4);
-  CHECK(plan.grid_x == 3u);
+  CHECK(plan.grid_x == 2u);
   CHECK(plan.grid_y == static_cast<unsigned>(2 * plan.num_splits));
   CHECK_THAT(plan.reason,
-             Contains("4 query heads x 20 queries packed into the rows of 3 block(s) per "
+             Contains("4 query heads x 16 queries packed into the rows of 2 block(s) per "
                       "key/value head"));
+  // 20 queries: 80 packed rows, past the decoding entry's two blocks: one 128-row block per
+  // key/value head of the sm90 split kernel.
+  KernelCase tree = draft;
+  tree.shape = shape(1, 8, 2, 20, 2048);
+  plan = plan_of(tree);
+  CHECK(std::string(plan.kernel_family) == "sm90");
+  CHECK(std::string(plan.kernel) == "split_kv");
+  CHECK(std::string(plan.entry) == codegen::kForwardEntry);
+  CHECK(plan.gqa_group == 4);
+  CHECK(plan.grid_x == 1u);
+  CHECK_THAT(plan.reason, StartsWith("a few queries of 4 query heads per key/value head: the "
+                                     "sm90 split kernel packs") &&
+                              Contains("4 query heads x 20 queries packed into the rows of 1 "
+                                       "block(s) per key/value head"));
 
   // A query 8 bytes off 16: TMA cannot load it, the sm80 kernel's checks take the call.
   {

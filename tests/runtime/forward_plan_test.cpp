@@ -328,6 +328,7 @@ TEST_CASE("packed GQA: a few queries of a group on the sm90 split kernel", "[run
   CHECK(gqa_pack_group({1, 32, 4, 8, 32768, 128}, split, false) == 1);     // 64: the decoding entry
   CHECK(gqa_pack_group({1, 32, 4, 9, 32768, 128}, split, false) == 8);     // 72
   CHECK(gqa_pack_group({1, 32, 4, 127, 32768, 128}, split, false) == 1);   // 8 blocks either way
+  CHECK(gqa_pack_group({2, 2, 1, 130, 333, 128}, split, false) == 1);  // a prefill: 128+ queries
   CHECK(gqa_pack_group({1, 32, 16, 60, 32768, 128}, split, false) == 2);   // 120 rows: 1, not 2
   CHECK(gqa_pack_group({1, 32, 16, 100, 32768, 128}, split, false) == 1);  // 200: 2 either way
   // 7 heads (Qwen2.5's 28 over 4): blocks of 18 whole queries, 126 rows; 16 queries in 1.
