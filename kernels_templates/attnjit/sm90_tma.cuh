@@ -3,13 +3,14 @@
 // (as a __grid_constant__ parameter or in global memory).
 //
 // Every attnjit tensor map has 16-bit elements, 4 dimensions {head_dim, len, heads, batch} (the
-// innermost first; a packed GQA launch's Q has 5, tma_load_5d), box {64, BOX_ROWS, 1, 1}, CU_TENSOR_MAP_SWIZZLE_128B, no interleave and zero
-// fill out of range. One box therefore lands as a dense [BOX_ROWS][64] block of 128-byte rows with
-// the 16-byte chunk c of row r at chunk position c ^ (r & 7) (PTX ISA, "Tensor Access Modes:
-// Tiled mode" and "Tensor-copy swizzling modes": the 128B mode XORs address bits [4:6] with bits
-// [7:9]) -- exactly one swizzle block of SwizzledTile<ROWS, HEAD_DIM> (copy.cuh) with
-// HEAD_DIM % 64 == 0. A tile of head dim D is D / 64 boxes, box j at byte offset j * BOX_ROWS *
-// 128. The destination must be 1024-byte aligned (one full swizzle pattern: 8 rows of 128 bytes).
+// innermost first; a packed GQA launch's Q has 5: tma_load_5d), box {64, BOX_ROWS, 1, 1},
+// CU_TENSOR_MAP_SWIZZLE_128B, no interleave and zero fill out of range. One box therefore lands as
+// a dense [BOX_ROWS][64] block of 128-byte rows with the 16-byte chunk c of row r at chunk position
+// c ^ (r & 7) (PTX ISA, "Tensor Access Modes: Tiled mode" and "Tensor-copy swizzling modes": the
+// 128B mode XORs address bits [4:6] with bits [7:9]) -- exactly one swizzle block of
+// SwizzledTile<ROWS, HEAD_DIM> (copy.cuh) with HEAD_DIM % 64 == 0. A tile of head dim D is D / 64
+// boxes, box j at byte offset j * BOX_ROWS * 128. The destination must be 1024-byte aligned (one
+// full swizzle pattern: 8 rows of 128 bytes).
 // Note: the SIMT emulator (tests/simt/include/attnjit_simt/hopper_tma.hpp) implements the load for
 // host runs from the fake driver's encoding of the map.
 #pragma once

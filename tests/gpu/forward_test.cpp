@@ -385,10 +385,11 @@ std::vector<KernelCase> split_prefill_cases() {
   return {chunk, window, softcap, wide, paged};
 }
 
-// A few queries of a GQA group (a speculative tree's 24 tokens of 32 query heads over 4, a
-// 40-token chunk of 4 heads a group in fp16 with soft-capping, 16 tokens of 16 heads a group
-// over a paged cache, 24 tokens of groups of 7 in 126-row blocks): on sm_90a the sm90 split kernel with the group's heads packed into its
-// rows (elsewhere the sm80 kernel, unpacked or on its decoding entry).
+// A few queries of a GQA group (a speculative tree's 24 tokens of 32 query heads over 4, a 40-token
+// chunk of 4 heads a group in fp16 with soft-capping, 16 tokens of 16 heads a group over a paged
+// cache, 24 tokens of groups of 7 in 126-row blocks): on sm_90a the sm90 split kernel with the
+// group's heads packed into its rows (elsewhere the sm80 kernel, unpacked or on its decoding
+// entry).
 std::vector<KernelCase> packed_split_cases() {
   KernelCase tree = cache_step(shape(1, 32, 4, 24, 9000));
   tree.mask = "kv_idx <= q_idx + P && kv_idx % 13 != 5";
