@@ -170,13 +170,11 @@ int sm90_pack_group(const AttentionShape& shape, const codegen::KernelConfig& co
       group > kDecodeBlockM) {
     return 1;
   }
+  // Unpacked, each query head takes one block of q_len rows; packed, a block's rows are whole
+  // queries.
   const long long rows = static_cast<long long>(group) * shape.q_len;
-  const int queries_per_block = config.block_m / group;  // a block's rows are whole queries
-  const long long packed_blocks = ceil_div(shape.q_len, queries_per_block);
-  const long long unpacked_blocks =
-      static_cast<long long>(group) * ceil_div(shape.q_len, config.block_m);
-  const bool packs =
-      rows > kSm90MinPackedRows && rows <= kPackedRowLimit && packed_blocks < unpacked_blocks;
+  const int packed_blocks = ceil_div(shape.q_len, config.block_m / group);
+  const bool packs = rows > kSm90MinPackedRows && rows <= kPackedRowLimit && packed_blocks < group;
   return packs ? group : 1;
 }
 

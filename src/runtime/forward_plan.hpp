@@ -88,8 +88,8 @@ bool pack_gqa_from_environment();
 //   decoding blocks instead of g (the forward entry maps a row to its head, not its query);
 // - the sm90 split kernel (config.split_kv): several queries, fewer than block_m (a longer
 //   prefill's tiles are full anyway), whose g * q_len rows are more than
-//   kSm90MinPackedRows, fewer blocks packed than unpacked (ceil(q_len / (block_m / g)) <
-//   g * ceil(q_len / block_m): a speculative step of 16-127 draft tokens, a short chunk; a
+//   kSm90MinPackedRows, fewer blocks packed than unpacked (ceil(q_len / (block_m / g)) < g: a
+//   speculative step of 16-127 draft tokens, a short chunk; a
 //   block's rows are block_m / g whole queries, its Q box: sm90_tensor_maps), g up to 32 and the
 //   rows below kPackedRowLimit (packed_rows.cuh).
 int gqa_pack_group(const AttentionShape& shape, const codegen::KernelConfig& config,

@@ -508,8 +508,8 @@ TEST_CASE("fake device: a call of too few query tiles runs on the sm90 split ker
 // hooks given the real query and q_len, the outputs, LSEs and partials stored at the call's own
 // rows. Groups of 4, 8, 16 and 7 (blocks of whole queries: 126 rows); split by the heuristic,
 // forced, or not at all (enough blocks: the outputs written directly); a paged cache and two
-// sequences' key counts. A step of 64 rows or
-// fewer stays on the decoding entry, a score of `h` and ATTNJIT_PACK_GQA=off stay unpacked.
+// sequences' key counts. A step of 64 rows or fewer stays on the decoding entry, a score of `h`
+// and ATTNJIT_PACK_GQA=off stay unpacked.
 TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 split kernel",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;

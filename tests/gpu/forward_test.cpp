@@ -389,7 +389,8 @@ std::vector<KernelCase> split_prefill_cases() {
 // chunk of 4 heads a group in fp16 with soft-capping, 16 tokens of 16 heads a group over a paged
 // cache, 24 tokens of groups of 7 in 126-row blocks): on sm_90a the sm90 split kernel with the
 // group's heads packed into its rows (elsewhere the sm80 kernel, unpacked or on its decoding
-// entry).
+// entry). Each through a Variant (after_prepare), which alone picks the split kernel: a plain
+// case runs the variant's standard kernel, which never packs several queries.
 std::vector<KernelCase> packed_split_cases() {
   KernelCase tree = cache_step(shape(1, 32, 4, 24, 9000));
   tree.mask = "kv_idx <= q_idx + P && kv_idx % 13 != 5";
@@ -399,12 +400,15 @@ std::vector<KernelCase> packed_split_cases() {
   softcap.score = "30.0 * tanh(score / 30.0)";
   softcap.dtype = DType::fp16;
   softcap.layout = Layout::blhd;
+  softcap.graph = KernelCase::Graph::after_prepare;
   KernelCase paged = cache_step(shape(1, 16, 1, 16, 5000));
   paged.page_size = 24;
   paged.head_dim = 128;
+  paged.graph = KernelCase::Graph::after_prepare;
   // Groups of 7 (Qwen2.5's 28 query heads over 4): blocks of 18 whole queries, 126 rows.
   KernelCase seven = cache_step(shape(2, 28, 4, 24, 6000));
   seven.head_dim = 128;
+  seven.graph = KernelCase::Graph::after_prepare;
   return {tree, softcap, paged, seven};
 }
 }  // namespace
@@ -496,8 +500,10 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   KernelCase chunk = cache_step(shape(1, 1, 1, 130, 1200));
   chunk.graph = KernelCase::Graph::after_prepare;
   chunk.head_dim = 128;
-  // 20 queries of 8 heads a group: the split kernel's packed rows (Q's 5-d box), 2 blocks.
+  // 20 queries of 8 heads a group through a Variant: the split kernel's packed rows (Q's 5-d
+  // box), 2 blocks.
   KernelCase packed = cache_step(shape(1, 8, 1, 20, 1200));
+  packed.graph = KernelCase::Graph::after_prepare;
   check_cases({chunk, packed});
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),

@@ -317,7 +317,7 @@ TEST_CASE("split-KV: the sm90 split kernel splits prefills of too few query tile
 
 // The sm90 split kernel packs a GQA group's query heads into its 128-row blocks where a few
 // queries would fill them poorly, from 65 rows on (64 or fewer: the sm80 decoding entry's two
-// blocks), for groups that divide the block.
+// blocks), in blocks of whole queries (126 rows for groups of 7).
 TEST_CASE("packed GQA: a few queries of a group on the sm90 split kernel", "[runtime]") {
   const expr::Expression causal = mask_of("q_idx >= kv_idx");
   const expr::Expression score = expr::parse_expression(expr::ExprKind::score, "score", {});

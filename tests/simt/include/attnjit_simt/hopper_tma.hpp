@@ -3,10 +3,10 @@
 // elements, lays it out with the 128B swizzle and completes its bytes on the mbarrier, all at
 // issue. The words it writes stay tied to the mbarrier phase (shared_memory.hpp), so a thread
 // reading them without having waited for that phase is reported, and a load into bytes an un-waited
-// wgmma group still reads is reported as the race it is on the hardware. Not modelled (reported
-// when used): interleaved maps, element strides other than 1, the 32B and 64B swizzles, element
-// sizes other than 2 bytes, and boxes whose inner dimension is not exactly the 128-byte swizzle
-// span.
+// wgmma group still reads is reported as the race it is on the hardware.
+// Not modelled (reported when used): interleaved maps, element strides other than 1, the 32B and
+// 64B swizzles, element sizes other than 2 bytes, and boxes whose inner dimension is not exactly
+// the 128-byte swizzle span.
 #pragma once
 
 #include <vector>
