@@ -1317,10 +1317,13 @@ struct AttentionForward {
 
   // The block's slot under split-KV (FwdParams::o_partial), recomputed from the block index so
   // that it holds no register through the main loop (the head-dim-32 kernel's 128 are all taken).
+  // Note: over assign_work's query tiles of block_rows(): a packed sm90 block's whole queries
+  // may be fewer rows than BLOCK_M, and so its tiles more (511 rows of a group of 7: 5 of 126).
   ATTNJIT_DEVICE long long slot_of_block() const {
     const long long linear =
         static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
-    return linear / ((params.q_len + BLOCK_M - 1) / BLOCK_M);
+    const int rows = block_rows();
+    return linear / ((params.q_len + rows - 1) / rows);
   }
 
   // The block's slice of its (batch, head)'s keys and their number of slices (assign_work's):

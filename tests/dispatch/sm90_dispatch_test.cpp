@@ -551,14 +551,19 @@ TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 spli
   KernelCase seven = causal;
   seven.shape = shape(1, 14, 2, 20, 1100);
   seven.dtype = DType::fp16;
+  // 73 queries of a group of 7, split: 511 rows in 5 blocks of 126 (4 of 128 would hold them),
+  // so a block's slot is its index over 5 query tiles.
+  KernelCase seven_split = causal;
+  seven_split.shape = shape(1, 7, 1, 73, 700);
+  seven_split.split_kv = 2;
   struct Packed {
     KernelCase c;
     int group;
     bool split;
   };
-  const std::vector<Packed> cases = {{causal, 8, true}, {doc, 4, true},   {distance, 16, true},
-                                     {wide, 4, false},  {paged, 8, true}, {ragged, 8, true},
-                                     {seven, 7, false}};
+  const std::vector<Packed> cases = {{causal, 8, true}, {doc, 4, true},        {distance, 16, true},
+                                     {wide, 4, false},  {paged, 8, true},      {ragged, 8, true},
+                                     {seven, 7, false}, {seven_split, 7, true}};
   for (const auto& [c, group, split_expected] : cases) {
     INFO(c.name());
     const bool tables = c.sequences.has_value();

@@ -409,7 +409,10 @@ std::vector<KernelCase> packed_split_cases() {
   KernelCase seven = cache_step(shape(2, 28, 4, 24, 6000));
   seven.head_dim = 128;
   seven.graph = KernelCase::Graph::after_prepare;
-  return {tree, softcap, paged, seven};
+  // 73 queries of a group of 7: 511 rows in 5 blocks of 126 (4 of 128 would hold them), split.
+  KernelCase seven_split = cache_step(shape(1, 28, 4, 73, 6000));
+  seven_split.graph = KernelCase::Graph::after_prepare;
+  return {tree, softcap, paged, seven, seven_split};
 }
 }  // namespace
 
