@@ -11,7 +11,7 @@
 #                                              # reuse check, test_gpu and the sanitizers on
 #                                              # both families, then S3 to S6
 #   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 70 s of timelines,
-#                                              # 100 s of ragged decoding steps, then budgets of
+#                                              # 120 s of ragged steps, then budgets of
 #                                              # 370 s): the blocks' timelines, a ragged batch's
 #                                              # balanced slices, D=256 against Flex, a prefill
 #                                              # chunk split on the sm90 kernel, a speculative
@@ -74,6 +74,10 @@ D19='--decode-q-len 24 --decode-batch 1 --decode-batch 8 --decode-heads 32:4 --h
 # B=8 caches of 16K filled to 0.75, 0.25, 1.0, 0.5 twice) with its slices sized to each sequence
 # against uniform slices (ATTNJIT_BALANCE_SPLIT=off), noop and causal ("Thirty-sixth session").
 RAGGED='--manifest cache/decoding.json --variant noop --variant causal --q-len 1 --seq-len 16384 --heads 32 --kv-heads 8 --kv-lens 12288,4096,16384,8192,12288,4096,16384,8192 --iters 50'
+# Planned in the forty-first session: a speculative tree's 24 tokens of 32:4 heads over a ragged
+# batch's caches (2K to 32K keys), packed on the sm90 split kernel, its slices sized to each
+# sequence (auto) against uniform slices of the longest (off). The same kernels as RAGGED's.
+RAGGED_TREE='--manifest cache/decoding.json --variant noop --variant causal --q-len 24 --seq-len 32768 --heads 32 --kv-heads 4 --kv-lens 24576,4096,32768,8192,16384,2048,32768,12288 --iters 30'
 
 # Here, after the bundle: RAGGED's kernels for sm_90a (the decoding manifest's noop and causal,
 # bf16, D=128, with their paged and sm80 kernels) into .gpu-bundle/ragged-cache.tar.xz, so that
@@ -96,18 +100,23 @@ PY
   rm -rf "$cache" "$manifest"
 }
 
-ragged_decode() {  # OUTDIR: each switch's run, on the bundle's kernels
-  local args
-  read -r -a args <<< "$RAGGED"
+ragged_decode() {  # OUTDIR: each switch's run of RAGGED and RAGGED_TREE, on the bundle's kernels
   mkdir -p "$1/ragged-cache"
   tar -C "$1/ragged-cache" -xJf .gpu-bundle/ragged-cache.tar.xz || true
+  ragged_bench "$1" ragged 70 "$RAGGED"
+  ragged_bench "$1" ragged-tree 30 "$RAGGED_TREE"
+  rm -rf "$1/ragged-cache"
+}
+
+ragged_bench() {  # OUTDIR NAME SECONDS ARGS: balanced (auto), then uniform (off)
+  local args
+  read -r -a args <<< "$4"
   for balance in auto off; do
     env ATTNJIT_BALANCE_SPLIT=$balance ATTNJIT_CACHE_DIR="$1/ragged-cache" \
-      LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 70 \
-      .gpu-bundle/bin/attnjit bench "${args[@]}" --json "$1/ragged-$balance.json" \
-      | tee "$1/ragged-$balance.txt" || true
+      LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout "$3" \
+      .gpu-bundle/bin/attnjit bench "${args[@]}" --json "$1/$2-$balance.json" \
+      | tee "$1/$2-$balance.txt" || true
   done
-  rm -rf "$1/ragged-cache"
 }
 
 usage() {
@@ -169,8 +178,8 @@ case "${1:-}" in
     mkdir -p "$2/paged-prefill"
     gpu_check 50 "$2/paged-prefill" decode "$D17" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nD19=%s\nRAGGED=%s\n' \
-      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$D19" "$RAGGED"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nD19=%s\nRAGGED=%s\nRAGGED_TREE=%s\n' \
+      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$D19" "$RAGGED" "$RAGGED_TREE"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

@@ -168,20 +168,24 @@ struct ForwardLayout {
 
 // DECODING: the decoding features (split-KV, packed GQA: FwdParams) are read from the parameters.
 // The sm80 kernel has them; the sm90 kernel, which reuses this block state and row math, has them
-// only in its split-KV kernel (kSm90FeatureSplitKv: uniform slices; decoding steps run on the
-// sm80 kernel), so that its standard three-consumer schedules stay inside their 160 registers.
+// only in its split-KV kernel (kSm90FeatureSplitKv; decoding steps run on the sm80 kernel), so
+// that its standard three-consumer schedules stay inside their 160 registers.
 // SKIP_IDLE_WARPS: a warp whose rows are all past the block's last query skips the math (the
 // decoding entry, whose blocks are mostly such warps). Not in the 128-row kernels: the branch
 // cost ptxas 17-19 registers there (D=128, sm_80: 203 -> 220 noop, 215 -> 234 causal) for a
 // saving only in a call's last query tile.
 // SEQUENCE_WORDS_AT: where a kernel with sequence tables keeps its block's sequence words, a byte
 // offset into the dynamic shared memory; -1: in this kernel's tile window (kSequenceWords). The
-// sm90 kernel, whose layout has no tile window, gives its own place.
+// sm90 kernel, whose layout has no tile window, gives its own place, and a DECODING one leaves
+// the 16 bytes before it to a balanced split's words (balanced_split_words).
 // PACKED_QUERIES: whether a packed GQA launch's rows may hold several queries of each query head
 // (kPackedQueries): the sm80 decoding entry's, and the sm90 split kernel's.
+// MIN_SPLIT_TILES: the fewest key tiles of a balanced split's slice (kMinSplitTiles; the sm90
+// split kernel's kSm90MinSplitTiles).
 template <typename VARIANT, typename ELEM, int HEAD_DIM, int BLOCK_M, int BLOCK_N, int NUM_WARPS,
           int NUM_STAGES, bool DECODING = false, bool SKIP_IDLE_WARPS = false,
-          int SEQUENCE_WORDS_AT = -1, bool PACKED_QUERIES = SKIP_IDLE_WARPS>
+          int SEQUENCE_WORDS_AT = -1, bool PACKED_QUERIES = SKIP_IDLE_WARPS,
+          int MIN_SPLIT_TILES = kMinSplitTiles>
 struct AttentionForward {
   static_assert(HEAD_DIM == 32 || HEAD_DIM == 64 || HEAD_DIM == 96 || HEAD_DIM == 128 ||
                     HEAD_DIM == 256,
@@ -221,12 +225,14 @@ struct AttentionForward {
                     NUM_WARPS <= kMaxForwardWarps - kSequenceWords,
                 "the sequence's words lie past the warps' words of the tile window");
   // Whether a split decoding call's slices may be balanced over its sequences' key counts
-  // (FwdParams::split_slots): only a kernel with sequence tables has per-sequence counts, and
-  // only the sm80 kernel, whose tile window holds the balanced slice's words (the sm90 kernel
-  // gives SEQUENCE_WORDS_AT and has no tile window; its host never balances: balance_split).
-  static constexpr bool kBalancedSplits = DECODING && kSequenceTables && SEQUENCE_WORDS_AT < 0;
-  static_assert(!kBalancedSplits || NUM_WARPS <= kMaxForwardWarps - kBalancedSplitWords,
-                "the balanced split's words lie past the warps' words of the tile window");
+  // (FwdParams::split_slots): only a kernel with sequence tables has per-sequence counts. The
+  // balanced slice's words lie in the sm80 kernel's tile window, or in the 16 bytes before the
+  // sequence words of a kernel that gives SEQUENCE_WORDS_AT (the sm90 split kernel's).
+  static constexpr bool kBalancedSplits = DECODING && kSequenceTables;
+  static_assert(!kBalancedSplits || SEQUENCE_WORDS_AT >= 16 ||
+                    (SEQUENCE_WORDS_AT < 0 && NUM_WARPS <= kMaxForwardWarps - kBalancedSplitWords),
+                "the balanced split's words lie past the warps' words of the tile window, or "
+                "before the sequence words");
   // Whether the score's per-row terms reach the softmax as a shift per row and key tile, and
   // whether the softmax adds a multiple of each column's step too (apply_scores, RowShift).
   static constexpr bool kRowShift = ScoreRowShiftOf<VARIANT>::kShift;
@@ -481,13 +487,18 @@ struct AttentionForward {
   // sequence's (an idle block). Warp 0 computes it from the
   // sequence tables (each sequence's count read a few times, from L1 after the first) and hands
   // it over in shared memory; block-uniform (a barrier). The host balances only calls whose
-  // batch * (key tiles + 1) fits an int (plan_split).
+  // batch * (key tiles + 1) fits an int (plan_split). A slice keeps at least MIN_SPLIT_TILES
+  // tiles where the slots allow.
   struct BalancedSlice {
     int b, h, split, slices, tiles;
   };
   ATTNJIT_DEVICE static unsigned char* balanced_split_words() {
-    return attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes +
-           4 * (2 * kMaxForwardWarps - kBalancedSplitWords);
+    if constexpr (SEQUENCE_WORDS_AT >= 0) {
+      return attnjit_dynamic_smem + SEQUENCE_WORDS_AT - 4 * kBalancedSplitWords;
+    } else {
+      return attnjit_dynamic_smem + kSmemBytes - kTileWindowBytes +
+             4 * (2 * kMaxForwardWarps - kBalancedSplitWords);
+    }
   }
   ATTNJIT_DEVICE BalancedSlice balanced_slice(long long slot) const {
     const int per_head = params.batch * params.num_splits;
@@ -506,7 +517,8 @@ struct AttentionForward {
         total += __shfl_xor_sync(0xffffffffu, total, offset);
       }
       const int candidate =
-          balanced_chunk_candidate(balanced_chunk_search(total, per_head, params.batch), lane);
+          balanced_chunk_candidate(
+              balanced_chunk_search(total, per_head, params.batch, MIN_SPLIT_TILES), lane);
       int used = 0;
       for (int seq = 0; seq < params.batch; ++seq)
         used += balanced_slices(tiles_of(seq), candidate);

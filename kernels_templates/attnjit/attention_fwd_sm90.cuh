@@ -92,23 +92,28 @@ struct AttentionForwardSm90 {
   // Of each 8 n8 chunks of S, how many the softmax exponentiates on the FMA pipe (poly_exp2.cuh).
   static constexpr int kPolyExp2 = sm90_poly_exp2_eighths(FEATURES);
   static_assert(kPolyExp2 <= 8, "sm90_poly_exp2: 0 to 8 of each 8 chunks");
-  // A kernel with sequence tables keeps its block's sequence words (RowMath::sequence_word) in
-  // the last 16 bytes of the dynamic shared memory, which the aligned layout never reaches: the
-  // base is at least 16-byte aligned, so its padding is at most kSm90SmemAlignment - 16 bytes of
-  // the kSm90SmemAlignment the launch adds for it.
-  static constexpr int kSequenceWordsAt =
-      sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent, kPInSmem) - 16;
-  static_assert(4 * kSequenceWords <= 16, "the sequence's words fit the last 16 bytes");
   // Split-KV (kSm90FeatureSplitKv): the row math's split features, plain blocks only (a block's
   // slice is its grid index's: RowMath::slot_of_block).
   static constexpr bool kSplitKv = (FEATURES & kSm90FeatureSplitKv) != 0u;
   static_assert(!kSplitKv || !kPersistent, "split-KV: plain blocks");
+  static constexpr int kSmemBytes = sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES,
+                                                            kPersistent, kPInSmem, kSplitKv);
+  // A kernel with sequence tables keeps its block's sequence words (RowMath::sequence_word) in
+  // the last 16 bytes of the dynamic shared memory, which the aligned layout never reaches: the
+  // base is at least 16-byte aligned, so its padding is at most kSm90SmemAlignment - 16 bytes of
+  // the kSm90SmemAlignment the launch adds for it. The split kernel's kSm90SplitWordsBytes more
+  // keep the 16 bytes before them free too, for a balanced split's words (RowMath::
+  // balanced_split_words).
+  static constexpr int kSequenceWordsAt = kSmemBytes - 16;
+  static_assert(4 * kSequenceWords <= 16 && 4 * kBalancedSplitWords <= kSm90SplitWordsBytes,
+                "the sequence's words fit the last 16 bytes, a balanced split's the 16 before");
   // The SM80 kernel's per-block state and row math for the consumer warps (see the header).
   // The split kernel also runs packed GQA calls of several queries (FwdParams::pack_gqa; Q's
   // box in load_q).
   using RowMath =
       AttentionForward<VARIANT, ELEM, HEAD_DIM, BLOCK_M, BLOCK_N, kConsumerWarps, NUM_STAGES,
-                       /*DECODING=*/kSplitKv, false, kSequenceWordsAt, /*PACKED_QUERIES=*/kSplitKv>;
+                       /*DECODING=*/kSplitKv, false, kSequenceWordsAt, /*PACKED_QUERIES=*/kSplitKv,
+                       kSm90MinSplitTiles>;
   static_assert(RowMath::kMTiles == 1, "one m16 tile per consumer warp: the wgmma layout");
   static constexpr int kNTiles = BLOCK_N / 8;    // n8 chunks of S
   static constexpr int kDTiles = HEAD_DIM / 8;   // n8 chunks of O
@@ -141,9 +146,9 @@ struct AttentionForwardSm90 {
   static_assert(!kHandoff || (!kPersistent && 2 * NUM_STAGES <= kSm90MaxStages),
                 "tile handoff: plain (not persistent) blocks, words in unused barrier slots");
   static_assert(kSm90SmemAlignment + kTilesBytes + kSm90BarrierBytes +
-                        (kPersistent ? kSm90PersistentBarrierBytes : 0) ==
-                    sm90_forward_smem_bytes(HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, kPersistent,
-                                            kPInSmem),
+                        (kPersistent ? kSm90PersistentBarrierBytes : 0) +
+                        (kSplitKv ? kSm90SplitWordsBytes : 0) ==
+                    kSmemBytes,
                 "host and device disagree on the shared-memory size");
   static_assert(kQBoxBytes % 1024 == 0 && kKVBoxBytes % 1024 == 0,
                 "every box starts on a 1024-byte swizzle atom");

@@ -25,7 +25,8 @@ constexpr int kSequenceWords = 3;
 // A block of a balanced split (FwdParams::split_slots) hands its slice (sequence, slice, the
 // sequence's slices, tiles a slice) from the warp that finds it to the others in the last
 // kBalancedSplitWords words of the window's second half, which kernels of at most
-// kMaxForwardWarps - kBalancedSplitWords warps leave unused.
+// kMaxForwardWarps - kBalancedSplitWords warps leave unused (in the sm90 split kernel: the 16
+// bytes before its sequence words, kSm90SplitWordsBytes).
 constexpr int kBalancedSplitWords = 4;
 
 // Split-KV (FwdParams::num_splits): a slice keeps at least this many key tiles, so that its fixed
@@ -34,22 +35,23 @@ constexpr int kBalancedSplitWords = 4;
 // 4K keys) 32 slices of 2 tiles beat the 13 slices of 5 that 4 allowed by 2.5 us (noop) and 6.7 us
 // (causal) of 16-23: a block's tiles are a chain of copies, each about a memory latency
 // (docs/PERFORMANCE.md, "Twenty-fifth session"). The host sizes uniform slices by it, the kernel
-// balanced ones.
+// balanced ones. (The sm90 split kernel's: kSm90MinSplitTiles.)
 constexpr int kMinSplitTiles = 2;
 
 // A balanced split's search for its chunk, the key tiles of a slice (FwdParams::split_slots,
 // AttentionForward::balanced_slice): `total` key tiles of `batch` sequences over `slots` slots a
-// head (slots >= 2 * batch: num_splits >= 2). A sequence of t tiles takes balanced_slices(t, c)
-// slots, so no chunk below `low` fits (their sum is at least total / c) and `high` always does
-// (at most total / c + batch); lane i of the searching warp tries candidate i, from low in
-// steps of `step` to high (the last lane's), and the smallest that fits is taken: the best
-// chunk when high - low < 32, else within one step of it.
+// head (slots >= 2 * batch: num_splits >= 2), at least `min_tiles` a slice. A sequence of t tiles
+// takes balanced_slices(t, c) slots, so no chunk below `low` fits (their sum is at least
+// total / c) and `high` always does (at most total / c + batch); lane i of the searching warp
+// tries candidate i, from low in steps of `step` to high (the last lane's), and the smallest that
+// fits is taken: the best chunk when high - low < 32, else within one step of it.
 struct ChunkSearch {
   int low, high, step;
 };
-ATTNJIT_HD constexpr ChunkSearch balanced_chunk_search(int total, int slots, int batch) {
+ATTNJIT_HD constexpr ChunkSearch balanced_chunk_search(int total, int slots, int batch,
+                                                       int min_tiles = kMinSplitTiles) {
   const int fewest = (total + slots - 1) / slots;
-  const int low = fewest > kMinSplitTiles ? fewest : kMinSplitTiles;
+  const int low = fewest > min_tiles ? fewest : min_tiles;
   const int spare = slots - batch;
   const int sure = (total + spare - 1) / spare;
   const int high = sure > low ? sure : low;

@@ -55,6 +55,12 @@ constexpr unsigned kSm90FeatureTimeline = 1024u;
 // consumers registers that the standard kernels keep.
 constexpr unsigned kSm90FeatureSplitKv = 2048u;
 
+// The split kernel's slices keep at least this many key tiles: a block of that kernel spends about
+// 6-9 us outside its tiles (the H200's timeline fit, docs/PERFORMANCE.md) against 1.3-1.8 us a
+// tile, so slices of 2 tiles (the sm80 kernel's kMinSplitTiles) would mostly pay that cost again.
+// The host sizes uniform slices by it (choose_num_splits), the kernel balanced ones.
+constexpr int kSm90MinSplitTiles = 4;
+
 // TMA with the 128-byte swizzle writes 1024-byte swizzle atoms, and wgmma descriptors address
 // them from 1024-byte aligned bases; dynamic shared memory is only promised 16-byte alignment, so
 // the kernel rounds its base up and the launch asks for the slack.
@@ -65,6 +71,11 @@ constexpr int kSm90BarrierBytes = 8 + 4 * 8 * kSm90MaxStages;
 // A persistent kernel's one more barrier after those: "Q empty", the consumers' release of the Q
 // tile's space, so that the producer may load the next work item's Q there.
 constexpr int kSm90PersistentBarrierBytes = 8;
+// The split kernel's 16 more bytes of dynamic shared memory: with the slack's last 16, which hold
+// a kernel's sequence words (attention_fwd_sm90.cuh, kSequenceWordsAt), they make the 32 bytes at
+// the end that the aligned layout never reaches: the sequence words, and before them a balanced
+// split's words (AttentionForward::balanced_split_words).
+constexpr int kSm90SplitWordsBytes = 16;
 // sm_90a's per-block opt-in limit of dynamic shared memory (227 KB).
 constexpr int kSm90SharedMemoryLimit = 227 * 1024;
 
@@ -98,16 +109,16 @@ ATTNJIT_HD constexpr bool sm90_output_staged_apart(int head_dim, int block_m, in
 }
 
 // [slack][Q][K stages][V stages][output staging, when apart][P, when in shared memory][barriers]
-// [Q empty, when persistent].
+// [Q empty, when persistent][the split kernel's words].
 ATTNJIT_HD constexpr int sm90_forward_smem_bytes(int head_dim, int block_m, int block_n,
                                                  int num_stages, bool persistent,
-                                                 bool p_in_smem = false) {
+                                                 bool p_in_smem = false, bool split_kv = false) {
   return kSm90SmemAlignment + sm90_qkv_bytes(head_dim, block_m, block_n, num_stages) +
          (sm90_output_staged_apart(head_dim, block_m, block_n, num_stages, persistent, p_in_smem)
               ? 2 * head_dim * block_m
               : 0) +
-         sm90_p_bytes(block_m, block_n, p_in_smem) +
-         kSm90BarrierBytes + (persistent ? kSm90PersistentBarrierBytes : 0);
+         sm90_p_bytes(block_m, block_n, p_in_smem) + kSm90BarrierBytes +
+         (persistent ? kSm90PersistentBarrierBytes : 0) + (split_kv ? kSm90SplitWordsBytes : 0);
 }
 
 }  // namespace attnjit

@@ -260,10 +260,11 @@ bool balance_split(const AttentionShape& shape, const AttentionBuffers& buffers,
                    const codegen::KernelConfig& config, int block_n, const expr::Expression& mask,
                    const VariantArgs& args) {
   const SequenceTables& tables = buffers.sequences;
-  // Note: the sm90 split kernel has no words for a balanced slice (attention_fwd.cuh,
-  // kBalancedSplits): its slices are uniform.
-  if (config.family != codegen::KernelFamily::sm80 || !codegen::reads_sequence_tables(config) ||
-      tables.q_starts != nullptr || (tables.kv_lens == nullptr && tables.kv_starts == nullptr)) {
+  // Note: of the sm90 family only the split kernel splits (its other kernels are never launched
+  // with slices).
+  if ((config.family != codegen::KernelFamily::sm80 && !config.split_kv) ||
+      !codegen::reads_sequence_tables(config) || tables.q_starts != nullptr ||
+      (tables.kv_lens == nullptr && tables.kv_starts == nullptr)) {
     return false;
   }
   const long long tiles = ceil_div(shape.kv_len, block_n);

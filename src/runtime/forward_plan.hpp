@@ -13,6 +13,7 @@
 
 #include "attnjit/fwd_config.cuh"
 #include "attnjit/fwd_params.cuh"
+#include "attnjit/sm90_fwd_config.cuh"
 #include "attnjit/split_combine.cuh"
 #include "codegen/variant_source.hpp"
 #include "common/attention_problem.hpp"
@@ -41,7 +42,8 @@ LaunchGrid forward_grid(const AttentionShape& shape, const codegen::KernelConfig
 // every key: such calls split the keys into slices, one block each, and merge the slices'
 // partial outputs with a second kernel (FwdParams::num_splits, split_combine.cuh).
 constexpr int kMaxSplits = 128;
-// A slice keeps at least kMinSplitTiles key tiles (fwd_config.cuh).
+// A slice keeps at least kMinSplitTiles key tiles (fwd_config.cuh), kSm90MinSplitTiles on the sm90
+// split kernel (sm90_fwd_config.cuh).
 // The slices aim at this many blocks per SM, not at every resident slot: on the H200 above, 32
 // slices (256 blocks, two an SM) beat 37 (296 blocks, two or three an SM) at 16K keys by 1.6 us,
 // since an SM that holds three blocks of one step finishes last.
@@ -51,11 +53,6 @@ constexpr int kSplitBlocksPerSm = 2;
 // N slices whenever the kernel can split (clamped to the key tiles). Error(invalid_argument)
 // for anything else.
 std::optional<int> split_kv_from_environment();
-
-// The sm90 split kernel's slices keep at least this many key tiles: a block of that kernel
-// spends about 6-9 us outside its tiles (the H200's timeline fit, docs/PERFORMANCE.md) against
-// 1.3-1.8 us a tile, so slices of 2 tiles would mostly pay that cost again.
-constexpr int kSm90MinSplitTiles = 4;
 
 // Whether a kernel of `config` can split a call's keys: the sm80 family's (not persistent) with
 // has_decoding_features(head_dim), and the sm90 family's split kernel (KernelConfig::split_kv).
@@ -142,17 +139,17 @@ SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& c
 bool balance_split_from_environment();
 
 // Whether a split call over `buffers` balances its slices over its sequences' key counts
-// (FwdParams::split_slots): with per-sequence key counts (kv_seq_lens, kv_seq_starts), on an
-// sm80-family module `config` whose kernels read sequence tables, when the device's sums (batch *
-// (key tiles
-// + 1), tiles of the launched entry's `block_n` keys) fit an int, and when a sequence's kept keys
-// grow with its count: so for a variant without a mask, or whose mask keeps some key of the first
-// key tile for the call's queries at the longest count (a causal mask over a cache: its kept span
-// is the whole sequence), asked of the host's block analysis with the call's `args`. Not for a
-// mask that keeps none there (a sliding window keeps as many keys in a short sequence as in a
-// long one, and slices sized by the counts would leave the short ones' few blocks to end the
-// step), nor for one that reads tensors (in device memory, which the host does not read).
-// `shape` is the call's own (the mask's q_len), not a packed view.
+// (FwdParams::split_slots): with per-sequence key counts (kv_seq_lens, kv_seq_starts), on a
+// kernel `config` that reads sequence tables (an sm80-family module's, or the sm90 split
+// kernel's), when the device's sums (batch * (key tiles + 1), tiles of the launched entry's
+// `block_n` keys) fit an int, and when a sequence's kept keys grow with its count: so for a
+// variant without a mask, or whose mask keeps some key of the first key tile for the call's
+// queries at the longest count (a causal mask over a cache: its kept span is the whole
+// sequence), asked of the host's block analysis with the call's `args`. Not for a mask that keeps
+// none there (a sliding window keeps as many keys in a short sequence as in a long one, and
+// slices sized by the counts would leave the short ones' few blocks to end the step), nor for one
+// that reads tensors (in device memory, which the host does not read). `shape` is the call's own
+// (the mask's q_len), not a packed view.
 bool balance_split(const AttentionShape& shape, const AttentionBuffers& buffers,
                    const codegen::KernelConfig& config, int block_n, const expr::Expression& mask,
                    const VariantArgs& args);

@@ -617,6 +617,84 @@ TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 spli
   }
 }
 
+// A chunk or a speculative step over a batch of caches of their own lengths (kv_seq_lens) runs on
+// the sm90 split kernel in slices sized to each sequence's key count on the device (balanced_slice:
+// a long cache's keys in many slices, a short one's in one, the slots past them idle), at least
+// kSm90MinSplitTiles tiles a slice, and merged through the slot table. Unpacked and packed (a GQA
+// group's heads in the rows), dense and paged caches, a score that reads kv_len (no mask: balanced
+// too), an empty sequence (zeros, -inf) and a batch of them. A mask that keeps no key of a long
+// cache's first tile (a window) stays uniform, as does every call with ATTNJIT_BALANCE_SPLIT=off.
+TEST_CASE("fake device: the sm90 split kernel balances its slices over ragged key counts",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const Sm90CudaRuntime sm90("balanced-split-cache");
+  attnjit_runtime* runtime = sm90.runtime;
+
+  // 40 queries at the end of caches of 1500, 130, 0 and 700 keys: 12, 2, 0 and 6 key tiles.
+  KernelCase chunks;
+  chunks.mask = "kv_idx <= q_idx + kv_len - q_len";
+  chunks.shape = shape(4, 2, 2, 40, 1500);
+  chunks.sequences = SequenceOptions{{40, 40, 40, 40}, {1500, 130, 0, 700}, false};
+  chunks.split_kv = 3;
+  // 12 draft tokens of 8 heads over paged caches of 1100, 300 and 64 keys (96 packed rows).
+  KernelCase draft;
+  draft.mask = "kv_idx <= q_idx + kv_len - q_len";
+  draft.shape = shape(3, 8, 1, 12, 1100);
+  draft.page_size = 48;
+  draft.sequences = SequenceOptions{{12, 12, 12}, {1100, 300, 64}, false};
+  draft.split_kv = 3;
+  // No mask, a score of kv_len, fp16 [B, L, H, D] at head dim 128.
+  KernelCase scored;
+  scored.score = "score - 0.05 * float(kv_len - 1 - kv_idx)";
+  scored.shape = shape(2, 2, 2, 70, 900);
+  scored.head_dim = 128;
+  scored.dtype = DType::fp16;
+  scored.layout = Layout::blhd;
+  scored.sequences = SequenceOptions{{70, 70}, {900, 90}, false};
+  scored.split_kv = 3;
+  KernelCase empty;
+  empty.shape = shape(2, 1, 1, 48, 600);
+  empty.sequences = SequenceOptions{{48, 48}, {0, 0}, false};
+  empty.split_kv = 3;
+  // A window of 200 keys before each sequence's end: none of a long cache's first tile.
+  KernelCase window = chunks;
+  window.mask = "kv_idx <= q_idx + kv_len - q_len && q_idx + kv_len - q_len - kv_idx < 200";
+  struct Balanced {
+    KernelCase c;
+    int group;
+    bool balanced;
+    bool switched_off;
+  };
+  const std::vector<Balanced> cases = {{chunks, 1, true, false},  {draft, 8, true, false},
+                                       {scored, 1, true, false},  {empty, 1, true, false},
+                                       {window, 1, false, false}, {chunks, 1, false, true},
+                                       {draft, 8, false, true}};
+  for (const auto& [c, group, balanced, switched_off] : cases) {
+    INFO(c.name() << (switched_off ? " with ATTNJIT_BALANCE_SPLIT=off" : ""));
+    const test::ScopedEnv balance("ATTNJIT_BALANCE_SPLIT", switched_off ? "off" : nullptr);
+    const SplitKernelCase split(runtime, c, "balanced-split-module");
+    attnjit_variant* variant = split.variant;
+    {
+      DeviceCall call(c);
+      const attnjit_launch_plan plan = launch_plan(variant, call.args);
+      CHECK(std::string(plan.kernel_family) == "sm90");
+      CHECK(std::string(plan.kernel) == "varlen");
+      CHECK(plan.gqa_group == group);
+      CHECK(plan.num_splits == *c.split_kv);
+      CHECK((plan.split_tiles == 0) == balanced);
+      CHECK_THAT(launch_reason(variant, call.args),
+                 Catch::Contains(balanced ? "slices a sequence on average, sized to its key count"
+                                          : "key tiles"));
+    }
+    const int before = device().launch_count();
+    const CaseResult result = run_variant_through_c_api(variant, c);
+    INFO(result.describe() << "; emulator: " << device().error());
+    CHECK(result.passed());
+    CHECK(device().launch_count() - before == 2);
+    CHECK(last_launches(1).back().starts_with(codegen::kSplitCombineEntry));
+  }
+}
+
 // A split kernel that cannot be had (here: ATTNJIT_TUNE turns bad after the variant's other
 // kernels are ready, so only the split kernel's request reads it) leaves its calls where they ran
 // before it existed: split on the sm80 kernel, with one warning, and later calls do not ask again.

@@ -414,6 +414,32 @@ std::vector<KernelCase> packed_split_cases() {
   seven_split.graph = KernelCase::Graph::after_prepare;
   return {tree, softcap, paged, seven, seven_split};
 }
+
+// Chunks and speculative steps over caches of their own lengths (kv_seq_lens), too few query
+// tiles to fill the GPU: on sm_90a the sm90 split kernel's balanced slices (each sequence's keys
+// cut by its own count), elsewhere the sm80 kernel's. Through a Variant, which routes them.
+std::vector<KernelCase> ragged_split_cases() {
+  KernelCase chunks;
+  chunks.mask = "kv_idx <= q_idx + kv_len - q_len";
+  chunks.shape = shape(4, 8, 8, 64, 20000);
+  chunks.sequences = SequenceOptions{{64, 64, 64, 64}, {20000, 1500, 0, 9000}, false};
+  chunks.graph = KernelCase::Graph::after_prepare;
+  KernelCase draft;  // 24 draft tokens of 32:4 heads over paged caches
+  draft.mask = "kv_idx <= q_idx + kv_len - q_len";
+  draft.shape = shape(3, 32, 4, 24, 12000);
+  draft.head_dim = 128;
+  draft.page_size = 64;
+  draft.sequences = SequenceOptions{{24, 24, 24}, {12000, 700, 5000}, false};
+  draft.graph = KernelCase::Graph::after_prepare;
+  KernelCase scored;  // no mask, a score of kv_len, fp16 [B, L, H, D]
+  scored.score = "score - 0.001 * float(kv_len - 1 - kv_idx)";
+  scored.shape = shape(2, 4, 4, 100, 8000);
+  scored.dtype = DType::fp16;
+  scored.layout = Layout::blhd;
+  scored.sequences = SequenceOptions{{100, 100}, {8000, 300}, false};
+  scored.graph = KernelCase::Graph::after_prepare;
+  return {chunks, draft, scored};
+}
 }  // namespace
 
 // [large]: hardware sizes (the fake device's split chunks are the dispatch tests').
@@ -424,6 +450,11 @@ TEST_CASE("prefills of too few query tiles split their keys and match the refere
 
 TEST_CASE("a few queries of a GQA group run packed and match the reference", "[gpu][large]") {
   check_cases(packed_split_cases());
+}
+
+TEST_CASE("chunks over ragged caches split in balanced slices and match the reference",
+          "[gpu][large]") {
+  check_cases(ragged_split_cases());
 }
 
 // The short-rows kernel (codegen/short_rows.hpp: two blocks per SM with the tile handoff, for
@@ -507,7 +538,14 @@ TEST_CASE("sanitizer set: one case per path", "[gpu][sanitize]") {
   // box), 2 blocks.
   KernelCase packed = cache_step(shape(1, 8, 1, 20, 1200));
   packed.graph = KernelCase::Graph::after_prepare;
-  check_cases({chunk, packed});
+  // Two sequences' chunks over caches of 1200 and 300 keys through a Variant: on sm_90a the
+  // split kernel's balanced slices (the slot search, its words past the layout, idle blocks).
+  KernelCase ragged;
+  ragged.mask = "kv_idx <= q_idx + kv_len - q_len";
+  ragged.shape = shape(2, 1, 1, 40, 1200);
+  ragged.sequences = SequenceOptions{{40, 40}, {1200, 300}, false};
+  ragged.graph = KernelCase::Graph::after_prepare;
+  check_cases({chunk, packed, ragged});
   check_cases({doc, window, with(cap, DType::fp16, Layout::blhd, 128),
                with(window, DType::bf16, Layout::blhd, 256), window_crossing_case(),
                with(ring, DType::bf16, Layout::bhld, 128),

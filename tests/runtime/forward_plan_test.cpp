@@ -289,6 +289,12 @@ TEST_CASE("split-KV: the sm90 split kernel splits prefills of too few query tile
   CHECK_FALSE(split.persistent);
   CHECK(split.block_m == 128);
   CHECK(split.block_n == 128);
+  // Its block's words (sequence, balanced slice) in 16 bytes more than its layout's.
+  CHECK(split.smem_bytes == sm90_forward_smem_bytes(128, 128, 128, split.num_stages, false,
+                                                    split.p_in_smem, /*split_kv=*/true));
+  CHECK(split.smem_bytes ==
+        sm90_forward_smem_bytes(128, 128, 128, split.num_stages, false, split.p_in_smem) +
+            kSm90SplitWordsBytes);
   CHECK(splits_keys(split, 128));
   // The head-dim-64 variants without a mask have 192-row blocks: their split kernel has 128.
   const auto wide = codegen::split_kernel_config(noop, score, DType::bf16, 64, hopper, {});
@@ -306,13 +312,17 @@ TEST_CASE("split-KV: the sm90 split kernel splits prefills of too few query tile
   // Forced counts are clamped to the key tiles only.
   CHECK(choose_num_splits({1, 8, 1, 16384, 32768, 128}, split, 132, 3) == 3);
   CHECK(choose_num_splits({1, 1, 1, 128, 3 * 128, 128}, split, 132, 8) == 3);
-  // The sm90 split kernel never balances its slices over per-sequence key counts.
+  // The sm90 split kernel of paged calls (which reads the sequence tables) balances its slices
+  // over per-sequence key counts; the sm90 kernel of paged calls does not split.
   codegen::KernelConfig paged = split;
   paged.paged_kv = true;
   AttentionBuffers buffers;
   const std::int32_t lens = 0;
   buffers.sequences.kv_lens = &lens;
-  CHECK_FALSE(balance_split({2, 8, 1, 128, 4096, 128}, buffers, paged, 128, noop, {}));
+  CHECK(balance_split({2, 8, 1, 128, 4096, 128}, buffers, paged, 128, noop, {}));
+  codegen::KernelConfig unsplit = paged;
+  unsplit.split_kv = false;
+  CHECK_FALSE(balance_split({2, 8, 1, 128, 4096, 128}, buffers, unsplit, 128, noop, {}));
 }
 
 // The sm90 split kernel packs a GQA group's query heads into its 128-row blocks where a few
@@ -691,11 +701,13 @@ TEST_CASE("split-KV: a balanced split places its slot table after the partials",
 // The balanced split's chunk search (the kernel's, balanced_chunk_search) against every chunk
 // tried on the host, over random ragged batches: the 32 candidates always hold one that fits,
 // the smallest of them is the best chunk when the candidates cover every chunk between the
-// bounds, and within one step of it otherwise; no chunk below the lower bound fits.
+// bounds, and within one step of it otherwise; no chunk below the lower bound fits. Both
+// kernels' floors: kMinSplitTiles (sm80), kSm90MinSplitTiles (the sm90 split kernel).
 TEST_CASE("split-KV: the balanced chunk search finds the smallest chunk that fits", "[runtime]") {
   std::mt19937 random(2611);
   int exact = 0, stepped = 0;
   for (int trial = 0; trial < 400; ++trial) {
+    const int min_tiles = trial % 2 == 0 ? kMinSplitTiles : kSm90MinSplitTiles;
     const int batch = 1 + static_cast<int>(random() % 48);
     const int num_splits = 2 + static_cast<int>(random() % 12);
     const int longest = 1 + static_cast<int>(random() % (trial % 4 == 0 ? 4096 : 300));
@@ -711,10 +723,12 @@ TEST_CASE("split-KV: the balanced chunk search finds the smallest chunk that fit
       for (const int t : tiles) sum += balanced_slices(t, chunk);
       return sum;
     };
-    INFO("batch " << batch << ", slots " << slots << ", total " << total);
-    const ChunkSearch search = balanced_chunk_search(total, slots, batch);
+    INFO("batch " << batch << ", slots " << slots << ", total " << total << ", at least "
+                  << min_tiles << " tiles");
+    const ChunkSearch search = balanced_chunk_search(total, slots, batch, min_tiles);
+    CHECK(search.low >= min_tiles);
     CHECK(used(search.high) <= slots);
-    if (search.low > kMinSplitTiles) CHECK(used(search.low - 1) > slots);
+    if (search.low > min_tiles) CHECK(used(search.low - 1) > slots);
     int chosen = 0;
     for (int lane = 0; lane < 32 && chosen == 0; ++lane) {
       const int candidate = balanced_chunk_candidate(search, lane);
