@@ -617,13 +617,14 @@ TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 spli
   }
 }
 
-// A chunk or a speculative step over a batch of caches of their own lengths (kv_seq_lens) runs on
+// A chunk or a speculative step over a batch of caches of their own lengths (key counts) runs on
 // the sm90 split kernel in slices sized to each sequence's key count on the device (balanced_slice:
 // a long cache's keys in many slices, a short one's in one, the slots past them idle), at least
 // kSm90MinSplitTiles tiles a slice, and merged through the slot table. Unpacked and packed (a GQA
-// group's heads in the rows), dense and paged caches, a score that reads kv_len (no mask: balanced
-// too), an empty sequence (zeros, -inf) and a batch of them. A mask that keeps no key of a long
-// cache's first tile (a window) stays uniform, as does every call with ATTNJIT_BALANCE_SPLIT=off.
+// group's heads in the rows), dense, packed (kv_seq_starts) and paged caches, a score that reads
+// kv_len (no mask: balanced too), an empty sequence (zeros, -inf) and a batch of them. A mask that
+// keeps no key of a long cache's first tile (a window) stays uniform, as does every call with
+// ATTNJIT_BALANCE_SPLIT=off.
 TEST_CASE("fake device: the sm90 split kernel balances its slices over ragged key counts",
           "[dispatch][sm90]") {
   if (cuda::current_device().sm != 90) return;
@@ -652,6 +653,10 @@ TEST_CASE("fake device: the sm90 split kernel balances its slices over ragged ke
   scored.layout = Layout::blhd;
   scored.sequences = SequenceOptions{{70, 70}, {900, 90}, false};
   scored.split_kv = 3;
+  // Packed keys (kv_seq_starts) with unused rows around them.
+  KernelCase packed_keys = chunks;
+  packed_keys.shape = shape(3, 2, 2, 40, 900);
+  packed_keys.sequences = SequenceOptions{{40, 40, 40}, {900, 0, 350}, false, true, 3};
   KernelCase empty;
   empty.shape = shape(2, 1, 1, 48, 600);
   empty.sequences = SequenceOptions{{48, 48}, {0, 0}, false};
@@ -665,10 +670,10 @@ TEST_CASE("fake device: the sm90 split kernel balances its slices over ragged ke
     bool balanced;
     bool switched_off;
   };
-  const std::vector<Balanced> cases = {{chunks, 1, true, false},  {draft, 8, true, false},
-                                       {scored, 1, true, false},  {empty, 1, true, false},
-                                       {window, 1, false, false}, {chunks, 1, false, true},
-                                       {draft, 8, false, true}};
+  const std::vector<Balanced> cases = {{chunks, 1, true, false}, {draft, 8, true, false},
+                                       {scored, 1, true, false}, {packed_keys, 1, true, false},
+                                       {empty, 1, true, false},  {window, 1, false, false},
+                                       {chunks, 1, false, true}, {draft, 8, false, true}};
   for (const auto& [c, group, balanced, switched_off] : cases) {
     INFO(c.name() << (switched_off ? " with ATTNJIT_BALANCE_SPLIT=off" : ""));
     const test::ScopedEnv balance("ATTNJIT_BALANCE_SPLIT", switched_off ? "off" : nullptr);
