@@ -549,7 +549,10 @@ ATTNJIT_API void attnjit_lowered_expressions_destroy(attnjit_lowered_expressions
 
 /* How a variant's mask splits one call's attention matrix into tiles: for each batch and query
  * head, every tile_q x tile_kv tile is empty (skipped), full or partial, as the kernel's tile
- * classification sees it; kept_pairs counts the (query, key) pairs the mask keeps, exactly. */
+ * classification sees it; kept_pairs counts the (query, key) pairs the mask keeps, exactly. A
+ * call whose kernel packs a GQA group's query heads into its blocks' rows (a decoding or
+ * speculative step) has tile_q = the whole queries of each head a block holds (a block's rows
+ * over the group). */
 typedef struct attnjit_tile_census {
   int tile_q, tile_kv;
   int64_t tiles, empty, partial, full;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capi/boundary.hpp"
+#include "codegen/kernel_tuning.hpp"
 #include "codegen/variant_source.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "jit/variant_compiler.hpp"
@@ -25,15 +26,26 @@ struct Tiles {
   int q, kv;
 };
 
+// The query tile of a launch of `config`'s blocks with `group` query heads packed into their rows
+// (1: none): a packed block holds block_m / group whole queries of each of the group's heads
+// (exactly on the sm90 split kernel, whose blocks are whole queries; on the sm80 decoding entry
+// where the group divides its 32 rows), so a census of each head's tiles classifies what the block
+// classifies.
+Tiles launch_tiles(const attnjit::codegen::KernelConfig& config, int group) {
+  return {group > 1 ? std::max(1, config.block_m / group) : config.block_m, config.block_n};
+}
+
 // The tiles of the kernel that runs the call: the kernel chosen for `arch`, else the one the
 // launch plan of a CUDA runtime's call picks, else the CPU reference's (whose tiles also
 // classify the mask). A call the decoding entry runs (at most kDecodeBlockM rows after packing,
 // or a packed step of several queries; on sm_90a through the sm80 module) has that entry's
-// tiles.
+// tiles; a few queries of a GQA group that sm_90a packs into its split kernel have that
+// kernel's. For an arch, a call that would split its keys on the sm90 split kernel for want of
+// query tiles (which depends on the GPU's SMs) is given the standard kernel's tiles.
 Tiles tiles_for(attnjit_variant& variant, const char* arch, const attnjit::ForwardCall& call) {
   if (arch == nullptr && variant.runtime.backend() == attnjit::Backend::cuda) {
     const attnjit::CallPlan plan = variant.impl.launch_plan(call);
-    return {plan.launch.decoding.config.block_m, plan.launch.decoding.config.block_n};
+    return launch_tiles(plan.launch.decoding.config, plan.launch.decoding.group);
   }
   if (arch == nullptr) {
     const attnjit::reference::ReferenceOptions cpu;
@@ -46,6 +58,18 @@ Tiles tiles_for(attnjit_variant& variant, const char* arch, const attnjit::Forwa
   const attnjit::codegen::Target target = attnjit::arch_target(chosen);
   const attnjit::codegen::KernelConfig config = attnjit::codegen::kernel_config_for(
       variant.impl.mask(), variant.impl.score(), spec.dtype, spec.head_dim, target);
+  const bool uses_heads =
+      attnjit::expressions_use_heads({variant.impl.mask(), variant.impl.score()});
+  const attnjit::LaunchChoices& choices = variant.impl.launch_choices();
+  if (config.family == attnjit::codegen::KernelFamily::sm90 && choices.pack_gqa &&
+      !attnjit::codegen::schedule_tuning_requested()) {
+    // Note: as Variant::sm90_pack_group decides, first (a schedule tuning bars the split kernel).
+    const attnjit::codegen::KernelConfig split = attnjit::codegen::split_kernel_config(
+        variant.impl.mask(), variant.impl.score(), spec.dtype, spec.head_dim, target,
+        attnjit::codegen::kernel_tuning_from_environment());
+    const int group = attnjit::gqa_pack_group(call.shape, split, uses_heads);
+    if (group > 1) return launch_tiles(split, group);
+  }
   const attnjit::codegen::KernelConfig sm80 =
       config.family == attnjit::codegen::KernelFamily::sm80
           ? config
@@ -53,11 +77,9 @@ Tiles tiles_for(attnjit_variant& variant, const char* arch, const attnjit::Forwa
                                                 spec.dtype, spec.head_dim, target,
                                                 attnjit::codegen::FamilyRequest::sm80);
   // Note: one SM, since the slice count does not change the tiles.
-  const attnjit::DecodingPlan decoding = attnjit::plan_decoding(
-      call.shape, sm80,
-      attnjit::expressions_use_heads({variant.impl.mask(), variant.impl.score()}), 1,
-      variant.impl.launch_choices());
-  if (decoding.decode_entry) return {decoding.config.block_m, decoding.config.block_n};
+  const attnjit::DecodingPlan decoding =
+      attnjit::plan_decoding(call.shape, sm80, uses_heads, 1, choices);
+  if (decoding.decode_entry) return launch_tiles(decoding.config, decoding.group);
   return {config.block_m, config.block_n};
 }
 

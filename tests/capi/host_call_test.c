@@ -164,6 +164,42 @@ static void test_census_for_sm90a_uses_the_family_chosen(void) {
   attnjit_variant_destroy(bf16);
 }
 
+/* A few queries of a GQA group on sm_90a: the sm90 split kernel packs the group's heads into its
+ * 128-row blocks of whole queries, so the census's query tiles are 128 / g queries of each head
+ * (16 for groups of 8, 18 for groups of 7); with ATTNJIT_PACK_GQA=off (read when a variant is
+ * created) the step has the sm80 decoding entry's 32-row tiles of one head. */
+static void test_census_of_a_packed_step_on_sm90a(void) {
+  setenv("ATTNJIT_KERNEL_FAMILY", "sm90", 1);
+  attnjit_tile_census_options options;
+  attnjit_tile_census_options_init(&options);
+  options.arch = "sm_90a";
+  attnjit_forward_args args = host_args();
+  args.q_dtype = args.k_dtype = args.v_dtype = ATTNJIT_DTYPE_BF16;
+  args.q_len = 24;
+  args.num_heads_kv = 1;
+  const int groups[] = {8, 7};
+  const int tiles_q[] = {16, 18};
+  attnjit_tile_census census;
+  for (int i = 0; i < 2; ++i) {
+    attnjit_variant* bf16 = make_bf16_causal();
+    args.num_heads_q = groups[i];
+    CHECK(attnjit_variant_tile_census(&census, bf16, &args, &options) == ATTNJIT_OK);
+    CHECK(census.tile_q == tiles_q[i]);
+    const int64_t cols = (kLen + census.tile_kv - 1) / census.tile_kv;
+    CHECK(census.tiles == groups[i] * ((24 + tiles_q[i] - 1) / tiles_q[i]) * cols);
+    CHECK(census.kept_pairs == groups[i] * (24 * 25 / 2));
+    attnjit_variant_destroy(bf16);
+  }
+  setenv("ATTNJIT_PACK_GQA", "off", 1);
+  attnjit_variant* unpacked = make_bf16_causal();
+  args.num_heads_q = 8;
+  CHECK(attnjit_variant_tile_census(&census, unpacked, &args, &options) == ATTNJIT_OK);
+  CHECK(census.tile_q == 32);
+  unsetenv("ATTNJIT_PACK_GQA");
+  unsetenv("ATTNJIT_KERNEL_FAMILY");
+  attnjit_variant_destroy(unpacked);
+}
+
 static void test_census_reads_the_tensors_of_the_call(void) {
   const attnjit_tensor_decl doc_decl = {"doc", ATTNJIT_TENSOR_INT32, 1};
   attnjit_variant* document = make_variant("doc[q_idx] == doc[kv_idx]", &doc_decl, 1);
@@ -394,6 +430,7 @@ int main(void) {
   test_causal_census_on_the_cpu_tiles();
   test_census_for_an_arch_uses_its_kernel_tiles();
   test_census_for_sm90a_uses_the_family_chosen();
+  test_census_of_a_packed_step_on_sm90a();
   test_census_reads_the_tensors_of_the_call();
   test_census_reads_no_attention_inputs();
   test_census_bad_input();

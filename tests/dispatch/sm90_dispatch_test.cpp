@@ -581,6 +581,13 @@ TEST_CASE("fake device: a few queries of a GQA group run packed on the sm90 spli
       CHECK_THAT(plan.reason, Catch::Contains("pack"));
       if (c.split_kv) CHECK(plan.num_splits == *c.split_kv);
       splits = plan.num_splits;
+      // The census's query tiles are the packed blocks' whole queries of each head (the call's
+      // tensors would be read from the host: only the cases without one).
+      if (c.tensors.empty() && !tables) {
+        attnjit_tile_census census{};
+        REQUIRE(attnjit_variant_tile_census(&census, variant, &call.args, nullptr) == ATTNJIT_OK);
+        CHECK(census.tile_q == 128 / group);
+      }
     }
     CHECK((splits > 1) == split_expected);
     const int before = device().launch_count();
