@@ -664,6 +664,10 @@ TEST_CASE("fake device: the sm90 split kernel balances its slices over ragged ke
   KernelCase packed_keys = chunks;
   packed_keys.shape = shape(3, 2, 2, 40, 900);
   packed_keys.sequences = SequenceOptions{{40, 40, 40}, {900, 0, 350}, false, true, 3};
+  // The draft tokens over packed keys instead of pages.
+  KernelCase draft_keys = draft;
+  draft_keys.page_size = 0;
+  draft_keys.sequences = SequenceOptions{{12, 12, 12}, {1100, 300, 64}, false, true, 2};
   KernelCase empty;
   empty.shape = shape(2, 1, 1, 48, 600);
   empty.sequences = SequenceOptions{{48, 48}, {0, 0}, false};
@@ -677,10 +681,10 @@ TEST_CASE("fake device: the sm90 split kernel balances its slices over ragged ke
     bool balanced;
     bool switched_off;
   };
-  const std::vector<Balanced> cases = {{chunks, 1, true, false}, {draft, 8, true, false},
-                                       {scored, 1, true, false}, {packed_keys, 1, true, false},
-                                       {empty, 1, true, false},  {window, 1, false, false},
-                                       {chunks, 1, false, true}, {draft, 8, false, true}};
+  const std::vector<Balanced> cases = {
+      {chunks, 1, true, false},      {draft, 8, true, false},      {scored, 1, true, false},
+      {packed_keys, 1, true, false}, {draft_keys, 8, true, false}, {empty, 1, true, false},
+      {window, 1, false, false},     {chunks, 1, false, true},     {draft, 8, false, true}};
   for (const auto& [c, group, balanced, switched_off] : cases) {
     INFO(c.name() << (switched_off ? " with ATTNJIT_BALANCE_SPLIT=off" : ""));
     const test::ScopedEnv balance("ATTNJIT_BALANCE_SPLIT", switched_off ? "off" : nullptr);
