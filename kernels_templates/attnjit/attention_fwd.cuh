@@ -1243,7 +1243,7 @@ struct AttentionForward {
     }
     if (split_kv) {
       lse_out = params.lse_partial;
-      lse_row0 = slot_of_block() * params.q_len;
+      lse_row0 = partial_row0();
     }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
@@ -1336,6 +1336,18 @@ struct AttentionForward {
         static_cast<long long>(blockIdx.y) * gridDim.x + static_cast<long long>(blockIdx.x);
     const int rows = block_rows();
     return linear / ((params.q_len + rows - 1) / rows);
+  }
+
+  // The first row of the block's (batch, head) in the split-KV partials (FwdParams::o_partial):
+  // its slot's, or with packed queries its slice's packed rows of head h.
+  ATTNJIT_DEVICE long long partial_row0() const {
+    if constexpr (kSequenceTables) {
+      if (params.sequences.q_starts != nullptr) {
+        const long long split = slot_of_block() % params.num_splits;
+        return (split * params.num_heads_q + h) * params.sequences.q_total + seq_q_row0();
+      }
+    }
+    return slot_of_block() * params.q_len;
   }
 
   // The block's slice of its (batch, head)'s keys and their number of slices (assign_work's):

@@ -44,6 +44,9 @@ struct FwdParams {
   //   So a short sequence's keys take one or two blocks and a long one's many, where uniform
   //   slices leave the longest sequence's blocks to end the step. The block of (b, h)'s first
   //   slice writes split_slots[2 * (b * num_heads_q + h)] = its slot, [... + 1] = n_b.
+  // - Packed queries (sequences.q_starts; uniform slices, the sm90 split kernel): slice i of
+  //   query head h writes packed row p at (i * num_heads_q + h) * q_total + p, so the partials
+  //   are the packed rows' (a padded [slot][q_len] would be sized by the longest sequence).
   float* o_partial;    // [slots][q_len][head_dim], fp32
   float* lse_partial;  // [slots][q_len], natural log
   int* split_slots;    // [batch * num_heads_q][2] (balanced), or null
@@ -115,6 +118,12 @@ struct SplitCombineParams {
   // rows of a slot are a group's heads, each its queries).
   const int* split_slots;
   int pack_gqa;
+  // Packed queries (FwdParams::sequences' q_starts; uniform slices, no GQA packing): the
+  // partials are slice-major packed rows, row p of query head h in slice s at (s * num_heads_q +
+  // h) * q_total + p, and the merge has a block per (h, p), which writes only rows a sequence
+  // holds (sequence_extent's; the rows around them keep what they held). Null: rows as above.
+  const int* q_starts;
+  int q_total;
 };
 
 }  // namespace attnjit

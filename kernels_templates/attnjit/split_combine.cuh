@@ -13,6 +13,7 @@
 #include "attnjit/grid_dependency.cuh"
 #include "attnjit/hd.cuh"
 #include "attnjit/numeric.cuh"
+#include "attnjit/sequences.cuh"
 
 namespace attnjit {
 
@@ -43,6 +44,33 @@ ATTNJIT_HD constexpr int split_combine_smem_bytes(int head_dim) {
 
 #if ATTNJIT_KERNEL_CODE
 
+// Packed queries (SplitCombineParams::q_starts): whether packed row `row` is one a sequence
+// holds, which only then has partials to merge (sequence_extent's rows: from the sequence's
+// clamped start, at most q_len of them, before its end). The sequence is the last whose start is
+// at or before the row: each warp narrows the batch to 32 candidates a pass with a ballot (one
+// pass for up to 32 sequences, two up to 1024), reading the table from L1 after the first warp.
+// Warp-uniform, hence block-uniform. A malformed table (decreasing starts) gets some sequence:
+// its rows are then unspecified, as the forward kernel's are, but always the call's own.
+ATTNJIT_DEVICE bool packed_row_held(const SplitCombineParams& p, int row, int lane) {
+  const SequenceTables tables{p.q_starts, nullptr, nullptr, p.q_total, 0};
+  const auto start = [&](int b) { return clamp_row(p.q_starts[b], 0, p.q_total); };
+  int first = 0, count = p.batch;  // the sequence is among [first, first + count)
+  while (count > 1) {
+    const int step = (count + 31) / 32;
+    const int candidate = first + lane * step;
+    const unsigned past = __ballot_sync(
+        0xffffffffu, candidate >= first + count || start(candidate) > row);
+    const int first_past = __ffs(static_cast<int>(past)) - 1;  // -1: all 32 at or before
+    const int last = first_past < 0 ? 31 : first_past - 1;
+    if (last < 0) return false;  // before the first sequence
+    first += last * step;
+    count = min(step, count - last * step);
+  }
+  if (count < 1) return false;
+  const SequenceExtent extent = sequence_extent(tables, first, p.q_len, 0);
+  return row >= extent.q_row0 && row < extent.q_row0 + extent.q_len;
+}
+
 template <typename ELEM, int HEAD_DIM>
 ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   static_assert(HEAD_DIM % 8 == 0 && HEAD_DIM <= 256, "a lane merges 8 columns; 32 lanes at most");
@@ -55,15 +83,22 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   const int thread = static_cast<int>(threadIdx.x);
   const int warp = thread / 32;
   const int lane = thread % 32;
-  const long long rows = static_cast<long long>(p.batch) * p.num_heads_q * p.q_len;
+  // The rows in FwdParams::lse's order: (batch, head, query), or with packed queries (head,
+  // packed row).
+  const bool packed_rows = p.q_starts != nullptr;
+  const long long rows = packed_rows
+                             ? static_cast<long long>(p.num_heads_q) * p.q_total
+                             : static_cast<long long>(p.batch) * p.num_heads_q * p.q_len;
   const long long row = blockIdx.x;
   // Launched while the forward kernel's last blocks may still run (grid_dependency.cuh).
   wait_for_prerequisite_grids();
   if (row >= rows) return;  // block-uniform: the barriers below see the whole block
+  if (packed_rows && !packed_row_held(p, static_cast<int>(row % p.q_total), lane)) return;
   note_prerequisite_read("the split-KV partials");
   // The row's slots (FwdParams::o_partial): its (batch, head)'s in the forward launch, whose
-  // heads are GQA groups with packed queries (a slot's rows then the group's heads, each its
-  // queries), consecutive from the first, balanced or uniform.
+  // heads are GQA groups with packed GQA (a slot's rows then the group's heads, each its
+  // queries), consecutive from the first, balanced or uniform; with packed queries, the row in
+  // each slice's packed rows.
   const long long call_bh = row / p.q_len;
   const long long launch_bh = call_bh / p.pack_gqa;
   const long long slot_rows = static_cast<long long>(p.pack_gqa) * p.q_len;
@@ -71,7 +106,10 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
   const bool balanced = p.split_slots != nullptr;
   const long long first_slot = balanced ? p.split_slots[2 * launch_bh] : launch_bh * p.num_splits;
   const int num_slices = balanced ? p.split_slots[2 * launch_bh + 1] : p.num_splits;
-  const auto partial_row = [&](int slice) { return (first_slot + slice) * slot_rows + slot_row; };
+  const long long slice_rows = static_cast<long long>(p.num_heads_q) * p.q_total;
+  const auto partial_row = [&](int slice) {
+    return packed_rows ? slice * slice_rows + row : (first_slot + slice) * slot_rows + slot_row;
+  };
 
   unsigned char* const sums_smem = attnjit_dynamic_smem;  // [warp][8 * kChunkLanes] floats
   unsigned char* const max_smem = sums_smem + 4 * kCombineWarps * 8 * kChunkLanes;
@@ -184,10 +222,11 @@ ATTNJIT_DEVICE void split_combine(const SplitCombineParams& p) {
       acc[c] += bits_float(load_shared_u32(sums_smem + 4 * ((w * kChunkLanes + chunk) * 8 + c)));
     }
   }
-  const int q_idx = static_cast<int>(row % p.q_len);
-  const int bh = static_cast<int>(row / p.q_len);
-  const int b = bh / p.num_heads_q;
-  const int h = bh % p.num_heads_q;
+  // Note: packed rows are one batch entry (the forward's batch stride 0 there).
+  const int q_idx = static_cast<int>(packed_rows ? row % p.q_total : row % p.q_len);
+  const int bh = static_cast<int>(packed_rows ? row / p.q_total : row / p.q_len);
+  const int b = packed_rows ? 0 : bh / p.num_heads_q;
+  const int h = packed_rows ? bh : bh % p.num_heads_q;
   unsigned short* out = static_cast<unsigned short*>(p.o) + b * p.o_stride[0] +
                         h * p.o_stride[1] + q_idx * p.o_stride[2] + column;
   Bytes16 packed;

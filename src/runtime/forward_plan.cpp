@@ -221,8 +221,22 @@ void attach_packing(const DecodingPlan& plan, const AttentionShape& shape,
   params.pack_o_stride = buffers.out_strides.row;
 }
 
+int choose_packed_query_splits(const AttentionShape& shape, const SequenceTables& tables,
+                               const codegen::KernelConfig& config, int multiprocessors,
+                               std::optional<int> forced) {
+  if (!config.split_kv || tables.q_starts == nullptr) return 1;
+  AttentionShape together = shape;
+  together.batch = 1;
+  together.q_len = std::max(tables.q_total, 1);
+  const int chosen = choose_num_splits(together, config, multiprocessors, forced);
+  // Note: the grid's y extent is batch * num_heads_q * num_splits, at most 65535.
+  const long long by_grid =
+      65535 / std::max<long long>(1, static_cast<long long>(shape.batch) * shape.num_heads_q);
+  return static_cast<int>(std::clamp<long long>(chosen, 1, std::max<long long>(by_grid, 1)));
+}
+
 SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& config,
-                     int num_splits, std::size_t offset, bool balanced) {
+                     int num_splits, std::size_t offset, bool balanced, int packed_rows) {
   SplitPlan plan;
   const int kv_tiles = ceil_div(shape.kv_len, config.block_n);
   if (num_splits <= 1 || kv_tiles <= 1) return plan;
@@ -238,7 +252,9 @@ SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& c
   const auto aligned = [](std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; };
   const std::size_t heads =
       static_cast<std::size_t>(shape.batch) * static_cast<std::size_t>(shape.num_heads_q);
-  const std::size_t rows = heads * static_cast<std::size_t>(shape.q_len);
+  const std::size_t rows = packed_rows > 0 ? static_cast<std::size_t>(shape.num_heads_q) *
+                                                 static_cast<std::size_t>(packed_rows)
+                                           : heads * static_cast<std::size_t>(shape.q_len);
   const std::size_t slices = static_cast<std::size_t>(plan.num_splits);
   plan.offset = aligned(offset);
   const std::size_t lse_bytes = aligned(slices * rows * sizeof(float));
@@ -306,6 +322,10 @@ SplitCombineParams attach_split(const SplitPlan& plan, const AttentionShape& sha
   combine.lse_partial = params.lse_partial;
   combine.split_slots = params.split_slots;
   combine.pack_gqa = params.pack_gqa;
+  // Note: the partials are packed rows exactly when the call's queries are (plan_split's
+  // packed_rows), and the forward kernel writes them so (AttentionForward::partial_row0).
+  combine.q_starts = buffers.sequences.q_starts;
+  combine.q_total = buffers.sequences.q_total;
   combine.o = buffers.out;
   combine.o_stride[0] = buffers.out_strides.batch;
   combine.o_stride[1] = buffers.out_strides.head;
@@ -508,10 +528,12 @@ ForwardLaunch plan_forward_launch(const AttentionShape& shape, const AttentionBu
                                   const LaunchChoices& choices) {
   ForwardLaunch launch;
   if (packs_queries(buffers)) {
-    // Note: packed queries run on the forward entry, unsplit and unpacked: their sequences' rows
-    // are theirs alone (the decoding entry's GQA packing and the split-KV partials index rows
-    // of a uniform q_len).
+    // Note: packed queries run on the forward entry, without GQA packing (which indexes rows of
+    // a uniform q_len), split only on the sm90 split kernel (its partials are packed rows; the
+    // sm80 family's forward entry keeps them whole).
     launch.decoding.config = config;
+    launch.decoding.num_splits = choose_packed_query_splits(shape, buffers.sequences, config,
+                                                            multiprocessors, choices.split_kv);
   } else {
     launch.decoding = plan_decoding(shape, config, hooks_use_heads, multiprocessors, choices);
   }
@@ -526,8 +548,9 @@ ForwardLaunch plan_forward_launch(const AttentionShape& shape, const AttentionBu
   launch.split =
       plan_split(launch.shape, entry_config, launch.decoding.num_splits,
                  launch.summaries.total_ints * sizeof(int),
-                 choices.balance_split && balance_split(shape, launch.buffers, config,
-                                                        entry_config.block_n, mask, args));
+                 choices.balance_split &&
+                     balance_split(shape, launch.buffers, config, entry_config.block_n, mask, args),
+                 packs_queries(buffers) ? buffers.sequences.q_total : 0);
   launch.grid = forward_grid(launch.shape, entry_config, multiprocessors, launch.split.num_splits);
   launch.scratch_bytes = launch.split.num_splits > 1
                              ? launch.split.offset + launch.split.bytes

@@ -130,9 +130,22 @@ struct SplitPlan {
 
 // `num_splits` from choose_num_splits, re-balanced so that no slice is empty; `offset` is where
 // the partials may start in the scratch (rounded up to 256 bytes). `balanced` (balance_split's
-// answer): the slices are sized on the device, and num_splits is kept as it is.
+// answer): the slices are sized on the device, and num_splits is kept as it is. `packed_rows`:
+// the packed query rows (SequenceTables::q_total) of a call with packed queries, whose partials
+// are those rows' (SplitCombineParams::q_starts); 0: batch * q_len rows a head.
 SplitPlan plan_split(const AttentionShape& shape, const codegen::KernelConfig& config,
-                     int num_splits, std::size_t offset, bool balanced = false);
+                     int num_splits, std::size_t offset, bool balanced = false,
+                     int packed_rows = 0);
+
+// The slices of a call with packed queries (`tables`.q_starts) on the sm90 split kernel
+// (KernelConfig::split_kv; 1 on any other kernel): choose_num_splits for the query tiles its
+// sequences have together (about ceil(q_total / block_m) a head: the grid's blocks past a short
+// sequence's queries end at once), within the grid's y limit over its `shape`.batch sequences.
+// A chunked prefill's few sequences of a few hundred queries over long caches, a few heads per
+// GPU, leave most SMs idle unsplit.
+int choose_packed_query_splits(const AttentionShape& shape, const SequenceTables& tables,
+                               const codegen::KernelConfig& config, int multiprocessors,
+                               std::optional<int> forced = std::nullopt);
 
 // ATTNJIT_BALANCE_SPLIT: unset, empty or "auto": balance where balance_split allows; "off":
 // never (uniform slices, for measurements). Error(invalid_argument) for anything else.

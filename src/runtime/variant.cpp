@@ -200,21 +200,22 @@ KernelChoice Variant::choose_paged_kernel(const AttentionShape& shape,
     log().debug("paged call: not on the sm90 kernel ({}); the sm80 kernel for {}", barred, arch);
   }
   const bool tables = has_sequence_tables(buffers);
-  // Note: packed queries are never split (plan_forward_launch).
-  const bool split = on_sm90 && !packs_queries(buffers) &&
-                     small_grid_route(shape, /*paged=*/true) == SmallGrid::sm90_split;
+  const bool split = on_sm90 && (packs_queries(buffers) ? splits_packed_queries(shape, buffers)
+                                                        : small_grid_route(shape, /*paged=*/true) ==
+                                                              SmallGrid::sm90_split);
   KernelChoice choice{
       split ? split_kernel(/*paged=*/true)
             : paged_kernel(on_sm90 ? codegen::FamilyRequest::sm90 : codegen::FamilyRequest::sm80),
       tables ? KernelRole::varlen : KernelRole::paged_kv,
       {}};
   if (!explain) return choice;
-  const std::string kernel = fmt::format(
-      "the {} kernel{} for {}{}", on_sm90 ? "sm90" : "sm80",
-      !split                       ? ""
-      : sm90_pack_group(shape) > 1 ? " that splits keys and packs a GQA group's query heads"
-                                   : " that splits keys (too few query tiles to fill the GPU)",
-      arch, barred.empty() ? "" : fmt::format(" (not the sm90 kernel: {})", barred));
+  const std::string kernel =
+      fmt::format("the {} kernel{} for {}{}", on_sm90 ? "sm90" : "sm80",
+                  !split ? ""
+                  : !packs_queries(buffers) && sm90_pack_group(shape) > 1
+                      ? " that splits keys and packs a GQA group's query heads"
+                      : " that splits keys (too few query tiles to fill the GPU)",
+                  arch, barred.empty() ? "" : fmt::format(" (not the sm90 kernel: {})", barred));
   if (tables) {
     choice.why = fmt::format("variable-length sequences ({}{}): {} with the sequence tables{}",
                              packs_queries(buffers) ? "packed queries" : "per-sequence key counts",
@@ -278,6 +279,14 @@ Variant::SmallGrid Variant::small_grid_route(const AttentionShape& shape, bool p
     return SmallGrid::sm90_split;
   }
   return plan.num_splits > 1 ? SmallGrid::sm80_decoding : SmallGrid::none;
+}
+
+bool Variant::splits_packed_queries(const AttentionShape& shape, const AttentionBuffers& buffers) {
+  if (sm90_split_barred() != nullptr) return false;
+  return choose_packed_query_splits(shape, buffers.sequences, sm90_split_config(),
+                                    runtime_.device_multiprocessors(),
+                                    launch_choices_.split_kv) > 1 &&
+         split_kernel_or_null(/*paged=*/true) != nullptr;
 }
 
 const char* Variant::sm90_split_barred() {

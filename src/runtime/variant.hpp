@@ -135,6 +135,9 @@ class Variant {
   // The GQA group the sm90 split kernel packs a call's query heads by (gqa_pack_group; several
   // queries), or 1 where it would not (or may not: ATTNJIT_PACK_GQA=off, sm90_split_barred).
   int sm90_pack_group(const AttentionShape& shape);
+  // Whether a call with packed queries (sequence tables' q_starts) runs split on the sm90 split
+  // kernel of paged calls: choose_packed_query_splits gives it slices and the kernel can be had.
+  bool splits_packed_queries(const AttentionShape& shape, const AttentionBuffers& buffers);
   // The short-rows kernel (codegen/short_rows.hpp). A call runs on it only where the standard
   // kernel has one, neither ATTNJIT_SHORT_ROWS=off nor ATTNJIT_TUNE (a tuning of the schedule
   // names the kernel that serves every call; the watchdog alone goes into both) says otherwise,

@@ -75,6 +75,17 @@ class SplitKernelCase {
   simt::SimtModule module_;
 };
 
+// Case `c` through the C API on `variant` against the reference, launched as the split kernel
+// and its merge (the case reads no tensor: no summaries).
+void check_split_launches(attnjit_variant* variant, const KernelCase& c) {
+  const int before = device().launch_count();
+  const CaseResult result = run_variant_through_c_api(variant, c);
+  INFO(result.describe() << "; emulator: " << device().error());
+  CHECK(result.passed());
+  CHECK(device().launch_count() - before == 2);
+  CHECK(last_launches(1).back().starts_with(codegen::kSplitCombineEntry));
+}
+
 }  // namespace
 
 TEST_CASE("fake device: the sm90 kernel runs through the C API on sm_90a", "[dispatch][sm90]") {
@@ -702,12 +713,88 @@ TEST_CASE("fake device: the sm90 split kernel balances its slices over ragged ke
                  Catch::Contains(balanced ? "slices a sequence on average, sized to its key count"
                                           : "key tiles"));
     }
-    const int before = device().launch_count();
-    const CaseResult result = run_variant_through_c_api(variant, c);
-    INFO(result.describe() << "; emulator: " << device().error());
-    CHECK(result.passed());
-    CHECK(device().launch_count() - before == 2);
-    CHECK(last_launches(1).back().starts_with(codegen::kSplitCombineEntry));
+    check_split_launches(variant, c);
+  }
+}
+
+// A chunked prefill's packed queries (q_seq_starts) over long caches, too few query tiles to fill
+// the GPU, run split on the sm90 split kernel: each slice writes the packed rows of its head
+// (AttentionForward::partial_row0), and the merge takes a block per packed row, writing only the
+// rows a sequence holds (packed_row_held: the rows around and between the sequences keep their
+// poison, which the harness checks). Over a padded cache with key counts, packed keys and a paged
+// cache; an empty sequence (no queries) and one of many; a window mask (its slices cut from the
+// kept span); 40 sequences. Unsplit where the heuristic finds enough query tiles.
+TEST_CASE("fake device: packed queries split their keys on the sm90 split kernel",
+          "[dispatch][sm90]") {
+  if (cuda::current_device().sm != 90) return;
+  const Sm90CudaRuntime sm90("packed-queries-split-cache");
+  attnjit_runtime* runtime = sm90.runtime;
+
+  KernelCase chunks;
+  chunks.mask = "kv_idx <= q_idx + kv_len - q_len";
+  chunks.shape = shape(3, 2, 2, 100, 1500);
+  chunks.sequences = SequenceOptions{{100, 0, 37}, {1500, 200, 900}, true, false, 3};
+  chunks.split_kv = 3;
+  KernelCase keys;  // packed keys, no mask, a score of kv_len, fp16 [B, L, H, D] at D=128, GQA
+  keys.score = "score - 0.05 * float(kv_len - 1 - kv_idx)";
+  keys.shape = shape(2, 2, 1, 70, 900);
+  keys.head_dim = 128;
+  keys.dtype = DType::fp16;
+  keys.layout = Layout::blhd;
+  keys.sequences = SequenceOptions{{70, 20}, {900, 400}, true, true, 2};
+  keys.split_kv = 2;
+  KernelCase paged;
+  paged.mask = "kv_idx <= q_idx + kv_len - q_len";
+  paged.shape = shape(2, 4, 2, 64, 1100);
+  paged.page_size = 48;
+  paged.sequences = SequenceOptions{{64, 9}, {1100, 500}, true, false, 0};
+  paged.split_kv = 3;
+  KernelCase window = chunks;
+  window.mask = "kv_idx <= q_idx + kv_len - q_len && q_idx + kv_len - q_len - kv_idx < 300";
+  // 40 sequences of 0-8 queries: the merge's search for a row's sequence in two passes of 32.
+  KernelCase many;
+  many.shape = shape(40, 1, 1, 8, 600);
+  many.sequences = SequenceOptions{{}, {}, true, false, 1};
+  for (int b = 0; b < 40; ++b) {
+    many.sequences->q_lens.push_back((b * 5) % 9);
+    many.sequences->kv_lens.push_back(b % 7 == 3 ? 0 : (b * 37) % 600 + 1);
+  }
+  many.split_kv = 2;
+  for (const KernelCase& c : {chunks, keys, paged, window, many}) {
+    INFO(c.name());
+    const SplitKernelCase split(runtime, c, "packed-queries-split-module");
+    attnjit_variant* variant = split.variant;
+    {
+      DeviceCall call(c);
+      const attnjit_launch_plan plan = launch_plan(variant, call.args);
+      CHECK(std::string(plan.kernel_family) == "sm90");
+      CHECK(std::string(plan.kernel) == "varlen");
+      CHECK(std::string(plan.entry) == codegen::kForwardEntry);
+      CHECK(plan.gqa_group == 1);
+      CHECK(plan.num_splits == *c.split_kv);
+      CHECK(plan.split_tiles > 0);  // uniform: packed queries are never balanced
+      CHECK_THAT(launch_reason(variant, call.args),
+                 Catch::Contains("packed queries") && Catch::Contains("splits keys"));
+    }
+    check_split_launches(variant, c);
+  }
+  // Not split: ATTNJIT_SPLIT_KV=off, and the heuristic where the sequences' query tiles fill the
+  // fake's 4 SMs (4 heads of 300 packed rows: 12 blocks).
+  KernelCase off = chunks;
+  off.split_kv = 1;
+  KernelCase full = chunks;
+  full.shape = shape(2, 4, 4, 200, 1500);
+  full.sequences = SequenceOptions{{200, 100}, {1500, 700}, true, false, 0};
+  full.split_kv.reset();
+  for (const KernelCase& c : {off, full}) {
+    INFO(c.name());
+    const test::ScopedEnv split_kv("ATTNJIT_SPLIT_KV", c.split_kv ? "off" : nullptr);
+    attnjit_variant* variant = c_variant(runtime, c);
+    DeviceCall call(c);
+    const attnjit_launch_plan plan = launch_plan(variant, call.args);
+    CHECK(std::string(plan.kernel) == "varlen");
+    CHECK(plan.num_splits == 1);
+    attnjit_variant_destroy(variant);
   }
 }
 

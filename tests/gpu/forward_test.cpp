@@ -417,7 +417,8 @@ std::vector<KernelCase> packed_split_cases() {
 
 // Chunks and speculative steps over caches of their own lengths (kv_seq_lens), too few query
 // tiles to fill the GPU: on sm_90a the sm90 split kernel's balanced slices (each sequence's keys
-// cut by its own count), elsewhere the sm80 kernel's. Through a Variant, which routes them.
+// cut by its own count), elsewhere the sm80 kernel's; and packed queries, split on sm_90a.
+// Through a Variant, which routes them.
 std::vector<KernelCase> ragged_split_cases() {
   KernelCase chunks;
   chunks.mask = "kv_idx <= q_idx + kv_len - q_len";
@@ -438,7 +439,14 @@ std::vector<KernelCase> ragged_split_cases() {
   scored.layout = Layout::blhd;
   scored.sequences = SequenceOptions{{100, 100}, {8000, 300}, false};
   scored.graph = KernelCase::Graph::after_prepare;
-  return {chunks, draft, scored};
+  // A chunked prefill's packed queries (chunks of 512, 300 and 37) over caches of their own: on
+  // sm_90a split in uniform slices, the partials and the merge in packed rows.
+  KernelCase packed;
+  packed.mask = "kv_idx <= q_idx + kv_len - q_len";
+  packed.shape = shape(3, 8, 8, 512, 24000);
+  packed.sequences = SequenceOptions{{512, 300, 37}, {24000, 9000, 3000}, true, false, 5};
+  packed.graph = KernelCase::Graph::after_prepare;
+  return {chunks, draft, scored, packed};
 }
 }  // namespace
 

@@ -618,6 +618,60 @@ TEST_CASE("split-KV: the forward parameters point at the partials and the merge 
   CHECK(combine.pack_gqa == 1);
 }
 
+// Packed queries (q_seq_starts) split only on the sm90 split kernel, counted by the query tiles
+// their sequences have together, their partials the packed rows of each head and slice, the
+// merge a block per (head, packed row) with the query table.
+TEST_CASE("split-KV: packed queries split on the sm90 split kernel in packed rows", "[runtime]") {
+  const expr::Expression causal = mask_of("q_idx >= kv_idx");
+  const expr::Expression score = expr::parse_expression(expr::ExprKind::score, "score", {});
+  codegen::KernelConfig split =
+      codegen::split_kernel_config(causal, score, DType::bf16, 128, codegen::Target(90, true), {});
+  split.paged_kv = true;
+  const std::int32_t starts[] = {0, 300, 512};
+  SequenceTables tables{};
+  tables.q_starts = starts;
+  tables.q_total = 512;
+  // Two chunks of 300 and 212 queries, 8 heads, over 32K keys: about 4 query tiles a head, 32
+  // blocks on 132 SMs (4 slices), where the padded count (2 x 3 tiles) would be 48.
+  const AttentionShape chunks{2, 8, 1, 300, 32768, 128};
+  CHECK(choose_packed_query_splits(chunks, tables, split, 132) ==
+        choose_num_splits({1, 8, 1, 512, 32768, 128}, split, 132));
+  CHECK(choose_packed_query_splits(chunks, tables, split, 132) == 4);
+  CHECK(choose_packed_query_splits(chunks, tables, split, 132, 3) == 3);  // forced
+  // Not on a kernel that does not split them, nor without packed queries.
+  codegen::KernelConfig unsplit = split;
+  unsplit.split_kv = false;
+  CHECK(choose_packed_query_splits(chunks, tables, unsplit, 132) == 1);
+  CHECK(choose_packed_query_splits(chunks, SequenceTables{}, split, 132) == 1);
+  // Enough query tiles: 16K packed rows.
+  tables.q_total = 16384;
+  CHECK(choose_packed_query_splits(chunks, tables, split, 132) == 1);
+  tables.q_total = 512;
+  // The grid's y limit over the sequences: 4000 sequences of 8 heads leave 2 slices at most.
+  CHECK(choose_packed_query_splits({4000, 8, 1, 1, 32768, 128}, tables, split, 132, 5) == 2);
+
+  // The partials: 4 slices of 8 heads x 512 packed rows (not 2 x 8 x 300 padded).
+  const SplitPlan plan = plan_split(chunks, split, 4, 0, false, tables.q_total);
+  REQUIRE(plan.num_splits == 4);
+  CHECK(plan.combine.grid_x == 8u * 512u);
+  CHECK(plan.o_offset - plan.offset == (4u * 8 * 512 * 4 + 255) / 256 * 256);
+  CHECK(plan.bytes == plan.o_offset - plan.offset + 4u * 8 * 512 * 128 * 4);
+  AttentionBuffers buffers;
+  buffers.sequences = tables;
+  std::vector<unsigned char> scratch(plan.offset + plan.bytes);
+  FwdParams params = make_forward_params(chunks, buffers, VariantArgs{});
+  const SplitCombineParams combine = attach_split(plan, chunks, buffers, scratch.data(), params);
+  CHECK(combine.q_starts == starts);
+  CHECK(combine.q_total == 512);
+  CHECK(combine.batch == 2);
+  CHECK(combine.q_len == 300);
+  // A call without packed queries: no table, rows batch x heads x q_len.
+  const SplitCombineParams padded = attach_split(plan_split(chunks, split, 4, 0), chunks,
+                                                 AttentionBuffers{}, scratch.data(), params);
+  CHECK(padded.q_starts == nullptr);
+  CHECK(plan_split(chunks, split, 4, 0).combine.grid_x == 2u * 8u * 300u);
+}
+
 TEST_CASE("split-KV: a balanced split places its slot table after the partials", "[runtime]") {
   const auto sm80 = codegen::choose_kernel_config(80, DType::bf16, 128);
   const AttentionShape shape{2, 3, 1, 5, 10 * sm80.block_n + 1, 128};  // 11 key tiles, 30 rows
