@@ -11,9 +11,10 @@
 #                                              # reuse check, test_gpu and the sanitizers on
 #                                              # both families, then S3 to S6
 #   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 70 s of timelines,
-#                                              # 120 s of ragged steps, then budgets of
-#                                              # 370 s): the blocks' timelines, a ragged batch's
-#                                              # balanced slices, D=256 against Flex, a prefill
+#                                              # D=256 against Flex in 120 s, 150 s of ragged
+#                                              # steps, then budgets of 260 s): the blocks'
+#                                              # timelines, D=256 against Flex, a ragged batch's
+#                                              # balanced slices, packed chunks split, a prefill
 #                                              # chunk split on the sm90 kernel, a speculative
 #                                              # tree packed on it, speculative steps packed and
 #                                              # not, decoding and prefills over paged caches
@@ -78,6 +79,11 @@ RAGGED='--manifest cache/decoding.json --variant noop --variant causal --q-len 1
 # batch's caches (2K to 32K keys), packed on the sm90 split kernel, its slices sized to each
 # sequence (auto) against uniform slices of the longest (off). The same kernels as RAGGED's.
 RAGGED_TREE='--manifest cache/decoding.json --variant noop --variant causal --q-len 24 --seq-len 32768 --heads 32 --kv-heads 4 --kv-lens 24576,4096,32768,8192,16384,2048,32768,12288 --iters 30'
+# Planned in the forty-second session: a chunked prefill's packed queries (q_seq_starts), chunks of
+# 512 and 300 queries of 8 heads over one key/value head (8-way tensor parallelism) over caches
+# of 24K and 9K keys, split on the sm90 split kernel of paged calls (auto) against unsplit
+# (ATTNJIT_SPLIT_KV=off: 7 + 3 query tiles a head, 80 blocks on 132 SMs).
+PACKED_CHUNK='--manifest cache/decoding.json --variant noop --variant causal --q-lens 512,300 --seq-len 24576 --kv-lens 24576,9216 --heads 8 --kv-heads 1 --iters 30'
 
 # Here, after the bundle: RAGGED's kernels for sm_90a (the decoding manifest's noop and causal,
 # bf16, D=128, with their paged and sm80 kernels) into .gpu-bundle/ragged-cache.tar.xz, so that
@@ -103,19 +109,20 @@ PY
 ragged_decode() {  # OUTDIR: each switch's run of RAGGED and RAGGED_TREE, on the bundle's kernels
   mkdir -p "$1/ragged-cache"
   tar -C "$1/ragged-cache" -xJf .gpu-bundle/ragged-cache.tar.xz || true
-  ragged_bench "$1" ragged 70 "$RAGGED"
-  ragged_bench "$1" ragged-tree 30 "$RAGGED_TREE"
+  ragged_bench "$1" ragged 70 "$RAGGED" ATTNJIT_BALANCE_SPLIT
+  ragged_bench "$1" ragged-tree 30 "$RAGGED_TREE" ATTNJIT_BALANCE_SPLIT
+  ragged_bench "$1" packed-chunk 30 "$PACKED_CHUNK" ATTNJIT_SPLIT_KV
   rm -rf "$1/ragged-cache"
 }
 
-ragged_bench() {  # OUTDIR NAME SECONDS ARGS: balanced (auto), then uniform (off)
+ragged_bench() {  # OUTDIR NAME SECONDS ARGS SWITCH: SWITCH=auto, then SWITCH=off
   local args
   read -r -a args <<< "$4"
-  for balance in auto off; do
-    env ATTNJIT_BALANCE_SPLIT=$balance ATTNJIT_CACHE_DIR="$1/ragged-cache" \
+  for value in auto off; do
+    env "$5=$value" ATTNJIT_CACHE_DIR="$1/ragged-cache" \
       LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout "$3" \
-      .gpu-bundle/bin/attnjit bench "${args[@]}" --json "$1/$2-$balance.json" \
-      | tee "$1/$2-$balance.txt" || true
+      .gpu-bundle/bin/attnjit bench "${args[@]}" --json "$1/$2-$value.json" \
+      | tee "$1/$2-$value.txt" || true
   done
 }
 
@@ -167,8 +174,8 @@ case "${1:-}" in
       gzip -f "$2/timeline/$name.json"
     done
     mkdir -p "$2/speculative" "$2/paged"
-    ragged_decode "$2"
     gpu_check 120 "$2/compare" compare "$C256"
+    ragged_decode "$2"
     mkdir -p "$2/chunk"
     gpu_check 70 "$2/chunk" decode "$D18"
     mkdir -p "$2/tree"
@@ -178,8 +185,8 @@ case "${1:-}" in
     mkdir -p "$2/paged-prefill"
     gpu_check 50 "$2/paged-prefill" decode "$D17" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nD19=%s\nRAGGED=%s\nRAGGED_TREE=%s\n' \
-      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$D19" "$RAGGED" "$RAGGED_TREE"
+    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nD19=%s\nRAGGED=%s\nRAGGED_TREE=%s\nPACKED_CHUNK=%s\n' \
+      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$D19" "$RAGGED" "$RAGGED_TREE" "$PACKED_CHUNK"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac

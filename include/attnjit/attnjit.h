@@ -234,8 +234,9 @@ typedef struct attnjit_forward_args {
    * kv_seq_starts does the same for dense k and v (kv_total rows, kv_len the longest); or
    * kv_seq_lens gives sequence b kv_seq_lens[b] keys of its batch entry of a padded k and v, or
    * of its row of the page table.
-   * These calls run on the sm80 kernel (on an H100 too); packed queries on its forward entry,
-   * unsplit: prefills. attnjit_variant_prepare_paged readies their kernel. */
+   * These calls run on the variant's kernel of paged calls: on an H100 the Hopper kernel's
+   * where it takes them (the README's "Variable-length sequences" says where), else the sm80
+   * family's. attnjit_variant_prepare_paged readies their kernel. */
   const int32_t* q_seq_starts;  /* [batch + 1], or NULL */
   int q_total;                  /* rows of q and out with q_seq_starts, else 0 */
   const int32_t* kv_seq_starts; /* [batch + 1], or NULL (not with kv_page_table) */

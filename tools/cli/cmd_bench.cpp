@@ -3,8 +3,9 @@
 // second, the fraction of tiles skipped and the host time of one call (attnjit's checks and
 // launches plus the driver's). Prefill by default; --q-len 1 (with --kv-heads for GQA) times
 // decoding steps; --page-size N reads the keys and values from a paged cache (the same buffers as
-// pools of pages, shuffled by a page table). --json FILE also writes the rows, with the device and
-// the shape, for scripts.
+// pools of pages, shuffled by a page table); --seq-lens packs variable-length prefills, --kv-lens
+// gives a ragged batch's key counts, --q-lens a chunked prefill's packed queries over the cache.
+// --json FILE also writes the rows, with the device and the shape, for scripts.
 // The variants run through the public API; device memory and events come from the test kit.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -56,14 +57,15 @@ struct BenchOptions {
   std::optional<int> page_size;       // a paged cache of pages of this many rows
   std::vector<int> seq_lens;          // variable-length sequences, packed (batch: their count)
   std::vector<int> kv_lens;  // per-sequence key counts over the padded cache (batch: their count)
+  std::vector<int> q_lens;   // per-sequence packed queries over the cache (batch: their count)
   int warmup = 5;
   int iterations = 30;
   std::string json_path;  // empty: no JSON
 };
 
-// A variable-length run's sequences: prefills of these lengths (queries and keys alike), packed
-// one after another into [total, heads, head_dim] tensors (BLHD), with their starts
-// (FlashAttention's cu_seqlens) on the GPU.
+// Sequences' rows packed one after another into [total, heads, head_dim] tensors (BLHD), with
+// their starts (FlashAttention's cu_seqlens) on the GPU: a variable-length run's prefills
+// (--seq-lens: queries and keys alike), or a chunked prefill's new queries (--q-lens).
 struct SequenceLayout {
   std::vector<int> lens;  // empty: uniform sequences
   std::vector<std::int32_t> starts;
@@ -72,25 +74,59 @@ struct SequenceLayout {
   testkit::DeviceBuffer device_starts;
 };
 
-SequenceLayout sequence_layout(const BenchOptions& options) {
+// `lens` packed; `flag` names them in errors. A sequence of no rows is allowed where `min_len` is
+// 0 (a chunked prefill's sequence without new queries), but not a run of no rows at all.
+SequenceLayout packed_layout(const std::vector<int>& lens, const char* flag, int min_len) {
   SequenceLayout layout;
-  if (options.seq_lens.empty()) return layout;
-  if (options.page_size || options.q_len) {
-    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
-         "--seq-lens gives each sequence's queries and keys: not with --page-size or --q-len");
-  }
   layout.starts.push_back(0);
-  for (const int len : options.seq_lens) {
-    if (len <= 0) fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--seq-lens must be positive; got {}", len);
+  for (const int len : lens) {
+    if (len < min_len) {
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "{} must be {}; got {}", flag,
+           min_len > 0 ? "positive" : "at least 0", len);
+    }
     if (len > std::numeric_limits<int>::max() - layout.starts.back()) {
-      fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--seq-lens add up to more than 2^31 - 1 rows");
+      fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "{} add up to more than 2^31 - 1 rows", flag);
     }
     layout.starts.push_back(layout.starts.back() + len);
     layout.longest = std::max(layout.longest, len);
   }
-  layout.lens = options.seq_lens;
+  if (layout.longest == 0) fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "{} are all 0: no rows", flag);
+  layout.lens = lens;
   layout.total = layout.starts.back();
   return layout;
+}
+
+SequenceLayout sequence_layout(const BenchOptions& options) {
+  if (options.seq_lens.empty()) return {};
+  if (options.page_size || options.q_len || !options.q_lens.empty()) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--seq-lens gives each sequence's queries and keys: not with --page-size, --q-len or "
+         "--q-lens");
+  }
+  return packed_layout(options.seq_lens, "--seq-lens", 1);
+}
+
+// A chunked prefill's packed queries (q_seq_starts): sequence b's --q-lens[b] new queries over its
+// keys in the padded (or paged) cache of --seq-len rows, --kv-lens[b] of them (default: all).
+SequenceLayout query_layout(const BenchOptions& options) {
+  if (options.q_lens.empty()) return {};
+  if (options.q_len) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--q-lens gives each sequence's packed queries: not with --q-len");
+  }
+  if (!options.kv_lens.empty() && options.kv_lens.size() != options.q_lens.size()) {
+    fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
+         "--q-lens and --kv-lens count the same sequences; got {} and {}", options.q_lens.size(),
+         options.kv_lens.size());
+  }
+  return packed_layout(options.q_lens, "--q-lens", 0);
+}
+
+void upload_starts(SequenceLayout& layout) {
+  if (layout.lens.empty()) return;
+  const std::size_t bytes = layout.starts.size() * sizeof(std::int32_t);
+  layout.device_starts = testkit::DeviceBuffer(bytes);
+  layout.device_starts.upload(layout.starts.data(), bytes);
 }
 
 // A run with per-sequence key counts (kv_seq_lens): decoding steps over a padded (or paged) cache
@@ -177,12 +213,14 @@ void attach_page_tables(std::vector<InputSet>& sets, const PagedLayout& paged) {
 }
 
 attnjit_layout parse_layout(const std::optional<std::string>& text, const PagedLayout& paged,
-                            const SequenceLayout& sequences) {
-  if (paged.page_size > 0 || !sequences.lens.empty()) {
+                            const SequenceLayout& sequences, const SequenceLayout& queries) {
+  if (paged.page_size > 0 || !sequences.lens.empty() || !queries.lens.empty()) {
     if (text && *text != "blhd") {
       fail(ATTNJIT_ERROR_INVALID_ARGUMENT,
            "{} reads [rows, heads, head_dim] tensors: --layout blhd only",
-           paged.page_size > 0 ? "--page-size" : "--seq-lens");
+           paged.page_size > 0     ? "--page-size"
+           : !queries.lens.empty() ? "--q-lens"
+                                   : "--seq-lens");
     }
     return ATTNJIT_LAYOUT_BLHD;
   }
@@ -223,18 +261,23 @@ std::vector<InputSet> make_input_sets(std::size_t q_bytes, std::size_t kv_bytes,
   return sets;
 }
 
-// The bytes of Q and the output, and of the K and V rows of the keys an average query row keeps
-// (the census's kept pairs over the query rows, per key/value head). Exact for a decoding step,
-// whose one query per head keeps the same keys across a GQA group; for a masked prefill it is
-// below what the call must read (causal: half the keys per row on average, where every key is
+// The K (or V) rows a call reads: of each sequence and key/value head, the keys an average query
+// row of the sequence keeps (its census's kept pairs over its query rows). Exact for a decoding
+// step, whose one query per head keeps the same keys across a GQA group; for a masked prefill it
+// is below what the call must read (causal: half the keys per row on average, where every key is
 // kept by some row), so its GB/s there is a lower bound, not a bandwidth.
-double bytes_moved(const testkit::Shape& shape, const attnjit_tile_census& census,
-                   std::size_t q_bytes, std::size_t element_bytes) {
-  const double query_rows = static_cast<double>(shape.batch) * shape.num_heads_q * shape.q_len;
-  const double kept_keys_per_row = static_cast<double>(census.kept_pairs) / query_rows;
-  const double kv_rows = static_cast<double>(shape.batch) * shape.num_heads_kv * kept_keys_per_row;
+double kv_rows_read(int sequences, int q_rows, int heads_q, int heads_kv,
+                    const attnjit_tile_census& census) {
+  if (q_rows == 0) return 0.0;
+  const double query_rows = static_cast<double>(sequences) * heads_q * q_rows;
+  return static_cast<double>(sequences) * heads_kv * static_cast<double>(census.kept_pairs) /
+         query_rows;
+}
+
+// The bytes of Q and the output, and of `kv_rows` rows of K and of V.
+double bytes_moved(double kv_rows, int head_dim, std::size_t q_bytes, std::size_t element_bytes) {
   return 2.0 * static_cast<double>(q_bytes) +
-         2.0 * kv_rows * shape.head_dim * static_cast<double>(element_bytes);
+         2.0 * kv_rows * head_dim * static_cast<double>(element_bytes);
 }
 
 struct BenchTimes {
@@ -324,11 +367,15 @@ void run_bench(const BenchOptions& options) {
     fail(ATTNJIT_ERROR_INVALID_ARGUMENT, "--iters must be positive and --warmup not negative");
   }
   KeyCounts counts = key_counts(options);
-  const int batch = counts.lens.empty() ? options.batch : static_cast<int>(counts.lens.size());
-  const PagedLayout paged = paged_layout(options, batch, options.seq_len);
   SequenceLayout sequences = sequence_layout(options);
-  const attnjit_layout layout = parse_layout(options.layout, paged, sequences);
+  SequenceLayout queries = query_layout(options);
   const bool varlen = !sequences.lens.empty();
+  const bool packed_queries = !queries.lens.empty();
+  const int batch = packed_queries         ? static_cast<int>(queries.lens.size())
+                    : !counts.lens.empty() ? static_cast<int>(counts.lens.size())
+                                           : options.batch;
+  const PagedLayout paged = paged_layout(options, batch, options.seq_len);
+  const attnjit_layout layout = parse_layout(options.layout, paged, sequences, queries);
   if (!options.json_path.empty()) check_json_writable(options.json_path);
   const c::RuntimePtr runtime = create_runtime(ATTNJIT_BACKEND_CUDA);  // throws without a GPU
   const std::string arch = attnjit_runtime_device_arch(runtime.get());
@@ -341,38 +388,42 @@ void run_bench(const BenchOptions& options) {
   const c::ManifestPtr manifest(raw_manifest);
 
   // Note: a variable-length run's shape is its sequences' count and the longest; its tensors
-  // are one batch entry of their total rows.
-  const testkit::Shape shape = varlen ? testkit::Shape{static_cast<int>(sequences.lens.size()),
-                                                       options.heads,
-                                                       kv_heads,
-                                                       sequences.longest,
-                                                       sequences.longest,
-                                                       options.head_dim}
-                                      : testkit::Shape{batch, options.heads,   kv_heads,
-                                                       q_len, options.seq_len, options.head_dim};
+  // are one batch entry of their total rows. Packed queries: q is one entry of their total rows,
+  // q_len the longest sequence's count.
+  const testkit::Shape shape =
+      varlen ? testkit::Shape{static_cast<int>(sequences.lens.size()),
+                              options.heads,
+                              kv_heads,
+                              sequences.longest,
+                              sequences.longest,
+                              options.head_dim}
+             : testkit::Shape{batch,           options.heads,
+                              kv_heads,        packed_queries ? queries.longest : q_len,
+                              options.seq_len, options.head_dim};
   const std::size_t element_bytes = testkit::dtype_size(dtype);
-  const auto tensor_bytes = [&](int heads, int length) {
-    const int entries = varlen ? 1 : shape.batch;
-    const int rows = varlen ? sequences.total : length;
+  const auto tensor_bytes = [&](int entries, int heads, int rows) {
     return static_cast<std::size_t>(entries) * static_cast<std::size_t>(heads) *
            static_cast<std::size_t>(rows) * static_cast<std::size_t>(shape.head_dim) *
            element_bytes;
   };
-  const std::size_t q_bytes = tensor_bytes(shape.num_heads_q, shape.q_len);
+  const std::size_t q_bytes = varlen ? tensor_bytes(1, shape.num_heads_q, sequences.total)
+                              : packed_queries
+                                  ? tensor_bytes(1, shape.num_heads_q, queries.total)
+                                  : tensor_bytes(shape.batch, shape.num_heads_q, shape.q_len);
   // Note: a paged run's pools hold whole pages, the last of each sequence part-filled.
-  const int kv_rows =
-      paged.page_size > 0 ? paged.pages_per_sequence * paged.page_size : shape.kv_len;
-  std::vector<InputSet> sets =
-      make_input_sets(q_bytes, tensor_bytes(shape.num_heads_kv, kv_rows), dtype, device.l2_bytes);
+  const std::size_t kv_bytes =
+      varlen ? tensor_bytes(1, shape.num_heads_kv, sequences.total)
+             : tensor_bytes(
+                   shape.batch, shape.num_heads_kv,
+                   paged.page_size > 0 ? paged.pages_per_sequence * paged.page_size : shape.kv_len);
+  std::vector<InputSet> sets = make_input_sets(q_bytes, kv_bytes, dtype, device.l2_bytes);
   if (paged.page_size > 0) attach_page_tables(sets, paged);
-  if (varlen) {
-    const std::size_t bytes = sequences.starts.size() * sizeof(std::int32_t);
-    sequences.device_starts = testkit::DeviceBuffer(bytes);
-    sequences.device_starts.upload(sequences.starts.data(), bytes);
-  }
+  upload_starts(sequences);
+  upload_starts(queries);
 
   fmt::print(
-      "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}{}{}{}; {} input sets, median "
+      "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}{}{}{}{}; {} input sets, "
+      "median "
       "of {} runs after {} warm-up\n",
       device.name, arch, device.multiprocessors, std::max(device.l2_bytes, 1) >> 20, shape.batch,
       shape.num_heads_q,
@@ -384,6 +435,9 @@ void run_bench(const BenchOptions& options) {
       : varlen ? fmt::format(", sequences of {} packed ({} rows)", fmt::join(sequences.lens, ","),
                              sequences.total)
                : "",
+      packed_queries ? fmt::format(", queries {} packed ({} rows)", fmt::join(queries.lens, ","),
+                                   queries.total)
+                     : "",
       counts.lens.empty() ? "" : fmt::format(", key counts {}", fmt::join(counts.lens, ",")),
       sets.size(), options.iterations, options.warmup);
   nlohmann::json run = {{"device",
@@ -406,6 +460,7 @@ void run_bench(const BenchOptions& options) {
                         {"input_sets", sets.size()},
                         {"rows", nlohmann::json::array()}};
   if (varlen) run["shape"]["seq_lens"] = sequences.lens;
+  if (packed_queries) run["shape"]["q_lens"] = queries.lens;
   if (!counts.lens.empty()) run["shape"]["kv_lens"] = counts.lens;
   fmt::print("{:<18} {:>10} {:>10} {:>8} {:>14} {:>9} {:>8}  {}\n", "variant", "median ms",
              "TFLOP/s", "GB/s", "unmasked pairs", "skipped", "host us", "kernel");
@@ -421,7 +476,7 @@ void run_bench(const BenchOptions& options) {
     const c::VariantPtr variant =
         create_variant(runtime.get(), testkit::manifest_variant_desc(mv, dtype, options.head_dim));
     c::check(attnjit_variant_prepare(variant.get()));
-    if (paged.page_size > 0 || varlen || !counts.lens.empty()) {
+    if (paged.page_size > 0 || varlen || packed_queries || !counts.lens.empty()) {
       c::check(attnjit_variant_prepare_paged(variant.get()));
     }
     const testkit::ExampleInputs inputs =
@@ -451,6 +506,10 @@ void run_bench(const BenchOptions& options) {
       timed_call.q_seq_starts = timed_call.kv_seq_starts = starts;
       timed_call.q_total = timed_call.kv_total = sequences.total;
     }
+    if (packed_queries) {
+      timed_call.q_seq_starts = static_cast<const std::int32_t*>(queries.device_starts.get());
+      timed_call.q_total = queries.total;
+    }
     if (!counts.lens.empty()) {
       timed_call.kv_seq_lens = static_cast<const std::int32_t*>(counts.device_lens.get());
     }
@@ -467,13 +526,19 @@ void run_bench(const BenchOptions& options) {
     const attnjit_forward_args census_call =
         on_inputs(testkit::with_values(call, inputs.params, inputs.tensors), sets[0]);
     attnjit_tile_census census{};
-    if (varlen || !counts.lens.empty()) {
-      const std::vector<int>& lens = varlen ? sequences.lens : counts.lens;
-      for (int b = 0; b < static_cast<int>(lens.size()); ++b) {
-        if (lens[b] == 0) continue;
+    double kv_rows = 0.0;  // K (or V) rows read: see kv_rows_read
+    if (varlen || packed_queries || !counts.lens.empty()) {
+      const auto keys_of = [&](int b) {
+        return varlen ? sequences.lens[b] : counts.lens.empty() ? options.seq_len : counts.lens[b];
+      };
+      const auto queries_of = [&](int b) {
+        return varlen ? sequences.lens[b] : packed_queries ? queries.lens[b] : q_len;
+      };
+      for (int b = 0; b < shape.batch; ++b) {
+        if (keys_of(b) == 0 || queries_of(b) == 0) continue;
         attnjit_forward_args upto = census_call;
-        upto.kv_len = lens[b];
-        if (varlen) upto.q_len = lens[b];
+        upto.kv_len = keys_of(b);
+        upto.q_len = queries_of(b);
         const auto census_of = [&](int sequences_upto) {
           attnjit_tile_census part{};
           if (sequences_upto == 0) return part;
@@ -482,13 +547,21 @@ void run_bench(const BenchOptions& options) {
           return part;
         };
         const attnjit_tile_census with = census_of(b + 1), before = census_of(b);
-        census.tiles += with.tiles - before.tiles;
-        census.empty += with.empty - before.empty;
-        census.kept_pairs += with.kept_pairs - before.kept_pairs;
-        census.total_pairs += with.total_pairs - before.total_pairs;
+        attnjit_tile_census own{};
+        own.tiles = with.tiles - before.tiles;
+        own.empty = with.empty - before.empty;
+        own.kept_pairs = with.kept_pairs - before.kept_pairs;
+        own.total_pairs = with.total_pairs - before.total_pairs;
+        census.tiles += own.tiles;
+        census.empty += own.empty;
+        census.kept_pairs += own.kept_pairs;
+        census.total_pairs += own.total_pairs;
+        kv_rows += kv_rows_read(1, upto.q_len, shape.num_heads_q, shape.num_heads_kv, own);
       }
     } else {
       c::check(attnjit_variant_tile_census(&census, variant.get(), &census_call, nullptr));
+      kv_rows =
+          kv_rows_read(shape.batch, shape.q_len, shape.num_heads_q, shape.num_heads_kv, census);
     }
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
     const double flops = 4.0 * options.head_dim * static_cast<double>(census.kept_pairs);
@@ -500,15 +573,7 @@ void run_bench(const BenchOptions& options) {
     c::check(attnjit_variant_launch_plan(&plan, variant.get(), &plan_call));
     const double seconds = ms * 1e-3;
     const double tflops = flops / seconds / 1e12;
-    // Note: a variable-length run's rows are its tensors' total rows, as one batch entry.
-    const testkit::Shape rows_shape = varlen ? testkit::Shape{1,
-                                                              shape.num_heads_q,
-                                                              shape.num_heads_kv,
-                                                              sequences.total,
-                                                              sequences.total,
-                                                              shape.head_dim}
-                                             : shape;
-    const double gbs = bytes_moved(rows_shape, census, q_bytes, element_bytes) / seconds / 1e9;
+    const double gbs = bytes_moved(kv_rows, shape.head_dim, q_bytes, element_bytes) / seconds / 1e9;
     run["rows"].push_back({{"variant", mv.name},
                            {"median_ms", ms},
                            {"tflops", tflops},
@@ -565,6 +630,13 @@ void add_bench_command(CLI::App& app) {
                    "Per-sequence key counts over the padded (or paged) cache of --seq-len rows "
                    "(kv_seq_lens: decoding steps of a ragged batch with --q-len), "
                    "comma-separated; the batch their count")
+      ->delimiter(',');
+  bench
+      ->add_option("--q-lens", options->q_lens,
+                   "A chunked prefill's new queries: each sequence's count (0 allowed), "
+                   "comma-separated, packed without padding (q_seq_starts; layout blhd) over its "
+                   "keys in the padded (or paged) cache of --seq-len rows (--kv-lens of them, or "
+                   "all); the batch their count")
       ->delimiter(',');
   bench->add_option("--warmup", options->warmup, "Untimed calls first")->capture_default_str();
   bench->add_option("--iters", options->iterations, "Timed calls")->capture_default_str();
