@@ -1,9 +1,13 @@
 #include "testkit/host_data.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "attnjit/attnjit.hpp"
 // Note: header-only; the kit rounds exactly as the library does, and links nothing of it.
@@ -15,13 +19,19 @@ namespace {
 // Note: attnjit_dtype and the library's DType list bf16, fp16, fp32 with the same values.
 DType library_dtype(attnjit_dtype dtype) { return static_cast<DType>(dtype); }
 
+constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;
+
 // splitmix64: tiny, fast and well mixed; each output depends only on the seed and the position.
 class Generator {
  public:
   explicit Generator(std::uint64_t seed) : state_(seed) {}
+  // The generator whose first draw is draw `position` of Generator(seed).
+  static Generator at(std::uint64_t seed, std::uint64_t position) {
+    return Generator(seed + position * kGoldenGamma);
+  }
 
   std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    std::uint64_t z = (state_ += kGoldenGamma);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -41,12 +51,43 @@ class Generator {
   std::uint64_t state_;
 };
 
-float nonzero_value(Generator& generator, Distribution distribution, attnjit_dtype dtype) {
-  for (;;) {
-    const float value =
-        round_to_dtype(static_cast<float>(generator.draw(distribution)), library_dtype(dtype));
-    if (value != 0.0f) return value;
+float rounded_draw(Generator& generator, Distribution distribution, attnjit_dtype dtype) {
+  return round_to_dtype(static_cast<float>(generator.draw(distribution)), library_dtype(dtype));
+}
+
+// Value `index` of a fill from `seed`: from the generator's draws at the value's own positions
+// (one a value for the uniform distribution, two for the normal), so that any part of a tensor
+// is filled on its own, in parallel, with the values a sequential fill gives. A value that
+// rounds to zero (far rarer than one in 2^64 draws) is drawn again from a stream of its own.
+float nonzero_value_at(std::uint64_t seed, std::int64_t index, Distribution distribution,
+                       attnjit_dtype dtype) {
+  const std::uint64_t draws = distribution == Distribution::normal ? 2 : 1;
+  Generator generator = Generator::at(seed, static_cast<std::uint64_t>(index) * draws);
+  float value = rounded_draw(generator, distribution, dtype);
+  if (value != 0.0f) return value;
+  Generator again(derive_seed(seed, static_cast<std::uint64_t>(index)));
+  while (value == 0.0f) value = rounded_draw(again, distribution, dtype);
+  return value;
+}
+
+// Runs fill(begin, end) over [0, count) in parallel chunks. Note: a serving-sized test's keys
+// and values (8 caches of 32K rows) are half a billion values, a minute of Box-Muller on one
+// core; small fills stay on the calling thread.
+void for_each_chunk(std::int64_t count,
+                    const std::function<void(std::int64_t, std::int64_t)>& fill) {
+  constexpr std::int64_t kMinChunk = std::int64_t{1} << 20;
+  const std::int64_t cores = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+  const std::int64_t threads = std::clamp<std::int64_t>(count / kMinChunk, 1, cores);
+  if (threads == 1) {
+    fill(0, count);
+    return;
   }
+  std::vector<std::thread> workers;
+  const std::int64_t chunk = (count + threads - 1) / threads;
+  for (std::int64_t begin = 0; begin < count; begin += chunk) {
+    workers.emplace_back(fill, begin, std::min(count, begin + chunk));
+  }
+  for (std::thread& worker : workers) worker.join();
 }
 
 void store(void* data, attnjit_dtype dtype, std::int64_t index, float value) {
@@ -108,10 +149,11 @@ const char* dtype_short_name(attnjit_dtype dtype) {
 
 void fill_random(void* data, attnjit_dtype dtype, std::int64_t count, std::uint64_t seed,
                  Distribution distribution) {
-  Generator generator(seed);
-  for (std::int64_t i = 0; i < count; ++i) {
-    store(data, dtype, i, nonzero_value(generator, distribution, dtype));
-  }
+  for_each_chunk(count, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      store(data, dtype, i, nonzero_value_at(seed, i, distribution, dtype));
+    }
+  });
 }
 
 void fill_nan(void* data, attnjit_dtype dtype, std::int64_t count) {
@@ -157,17 +199,16 @@ void HostTensor::set(int b, int h, int row, int d, float value) {
 }
 
 void HostTensor::fill_random(std::uint64_t seed, Distribution distribution) {
-  Generator generator(seed);
-  for (int b = 0; b < batch_; ++b) {
-    for (int h = 0; h < heads_; ++h) {
-      for (int row = 0; row < len_; ++row) {
-        const std::int64_t offset = b * strides_.batch + h * strides_.head + row * strides_.row;
-        for (int d = 0; d < head_dim_; ++d) {
-          store(data(), dtype_, offset + d, nonzero_value(generator, distribution, dtype_));
-        }
-      }
+  // Value i of the fill goes to logical element i: (b, h, row, d) in that order, padding skipped.
+  const std::int64_t heads = heads_, len = len_, head_dim = head_dim_;
+  for_each_chunk(batch_ * heads * len * head_dim, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t row = i / head_dim;
+      const std::int64_t offset = row / (heads * len) * strides_.batch +
+                                  row / len % heads * strides_.head + row % len * strides_.row;
+      store(data(), dtype_, offset + i % head_dim, nonzero_value_at(seed, i, distribution, dtype_));
     }
-  }
+  });
 }
 
 void HostTensor::fill_nan() { testkit::fill_nan(data(), dtype_, storage_elements()); }

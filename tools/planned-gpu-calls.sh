@@ -82,7 +82,7 @@ RAGGED_TREE='--manifest cache/decoding.json --variant noop --variant causal --q-
 # Planned in the forty-second session: a chunked prefill's packed queries (q_seq_starts), chunks of
 # 512 and 300 queries of 8 heads over one key/value head (8-way tensor parallelism) over caches
 # of 24K and 9K keys, split on the sm90 split kernel of paged calls (auto) against unsplit
-# (ATTNJIT_SPLIT_KV=off: 7 + 3 query tiles a head, 80 blocks on 132 SMs).
+# (ATTNJIT_SPLIT_KV=off: 7 query tiles a head, 56 blocks on 132 SMs; predicted 1.6-1.9x).
 PACKED_CHUNK='--manifest cache/decoding.json --variant noop --variant causal --q-lens 512,300 --seq-len 24576 --kv-lens 24576,9216 --heads 8 --kv-heads 1 --iters 30'
 
 # Here, after the bundle: RAGGED's kernels for sm_90a (the decoding manifest's noop and causal,
@@ -184,6 +184,17 @@ case "${1:-}" in
     gpu_check 40 "$2/paged" decode "$D16"
     mkdir -p "$2/paged-prefill"
     gpu_check 50 "$2/paged-prefill" decode "$D17" ;;
+  rescue)
+    # Call 1's sweeps, D=256 against Flex and the packed chunks, where call 1's tests took its
+    # budget (forty-second session).
+    [[ $# -eq 2 ]] || usage
+    mkdir -p "$2/compare" "$2/ragged-cache"
+    gpu_check 200 "$2" sweep "" "$S4" "$S3" "$S5" "$S6"
+    gpu_check 110 "$2/compare" compare "$C256"
+    tar -C "$2/ragged-cache" -xJf .gpu-bundle/ragged-cache.tar.xz || true
+    ragged_bench "$2" packed-chunk 25 "$PACKED_CHUNK" ATTNJIT_SPLIT_KV
+    ragged_bench "$2" ragged-tree 25 "$RAGGED_TREE" ATTNJIT_BALANCE_SPLIT
+    rm -rf "$2/ragged-cache" ;;
   print)
     printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nD19=%s\nRAGGED=%s\nRAGGED_TREE=%s\nPACKED_CHUNK=%s\n' \
       "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$D19" "$RAGGED" "$RAGGED_TREE" "$PACKED_CHUNK"

@@ -39,6 +39,48 @@ TEST_CASE("fill_random is reproducible, seed-dependent and never zero") {
   CHECK(variance == Approx(distribution == Distribution::normal ? 1.0 : 1.0 / 3.0).epsilon(0.05));
 }
 
+// The fill's values as the sequential splitmix64 stream gives them (Box-Muller from two draws a
+// value), whatever the fill's size and however it is cut into parallel chunks: a large fill's
+// values equal a small one's where they overlap, and a host tensor's logical elements (padding
+// skipped, in any layout) are the flat fill's.
+TEST_CASE("fill_random's values do not depend on the fill's size or its parallel chunks") {
+  // The first normal value of seed 7, by hand: draws 1 and 2 of splitmix64 from state 7.
+  const auto splitmix = [](std::uint64_t state) {
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  const auto unit = [](std::uint64_t bits) {
+    return (static_cast<double>(bits >> 11) + 0.5) * 0x1p-53;
+  };
+  const double u1 = unit(splitmix(7 + 0x9E3779B97F4A7C15ull));
+  const double u2 = unit(splitmix(7 + 2 * 0x9E3779B97F4A7C15ull));
+  const float first = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
+                                         std::cos(2.0 * 3.14159265358979323846 * u2));
+  std::vector<float> small(1000), large(3 << 20);  // 3M values: parallel chunks
+  fill_random(small.data(), ATTNJIT_DTYPE_FP32, 1000, 7);
+  fill_random(large.data(), ATTNJIT_DTYPE_FP32, static_cast<std::int64_t>(large.size()), 7);
+  CHECK(small[0] == first);
+  CHECK(std::memcmp(small.data(), large.data(), small.size() * sizeof(float)) == 0);
+  // A tensor of 3M logical values in BLHD with padding: its element (b, h, row, d) is value
+  // ((b * heads + h) * len + row) * head_dim + d of the flat fill.
+  HostTensor tensor(ATTNJIT_DTYPE_FP32, ATTNJIT_LAYOUT_BLHD, 3, 4, 4096, 64, /*row_padding=*/3);
+  tensor.fill_random(7);
+  int mismatches = 0;
+  for (int b = 0; b < 3; ++b) {
+    for (int h = 0; h < 4; ++h) {
+      for (int row = 0; row < 4096; row += 61) {
+        for (int d = 0; d < 64; ++d) {
+          const std::size_t i = ((static_cast<std::size_t>(b) * 4 + h) * 4096 + row) * 64 + d;
+          if (tensor.at(b, h, row, d) != large[i]) ++mismatches;
+        }
+      }
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("fill_nan poisons every element") {
   const attnjit_dtype dtype = GENERATE(ATTNJIT_DTYPE_BF16, ATTNJIT_DTYPE_FP16, ATTNJIT_DTYPE_FP32);
   std::vector<float> data(64, 1.0f);
