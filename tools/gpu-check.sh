@@ -72,7 +72,7 @@
 # the tarball would be a 9th file, nvidia-smi.txt moves into it. The summary is printed last.
 # Every stage prints as it goes.
 # The whole run fits one 10-minute device call: GPU_CHECK_BUDGET (default 560 s) caps it, and
-# each step has its own timeout when several stages run (Hopper probes 60, test_gpu 300, after a
+# each step has its own timeout when several stages run (Hopper probes 60, test_gpu 360, after a
 # failure its bisect 120 a family, memcheck 120 and racecheck 120, each shared by the families, synccheck 60 for sm90, ctypes 30,
 # compare_flex 150, scaling 200, decode 200, anatomy 60 a step, sweep 300, then bench 6 x 60,
 # its decoding step 90 and the host time per call 60 per family), all cut to what is left:
@@ -302,7 +302,7 @@ bisect_family() {
 }
 if wants test && [[ -n "$test_gpu" ]]; then
   # Budget (H100): ~110 kernels at ~0.4 s of NVRTC each plus the CPU reference: about 2 min per
-  # family.
+  # family (H200, forty-second session: 140 s for the sm90 family, the [large] cases most of it).
   : > "$out_dir/test-gpu.log"
   family_filter="[gpu]"
   if [[ ",$families," == *",sm90,"* ]]; then
@@ -320,7 +320,7 @@ if wants test && [[ -n "$test_gpu" ]]; then
   dump_root=$(mktemp -d /tmp/attnjit-dumps.XXXXXX)
   bisect_families=()
   for family in ${families//,/ }; do
-    run_step "$(cap "$budget" $((300 / num_families)))" \
+    run_step "$(cap "$budget" $((360 / num_families)))" \
       "$out_dir/test-gpu.log" "$test_tune" env ATTNJIT_KERNEL_FAMILY="$family" \
       ATTNJIT_TEST_DUMP_DIR="$dump_root/$family" \
       ATTNJIT_TEST_FAILED_LIST="$dump_root/$family.failed" "$test_gpu" "$family_filter" --durations yes

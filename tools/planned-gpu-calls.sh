@@ -4,42 +4,42 @@
 # then the calls back to back on the warm machine). What each measures, and what it was predicted
 # to show: docs/PERFORMANCE.md, "The next GPU session".
 #
-#   tools/planned-gpu-calls.sh bundle          # here: .gpu-bundle with S3-S6's kernels
-#                                              # prewarmed (gpu-bundle.sh; about 8 minutes),
-#                                              # and RAGGED's (a few minutes more)
-#   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (about 400 s): the cache
+#   tools/planned-gpu-calls.sh bundle          # here: .gpu-bundle with test_gpu's kernels
+#                                              # prewarmed (gpu-bundle.sh; about 25 minutes on
+#                                              # 2 cores), RAGGED's kernels, and the library of
+#                                              # BASELINE under .gpu-bundle/bisect
+#   tools/planned-gpu-calls.sh call1 "$OUT"    # there, first call (about 420 s): the cache
 #                                              # reuse check, test_gpu and the sanitizers on
-#                                              # both families, then S3 to S6
-#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (about 70 s of timelines,
-#                                              # D=256 against Flex in 120 s, 150 s of ragged
-#                                              # steps, then budgets of 260 s): the blocks'
-#                                              # timelines, D=256 against Flex, a ragged batch's
-#                                              # balanced slices, packed chunks split, a prefill
-#                                              # chunk split on the sm90 kernel, a speculative
-#                                              # tree packed on it, speculative steps packed and
-#                                              # not, decoding and prefills over paged caches
+#                                              # both families, nothing else (in the forty-
+#                                              # second session test_gpu took 140 s a family)
+#   tools/planned-gpu-calls.sh call2 "$OUT"    # there, second call (budgets of about 420 s):
+#                                              # BASELINE's library against main's, D=64 against
+#                                              # Flex, a ragged batch's balanced slices, a
+#                                              # prefill chunk split on the sm90 kernel, a
+#                                              # speculative tree packed on it, then the
+#                                              # timelines, speculative steps, decoding and
+#                                              # prefills over paged caches as time allows
 #   tools/planned-gpu-calls.sh print           # the sweeps and the commands, without running
 #
-# Run the calls with run(carry=[".gpu-bundle"], timeout_s=430 and 445): the budgets leave each
-# call's last step its time and the machine start (about 35 s) inside the 15 minutes.
+# Run the calls with run(carry=[".gpu-bundle"], timeout_s=440 and 400): each call's steps stop at
+# their budgets, and a step that fails or runs out of time does not stop the ones after it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Planned in the twenty-fifth session (the earlier items ran then: docs/PERFORMANCE.md,
-# "Twenty-fifth session").
-# Item 3: the handoff against none on causal and prefix-LM, twice each in one process.
-S3='--head-dim 64 --head-dim 128 --variant causal --variant prefix_lm --schedule a=sm90 --schedule off=sm90:sm90_handoff=0 --schedule b=sm90 --schedule off2=sm90:sm90_handoff=0'
-# Item 4: D=64's short rows (the masked variants' gap to 1.3x Flex): two blocks per SM and
-# 64-row blocks against the shipped choice.
-S4='--watchdog-ms 0 --head-dim 64 --variant document64 --variant document_random --variant prefix_lm --variant sliding_window --variant document --schedule sm90=sm90 --schedule 2persm=sm90:sm90_blocks_per_sm=2 --schedule m64x2=sm90:sm90_block_m=64,sm90_blocks_per_sm=2'
-# Planned in the twenty-seventh session: heavy scores (compare_flex.py's HEAVY_SCORE_VARIANTS)
-# served with the base tiles where the wide default tiles spill heavily, against those wide
-# tiles asked for explicitly; soft-capping (no fallback: both schedules are one kernel) is the
-# control. Last in call 1, so they take only what S3 and S4 leave of the budget.
-S5='--head-dim 128 --variant silu_score --variant distance_decay --variant softcap --schedule served=sm90 --schedule wide=sm90:sm90_block_n=176'
-S6='--head-dim 64 --variant silu_score --variant distance_decay --variant softcap --schedule served=sm90 --schedule wide=sm90:sm90_block_m=192'
-# D=256 against Flex (not timed since the fifteenth session), and decoding at 64K keys and B=8.
-C256='--head-dim 256 --variant noop --variant causal --variant sliding_window --variant document'
+# Done in the forty-second session ("Forty-second session"): the handoff on long rows (S3), D=64's
+# short-row schedules (S4), the heavy scores' tiles (S5, S6), D=256's noop against Flex, the
+# packed chunks split and the speculative tree's balanced slices.
+#
+# Planned in the forty-second session: causal D=128 read 549-573 TFLOP/s and soft-capping 491-500
+# there, against 590 and 522 in the twenty-fifth session (another H200), with kernels whose SASS
+# changed since (causal 4848 -> 4000 instructions, the same configuration). This session's
+# baseline library (33d3ab1, the twenty-fifth session's) against main's, one process: a
+# regression or another GPU.
+BASELINE=33d3ab1
+BUILDS='noop causal softcap 16K 128 sm90'
+# D=64 against Flex, every variant (issue 9 and 10's unmet 1.3x; not timed since the twenty-fifth
+# session).
+C64='--head-dim 64 --variant causal --variant sliding_window --variant document --variant prefix_lm --variant alibi --variant softcap --variant noop'
 # The timeline cases (profile_variant.py VARIANT LENGTH HEAD_DIM): the short rows at both head
 # dims beside noop, and noop at 2K (16 kept tiles a row, as the 8 documents at 16K).
 # (causal at D=64 and noop at D=128 dropped in the thirty-sixth session to make room for RAGGED.)
@@ -75,16 +75,6 @@ D19='--decode-q-len 24 --decode-batch 1 --decode-batch 8 --decode-heads 32:4 --h
 # B=8 caches of 16K filled to 0.75, 0.25, 1.0, 0.5 twice) with its slices sized to each sequence
 # against uniform slices (ATTNJIT_BALANCE_SPLIT=off), noop and causal ("Thirty-sixth session").
 RAGGED='--manifest cache/decoding.json --variant noop --variant causal --q-len 1 --seq-len 16384 --heads 32 --kv-heads 8 --kv-lens 12288,4096,16384,8192,12288,4096,16384,8192 --iters 50'
-# Planned in the forty-first session: a speculative tree's 24 tokens of 32:4 heads over a ragged
-# batch's caches (2K to 32K keys), packed on the sm90 split kernel, its slices sized to each
-# sequence (auto) against uniform slices of the longest (off). The same kernels as RAGGED's.
-RAGGED_TREE='--manifest cache/decoding.json --variant noop --variant causal --q-len 24 --seq-len 32768 --heads 32 --kv-heads 4 --kv-lens 24576,4096,32768,8192,16384,2048,32768,12288 --iters 30'
-# Planned in the forty-second session: a chunked prefill's packed queries (q_seq_starts), chunks of
-# 512 and 300 queries of 8 heads over one key/value head (8-way tensor parallelism) over caches
-# of 24K and 9K keys, split on the sm90 split kernel of paged calls (auto) against unsplit
-# (ATTNJIT_SPLIT_KV=off: 7 query tiles a head, 56 blocks on 132 SMs; predicted 1.6-1.9x).
-PACKED_CHUNK='--manifest cache/decoding.json --variant noop --variant causal --q-lens 512,300 --seq-len 24576 --kv-lens 24576,9216 --heads 8 --kv-heads 1 --iters 30'
-
 # Here, after the bundle: RAGGED's kernels for sm_90a (the decoding manifest's noop and causal,
 # bf16, D=128, with their paged and sm80 kernels) into .gpu-bundle/ragged-cache.tar.xz, so that
 # call 2 does not compile them.
@@ -106,12 +96,10 @@ PY
   rm -rf "$cache" "$manifest"
 }
 
-ragged_decode() {  # OUTDIR: each switch's run of RAGGED and RAGGED_TREE, on the bundle's kernels
+ragged_decode() {  # OUTDIR: each switch's run of RAGGED, on the bundle's kernels
   mkdir -p "$1/ragged-cache"
   tar -C "$1/ragged-cache" -xJf .gpu-bundle/ragged-cache.tar.xz || true
-  ragged_bench "$1" ragged 70 "$RAGGED" ATTNJIT_BALANCE_SPLIT
-  ragged_bench "$1" ragged-tree 30 "$RAGGED_TREE" ATTNJIT_BALANCE_SPLIT
-  ragged_bench "$1" packed-chunk 30 "$PACKED_CHUNK" ATTNJIT_SPLIT_KV
+  ragged_bench "$1" ragged 40 "$RAGGED" ATTNJIT_BALANCE_SPLIT
   rm -rf "$1/ragged-cache"
 }
 
@@ -131,20 +119,28 @@ usage() {
   exit 2
 }
 
-gpu_check() {  # BUDGET OUTDIR STAGES COMPARE_ARGS SWEEP...
+# Note: a step that fails or runs out of its budget returns non-zero; the calls go on to the
+# next step (set -e stopped the forty-second session's rescue call after its first timeout).
+gpu_check() {  # BUDGET OUTDIR STAGES COMPARE_ARGS [--builds-args ARGS | SWEEP...]
   local budget=$1 out=$2 stages=$3 compare=$4
   shift 4
   local args=()
   [[ -n "$compare" ]] && args+=(--compare-args "$compare")
-  for sweep in "$@"; do args+=(--sweep-args "$sweep"); done
+  if [[ "${1:-}" == --builds-args ]]; then
+    args+=(--builds-args "$2")
+  else
+    for sweep in "$@"; do args+=(--sweep-args "$sweep"); done
+  fi
+  mkdir -p "$out"
   GPU_CHECK_BUDGET=$budget tools/gpu-check.sh --build-dir .gpu-bundle --deps .gpu-bundle/lib \
-    --only "$stages" "${args[@]}" "$out"
+    --only "$stages" "${args[@]}" "$out" || echo "planned-gpu-calls: $stages in $out: rc $?"
 }
 
 case "${1:-}" in
   bundle)
-    tools/gpu-bundle.sh --sweep "$S3" --sweep "$S4" --sweep "$S5" --sweep "$S6"
+    tools/gpu-bundle.sh
     ragged_prewarm
+    tools/bench/build_at_commits.sh .gpu-bundle/bisect "$BASELINE"
     du -sh .gpu-bundle ;;
   call1)
     [[ $# -eq 2 ]] || usage
@@ -153,16 +149,21 @@ case "${1:-}" in
     # cache: the sequence that lost the reports there, "Twenty-sixth session").
     # Note: the bundle's fmt/spdlog/xxhash sit beside the library (the GPU machine has none);
     # gpu-check finds them through --deps, this step through LD_LIBRARY_PATH.
-    LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 180 \
+    LD_LIBRARY_PATH="$PWD/.gpu-bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 60 \
       python3 tools/bench/cache_reuse_check.py --lib .gpu-bundle/lib/libattnjit.so.0.1.0 \
       | tee "$2/cache-reuse.txt" || true
-    gpu_check 300 "$2" test,sanitize,sweep "" "$S3" "$S4" "$S5" "$S6" ;;
+    gpu_check 390 "$2" test,sanitize "" ;;
   call2)
     [[ $# -eq 2 ]] || usage
-    mkdir -p "$2/compare" "$2/decode" "$2/timeline"
+    gpu_check 100 "$2/builds" builds "" --builds-args "$BUILDS"
+    gpu_check 170 "$2/compare" compare "$C64"
+    ragged_decode "$2"
+    gpu_check 60 "$2/chunk" decode "$D18"
+    gpu_check 40 "$2/tree" decode "$D19"
     # Where a block's time goes (the short rows' per-block cost; "Twenty-sixth session"): each
     # case once with the timeline kernel (about 10 s each), then its report; the records come
     # back gzipped.
+    mkdir -p "$2/timeline"
     for case in "${TIMELINE_CASES[@]}"; do
       name=${case// /-}
       env ATTNJIT_LIB="$PWD/.gpu-bundle/lib/libattnjit.so.0.1.0" ATTNJIT_TUNE=sm90_timeline=1 \
@@ -173,31 +174,12 @@ case "${1:-}" in
       python3 tools/bench/timeline_report.py "$2/timeline/$name.json" | tee "$2/timeline/$name.txt"
       gzip -f "$2/timeline/$name.json"
     done
-    mkdir -p "$2/speculative" "$2/paged"
-    gpu_check 120 "$2/compare" compare "$C256"
-    ragged_decode "$2"
-    mkdir -p "$2/chunk"
-    gpu_check 70 "$2/chunk" decode "$D18"
-    mkdir -p "$2/tree"
-    gpu_check 40 "$2/tree" decode "$D19"
     gpu_check 60 "$2/speculative" decode "$D15"
     gpu_check 40 "$2/paged" decode "$D16"
-    mkdir -p "$2/paged-prefill"
     gpu_check 50 "$2/paged-prefill" decode "$D17" ;;
-  rescue)
-    # Call 1's sweeps, D=256 against Flex and the packed chunks, where call 1's tests took its
-    # budget (forty-second session).
-    [[ $# -eq 2 ]] || usage
-    mkdir -p "$2/compare" "$2/ragged-cache"
-    gpu_check 200 "$2" sweep "" "$S4" "$S3" "$S5" "$S6"
-    gpu_check 110 "$2/compare" compare "$C256"
-    tar -C "$2/ragged-cache" -xJf .gpu-bundle/ragged-cache.tar.xz || true
-    ragged_bench "$2" packed-chunk 25 "$PACKED_CHUNK" ATTNJIT_SPLIT_KV
-    ragged_bench "$2" ragged-tree 25 "$RAGGED_TREE" ATTNJIT_BALANCE_SPLIT
-    rm -rf "$2/ragged-cache" ;;
   print)
-    printf 'S3=%s\nS4=%s\nS5=%s\nS6=%s\nC256=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nD19=%s\nRAGGED=%s\nRAGGED_TREE=%s\nPACKED_CHUNK=%s\n' \
-      "$S3" "$S4" "$S5" "$S6" "$C256" "$D14" "$D15" "$D16" "$D17" "$D18" "$D19" "$RAGGED" "$RAGGED_TREE" "$PACKED_CHUNK"
+    printf 'BASELINE=%s\nBUILDS=%s\nC64=%s\nD14=%s\nD15=%s\nD16=%s\nD17=%s\nD18=%s\nD19=%s\nRAGGED=%s\n' \
+      "$BASELINE" "$BUILDS" "$C64" "$D14" "$D15" "$D16" "$D17" "$D18" "$D19" "$RAGGED"
     printf 'timeline: %s\n' "${TIMELINE_CASES[@]}" ;;
   *) usage ;;
 esac
