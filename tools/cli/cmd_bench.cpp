@@ -266,12 +266,11 @@ std::vector<InputSet> make_input_sets(std::size_t q_bytes, std::size_t kv_bytes,
 // step, whose one query per head keeps the same keys across a GQA group; for a masked prefill it
 // is below what the call must read (causal: half the keys per row on average, where every key is
 // kept by some row), so its GB/s there is a lower bound, not a bandwidth.
-double kv_rows_read(int sequences, int q_rows, int heads_q, int heads_kv,
-                    const attnjit_tile_census& census) {
+// `census` covers the sequences' q_rows queries of each of heads_q heads.
+double kv_rows_read(int q_rows, int heads_q, int heads_kv, const attnjit_tile_census& census) {
   if (q_rows == 0) return 0.0;
-  const double query_rows = static_cast<double>(sequences) * heads_q * q_rows;
-  return static_cast<double>(sequences) * heads_kv * static_cast<double>(census.kept_pairs) /
-         query_rows;
+  return static_cast<double>(heads_kv) * static_cast<double>(census.kept_pairs) /
+         (static_cast<double>(heads_q) * q_rows);
 }
 
 // The bytes of Q and the output, and of `kv_rows` rows of K and of V.
@@ -423,8 +422,7 @@ void run_bench(const BenchOptions& options) {
 
   fmt::print(
       "device {} ({}, {} SMs, L2 {} MiB); B={} H={}{} L={}{} D={} {}{}{}{}{}; {} input sets, "
-      "median "
-      "of {} runs after {} warm-up\n",
+      "median of {} runs after {} warm-up\n",
       device.name, arch, device.multiprocessors, std::max(device.l2_bytes, 1) >> 20, shape.batch,
       shape.num_heads_q,
       shape.num_heads_kv != shape.num_heads_q ? fmt::format(" over {}", shape.num_heads_kv) : "",
@@ -556,12 +554,11 @@ void run_bench(const BenchOptions& options) {
         census.empty += own.empty;
         census.kept_pairs += own.kept_pairs;
         census.total_pairs += own.total_pairs;
-        kv_rows += kv_rows_read(1, upto.q_len, shape.num_heads_q, shape.num_heads_kv, own);
+        kv_rows += kv_rows_read(upto.q_len, shape.num_heads_q, shape.num_heads_kv, own);
       }
     } else {
       c::check(attnjit_variant_tile_census(&census, variant.get(), &census_call, nullptr));
-      kv_rows =
-          kv_rows_read(shape.batch, shape.q_len, shape.num_heads_q, shape.num_heads_kv, census);
+      kv_rows = kv_rows_read(shape.q_len, shape.num_heads_q, shape.num_heads_kv, census);
     }
     // FLOPs = 4 * D * unmasked pairs (two matmuls, multiply-add = 2), pairs summed over B and H.
     const double flops = 4.0 * options.head_dim * static_cast<double>(census.kept_pairs);
